@@ -1,0 +1,74 @@
+"""The content-addressed store behind resumable runs and offline replay.
+
+Job results are stored under the job's cache key as soon as they arrive, so a
+run killed at any moment resumes without repeating finished work. An entry that
+cannot be read is a miss, never a crash; a write that fails is a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import diskcache
+
+DEFAULT_DIR = ".mutant-gate"
+RESULT_PREFIX = "job:"
+RUN_PREFIX = "run:"
+
+
+class Store:
+    def __init__(self, directory: str = DEFAULT_DIR) -> None:
+        self.directory = os.path.abspath(directory)
+        self._cache = diskcache.Cache(self.directory)
+
+    # -- job results -------------------------------------------------------
+    def get_result(self, key: str, parse: Callable[[dict], Any]) -> Any | None:
+        """The stored result for ``key`` parsed by ``parse``, or None (missing or unreadable)."""
+        try:
+            raw = self._cache.get(RESULT_PREFIX + key)
+            if raw is None:
+                return None
+            return parse(json.loads(raw))
+        except Exception:  # noqa: BLE001 - a corrupt entry is a miss
+            return None
+
+    def put_result(self, key: str, data: dict) -> None:
+        self._put(RESULT_PREFIX + key, json.dumps(data, sort_keys=True))
+
+    # -- run records ---------------------------------------------------------
+    def put_run(self, run_id: str, record: dict) -> None:
+        record = {**record, "saved_at": time.time()}
+        self._put(RUN_PREFIX + run_id, json.dumps(record, sort_keys=True))
+
+    def get_run(self, run_id: str) -> dict | None:
+        try:
+            raw = self._cache.get(RUN_PREFIX + run_id)
+            return None if raw is None else json.loads(raw)
+        except Exception:  # noqa: BLE001
+            return None
+
+    def list_runs(self) -> list[str]:
+        try:
+            return sorted(k[len(RUN_PREFIX) :] for k in self._cache.iterkeys() if str(k).startswith(RUN_PREFIX))
+        except Exception:  # noqa: BLE001
+            return []
+
+    def _put(self, key: str, value: str) -> None:
+        try:
+            self._cache.set(key, value)
+        except Exception as exc:  # noqa: BLE001 - a cache that cannot write must not stop a run
+            warnings.warn(f"mutant-gate cache write failed ({exc}); continuing without caching", stacklevel=3)
+
+    def close(self) -> None:
+        self._cache.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,544 @@
+"""Bounds checker for Triton's interpreter (``TRITON_INTERPRET=1``).
+
+Runs inside the sandbox child; imports only the stdlib, numpy, torch, triton.
+
+``install()`` patches ``triton.runtime.interpreter`` (tested with Triton 3.9):
+
+* ``GridExecutor.__call__`` opens a *launch context* for every kernel launch;
+  ``GridExecutor._init_args_hst`` is replaced by a version that copies every
+  tensor argument's storage into a fresh host buffer with an unmapped-in-
+  practice guard zone on both sides (``torch.empty`` pages that are never
+  touched) and records, for every tensor argument, the byte range its view can
+  address; ``GridExecutor._restore_args_dev`` copies the buffers back (also
+  when the launch fails, so partial writes stay visible as they do without
+  the checker).  The guard zones keep separately allocated tensors far apart,
+  so a read past the end of one argument cannot silently land inside the next
+  allocation (CPU allocators place blocks back to back).
+* ``InterpreterBuilder.create_masked_load`` / ``create_masked_store`` (which
+  ``create_load`` / ``create_store``, atomic loads/stores and tensor-descriptor
+  loads/stores go through) and ``create_atomic_rmw`` / ``create_atomic_cas``
+  check, before the access happens, that every active lane's address range
+  ``[addr, addr + itemsize)`` lies inside one tensor argument of the current
+  launch; otherwise they record the violation (``violations()``) and raise
+  ``BoundsViolation``.  The interpreter re-raises it wrapped in
+  ``InterpreterError``; the record survives whatever the caller catches.
+
+Checks are vectorised: per launch the argument ranges are merged into sorted
+interval arrays; per access the active addresses' min/max are tested against
+one interval (fast path), and only on failure is every lane located with
+``np.searchsorted``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import inspect
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "BoundsViolation",
+    "TESTED_TRITON",
+    "install",
+    "installed",
+    "internal_errors",
+    "reset",
+    "uninstall",
+    "violations",
+]
+
+TESTED_TRITON = ("3.9",)  # hook points verified against these releases
+
+_GUARD_MIN = 64 * 1024  # bytes of guard on each side of a host buffer ...
+_GUARD_MAX = 16 * 1024 * 1024  # ... growing with the buffer up to this
+_MAX_RECORDS = 1000
+
+_VIOLATIONS: list[dict] = []
+_INTERNAL_ERRORS: list[str] = []
+_STACK: list[_Launch] = []
+_ORIGINALS: dict[str, tuple[type, Any]] = {}  # "Class.method" -> (class, original)
+_TRITON_DIR = ""
+
+
+class BoundsViolation(Exception):
+    """An active lane of a load/store/atomic addressed memory outside every
+    tensor argument of the launch.  ``record`` is the dict also kept in
+    ``violations()``."""
+
+    def __init__(self, message: str, record: dict | None = None) -> None:
+        super().__init__(message)
+        self.record = record or {}
+
+
+def violations() -> list[dict]:
+    """Violations recorded since the last ``reset()`` (oldest first, copies)."""
+    return [dict(v) for v in _VIOLATIONS]
+
+
+def internal_errors() -> list[str]:
+    """Exceptions raised by the checker itself (accesses then went unchecked)."""
+    return list(_INTERNAL_ERRORS)
+
+
+def reset() -> None:
+    """Forget recorded violations and internal errors."""
+    _VIOLATIONS.clear()
+    _INTERNAL_ERRORS.clear()
+
+
+def installed() -> bool:
+    return bool(_ORIGINALS)
+
+
+# --------------------------------------------------------------------------
+# launch context
+
+
+class _Arg:
+    __slots__ = ("name", "start", "end", "numel", "dtype")
+
+    def __init__(self, name: str, start: int, end: int, numel: int, dtype: str) -> None:
+        self.name, self.start, self.end, self.numel, self.dtype = name, start, end, numel, dtype
+
+
+class _Launch:
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.kernel = getattr(fn, "__name__", "?")
+        self.code = getattr(fn, "__code__", None)
+        self.args: list[_Arg] = []
+        self.starts_l: list[int] = []  # merged ranges, sorted (python ints: fast path)
+        self.ends_l: list[int] = []
+        self.starts = np.zeros(0, dtype=np.uint64)  # same, as arrays (slow path)
+        self.ends = np.zeros(0, dtype=np.uint64)
+        # device storage data_ptr -> (device storage, host uint8 buffer, guard)
+        self.buffers: dict[int, tuple[Any, Any, int]] = {}
+        self.restored = False
+
+    def set_args(self, args: list[_Arg]) -> None:
+        self.args = args
+        spans = sorted((a.start, a.end) for a in args)
+        merged: list[list[int]] = []
+        for s, e in spans:
+            if merged and s <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([s, e])
+        self.starts_l = [m[0] for m in merged]
+        self.ends_l = [m[1] for m in merged]
+        self.starts = np.array(self.starts_l, dtype=np.uint64)
+        self.ends = np.array(self.ends_l, dtype=np.uint64)
+
+    def restore(self) -> None:
+        if self.restored:
+            return
+        self.restored = True
+        import torch
+
+        for dev_storage, buf, guard in self.buffers.values():
+            n = dev_storage.nbytes()
+            if n:
+                _u8(dev_storage, torch).copy_(buf[guard : guard + n])
+
+
+def _u8(storage: Any, torch: Any) -> Any:
+    """A flat uint8 tensor over a whole untyped storage."""
+    return torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
+
+
+def _tensor_range(t: Any) -> tuple[int, int]:
+    """[start, end) byte range addressable through the view ``t``."""
+    el = t.element_size()
+    base = t.data_ptr()
+    if t.numel() == 0:
+        return base, base
+    lo = hi = 0
+    for size, stride in zip(t.shape, t.stride(), strict=True):
+        if stride > 0:
+            hi += stride * (size - 1)
+        else:
+            lo += stride * (size - 1)
+    return base + lo * el, base + (hi + 1) * el
+
+
+def _collect(name: str, value: Any, out: list[_Arg], mod: Any) -> None:
+    if isinstance(value, tuple):
+        for i, v in enumerate(value):
+            _collect(f"{name}[{i}]", v, out, mod)
+        return
+    if isinstance(value, mod.TensorDescriptor):
+        _collect(f"{name}.base", value.base, out, mod)
+        return
+    if not hasattr(value, "data_ptr"):
+        return
+    t = mod._unwrap_tensor(value)
+    try:
+        start, end = _tensor_range(t)
+    except Exception:  # noqa: BLE001 - exotic tensor types: skip
+        return
+    dtype = str(getattr(value, "dtype", t.dtype)).replace("torch.", "")
+    out.append(_Arg(name, start, end, int(t.numel()), dtype))
+
+
+# --------------------------------------------------------------------------
+# replacements for GridExecutor methods
+
+
+def _grid_call(self: Any, *args_dev: Any, **kwargs: Any) -> Any:
+    launch = _Launch(self.fn)
+    _STACK.append(launch)
+    try:
+        return _orig("GridExecutor.__call__")(self, *args_dev, **kwargs)
+    finally:
+        if _STACK and _STACK[-1] is launch:
+            _STACK.pop()
+        launch.restore()
+
+
+def _init_args_hst(self: Any, args_dev: Any, kwargs: dict) -> tuple[list, dict]:
+    """Like the interpreter's: host copies of the arguments, but each storage
+    lives in its own buffer between guard zones; records argument ranges."""
+    import torch
+
+    mod = _interp()
+    launch = _STACK[-1] if _STACK else _Launch(self.fn)
+    buffers = launch.buffers
+
+    def host_storage(storage: Any) -> tuple[Any, int]:
+        key = storage.data_ptr()
+        if key not in buffers:
+            n = storage.nbytes()
+            guard = min(max(_GUARD_MIN, n), _GUARD_MAX)
+            guard = -(-guard // 4096) * 4096
+            buf = torch.empty(n + 2 * guard, dtype=torch.uint8)
+            if n:
+                buf[guard : guard + n].copy_(_u8(storage, torch))
+            buffers[key] = (storage, buf, guard)
+        _, buf, guard = buffers[key]
+        return buf, guard
+
+    def to_cpu(arg: Any) -> Any:
+        if isinstance(arg, tuple):
+            return mod._tuple_create(arg, map(to_cpu, arg))
+        if isinstance(arg, mod.TensorDescriptor):
+            return mod.TensorDescriptor(
+                to_cpu(arg.base),
+                arg.shape,
+                arg.strides,
+                arg.block_shape,
+                arg.padding,
+                arg.round_f32_to_tf32,
+            )
+        if not hasattr(arg, "data_ptr"):
+            return arg
+        t = mod._unwrap_tensor(arg)
+        buf, guard = host_storage(t.untyped_storage())
+        el = t.element_size()
+        cpu = t.new_empty(0, device="cpu")
+        cpu.set_(buf.untyped_storage(), t.storage_offset() + guard // el, t.size(), t.stride())
+        return mod._rewrap_tensor(cpu, original_tensor=arg)
+
+    args_hst = [to_cpu(a) for a in args_dev]
+    kwargs_hst = {k: to_cpu(v) for k, v in kwargs.items()}
+
+    try:
+        bound = inspect.getcallargs(self.fn, *args_hst, **kwargs_hst)
+    except TypeError:  # the interpreter will report the bad call itself
+        bound = dict(zip(self.arg_names, args_hst, strict=False))
+        bound.update(kwargs_hst)
+    found: list[_Arg] = []
+    for name, value in bound.items():
+        _collect(name, value, found, mod)
+    launch.set_args(found)
+    return args_hst, kwargs_hst
+
+
+def _restore_args_dev(
+    self: Any, args_dev: Any, args_hst: Any, kwargs: Any, kwargs_hst: Any
+) -> None:
+    if _STACK:
+        _STACK[-1].restore()
+
+
+# --------------------------------------------------------------------------
+# access checks
+
+
+_min, _max = np.minimum.reduce, np.maximum.reduce
+_ITEMSIZE: dict[str, int] = {}
+
+
+def _itemsize(ptrs: Any) -> int:
+    """Bytes one lane accesses: the pointee size (int1 is stored as a byte)."""
+    ty = ptrs.dtype
+    key = getattr(ty, "name", None) or str(ty)
+    size = _ITEMSIZE.get(key)
+    if size is None:
+        ty = getattr(ty, "scalar", ty)
+        elt = getattr(ty, "element_ty", None)
+        if elt is None or getattr(elt, "is_ptr", lambda: False)():
+            size = 8
+        else:
+            size = max(1, int(getattr(elt, "primitive_bitwidth", 8)) // 8)
+        _ITEMSIZE[key] = size
+    return size
+
+
+def _check(ptrs: Any, mask: Any, op: str) -> None:
+    """Raise BoundsViolation if an active lane is out of bounds.  A bug in the
+    checker itself must not fail the user's kernel: it is kept in
+    ``internal_errors()`` and the access goes ahead unchecked."""
+    if not _STACK:
+        return
+    try:
+        _check_launch(_STACK[-1], ptrs, mask, op)
+    except BoundsViolation:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        if len(_INTERNAL_ERRORS) < _MAX_RECORDS:
+            _INTERNAL_ERRORS.append(f"{op}: {exc!r}")
+
+
+def _check_launch(launch: _Launch, ptrs: Any, mask: Any, op: str) -> None:
+    addr = np.asarray(ptrs.data)
+    if addr.dtype != np.uint64:
+        addr = addr.astype(np.uint64)
+    if mask is not None:
+        m = np.asarray(mask.data)
+        if m.dtype != np.bool_:
+            m = m.astype(np.bool_)
+        if m.shape != addr.shape:
+            addr, m = np.broadcast_arrays(addr, m)
+        active = addr[m]
+    else:
+        active = addr.reshape(-1)
+    if active.size == 0:
+        return
+    isz = _itemsize(ptrs)
+    lo, hi = int(_min(active)), int(_max(active))
+    i = bisect.bisect_right(launch.starts_l, lo) - 1
+    if i >= 0 and hi + isz <= launch.ends_l[i]:
+        return  # all active lanes inside one (merged) argument range
+    starts, ends = launch.starts, launch.ends
+    idx = np.searchsorted(starts, active, side="right") - 1
+    ok = idx >= 0
+    if ok.any():
+        lim = ends[idx[ok]] - np.uint64(isz)
+        ok[ok] = active[ok] <= lim
+    bad = active[~ok]
+    if bad.size == 0:  # straddles merged ranges only at exact boundaries
+        return
+    _report(launch, op, bad, int(active.size), isz)
+
+
+def _report(launch: _Launch, op: str, bad: np.ndarray, n_active: int, isz: int) -> None:
+    mod = _interp()
+    u_isz = np.uint64(isz)
+    best = None  # (arg, dist array) per arg
+    if launch.args:
+        dists = []
+        for a in launch.args:
+            s, e = np.uint64(a.start), np.uint64(a.end)
+            before = np.where(bad < s, s - bad, np.uint64(0))
+            e_lim = e - u_isz if a.end >= isz else np.uint64(0)
+            after = np.where(bad > e_lim, bad - e_lim, np.uint64(0))
+            dists.append((before, after))
+        total = np.stack([b + a for b, a in dists])  # one of the two is 0
+        nearest = np.argmin(total, axis=0)
+        counts = np.bincount(nearest, minlength=len(launch.args))
+        top = counts.max()
+        cands = [k for k in range(len(launch.args)) if counts[k] == top]
+        k = min(cands, key=lambda j: int(total[j].min()))
+        sel = nearest == k
+        before, after = dists[k][0][sel], dists[k][1][sel]
+        mb, ma = int(before.max()), int(after.max())
+        if ma >= mb:
+            direction, dist = "past end", ma
+        else:
+            direction, dist = "before start", mb
+        worst = bad[sel][int(np.argmax(after if ma >= mb else before))]
+        best = (launch.args[k], direction, -(-dist // isz), int(worst))
+    file, line, where = _locate(launch, mod)
+    pid = tuple(int(v) for v in getattr(mod.interpreter_builder, "grid_idx", (0, 0, 0)))
+    pid_s = "(" + ", ".join(str(v) for v in pid) + ")"
+    lanes = int(bad.size)
+    lanes_s = f"{lanes} of {n_active} active lanes out of bounds"
+    kernel = launch.kernel
+    if best is not None:
+        arg, direction, elements, worst = best
+        how = "past its end" if direction == "past end" else "before its start"
+        plural = "element" if elements == 1 else "elements"
+        msg = (
+            f"out-of-bounds {op} in kernel {kernel} ({where}): argument {arg.name} "
+            f"(numel {arg.numel}, {arg.dtype}) accessed {elements} {plural} {how} "
+            f"(program_id {pid_s}, {lanes_s})"
+        )
+        argument, numel = arg.name, arg.numel
+    else:
+        direction, elements, worst = "outside", 0, int(bad[0])
+        msg = (
+            f"out-of-bounds {op} in kernel {kernel} ({where}): address {worst:#x} is not "
+            f"inside any tensor argument (the launch has none) (program_id {pid_s}, {lanes_s})"
+        )
+        argument, numel = None, 0
+    record = {
+        "kernel": kernel,
+        "file": file,
+        "line": line,
+        "argument": argument,
+        "op": op,
+        "elements_out": int(elements),
+        "direction": direction,
+        "lanes_out": lanes,
+        "active_lanes": n_active,
+        "program_id": list(pid),
+        "numel": numel,
+        "address": hex(worst),
+        "message": msg,
+    }
+    if len(_VIOLATIONS) < _MAX_RECORDS:
+        _VIOLATIONS.append(record)
+    raise BoundsViolation(msg, record)
+
+
+def _locate(launch: _Launch, mod: Any) -> tuple[str | None, int | None, str]:
+    """(file basename, line, text) of the innermost user jit frame, noting the
+    kernel's own line when the access sits in a helper @jit function."""
+    jit_codes = set()
+    try:
+        for f in mod.InterpretedFunction.rewritten_fn.values():
+            c = getattr(f, "__code__", None)
+            if c is not None:
+                jit_codes.add(c)
+    except Exception:  # noqa: BLE001
+        pass
+    if launch.code is not None:
+        jit_codes.add(launch.code)
+    inner = kernel_frame = None
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if code is launch.code:
+            kernel_frame = frame
+            if inner is None:
+                inner = frame
+            break
+        if inner is None and code in jit_codes and not code.co_filename.startswith(_TRITON_DIR):
+            inner = frame
+        frame = frame.f_back
+    if inner is None:
+        return None, None, "unknown location"
+    file = os.path.basename(inner.f_code.co_filename)
+    where = f"{file}:{inner.f_lineno}"
+    if kernel_frame is not None and kernel_frame is not inner:
+        where += (
+            f" in {inner.f_code.co_name}, called from "
+            f"{os.path.basename(kernel_frame.f_code.co_filename)}:{kernel_frame.f_lineno}"
+        )
+    return file, inner.f_lineno, where
+
+
+# --------------------------------------------------------------------------
+# wrappers for InterpreterBuilder methods
+
+
+def _masked_load(
+    self: Any, ptrs: Any, mask: Any, other: Any, cache_policy: Any, is_volatile: Any
+) -> Any:
+    _check(ptrs, mask, "load")
+    return _orig("InterpreterBuilder.create_masked_load")(
+        self, ptrs, mask, other, cache_policy, is_volatile
+    )
+
+
+def _masked_store(self: Any, ptrs: Any, value: Any, mask: Any, cache_policy: Any) -> Any:
+    _check(ptrs, mask, "store")
+    return _orig("InterpreterBuilder.create_masked_store")(self, ptrs, value, mask, cache_policy)
+
+
+def _atomic_rmw(self: Any, rmwOp: Any, ptr: Any, val: Any, mask: Any, sem: Any, scope: Any) -> Any:  # noqa: N803
+    _check(ptr, mask, "atomic_rmw")
+    return _orig("InterpreterBuilder.create_atomic_rmw")(self, rmwOp, ptr, val, mask, sem, scope)
+
+
+def _atomic_cas(self: Any, ptr: Any, cmp: Any, val: Any, sem: Any, scope: Any) -> Any:
+    _check(ptr, None, "atomic_cas")
+    return _orig("InterpreterBuilder.create_atomic_cas")(self, ptr, cmp, val, sem, scope)
+
+
+def _plain_load(self: Any, ptr: Any, cache_policy: Any, is_volatile: Any) -> Any:
+    _check(ptr, None, "load")
+    return _orig("InterpreterBuilder.create_load")(self, ptr, cache_policy, is_volatile)
+
+
+def _plain_store(self: Any, ptr: Any, val: Any, cache_policy: Any) -> Any:
+    _check(ptr, None, "store")
+    return _orig("InterpreterBuilder.create_store")(self, ptr, val, cache_policy)
+
+
+# --------------------------------------------------------------------------
+# install / uninstall
+
+
+def _interp() -> Any:
+    import triton.runtime.interpreter as mod
+
+    return mod
+
+
+def _orig(key: str) -> Any:
+    return _ORIGINALS[key][1]
+
+
+def _delegates(fn: Any, target: str) -> bool:
+    try:
+        return target in inspect.getsource(fn)
+    except (OSError, TypeError):
+        return False
+
+
+def install() -> None:
+    """Patch the Triton interpreter (idempotent)."""
+    global _TRITON_DIR
+    if _ORIGINALS:
+        return
+    import triton
+
+    mod = _interp()
+    _TRITON_DIR = os.path.dirname(os.path.abspath(triton.__file__)) + os.sep
+    builder, grid = mod.InterpreterBuilder, mod.GridExecutor
+    patches: list[tuple[type, str, Any]] = [
+        (grid, "__call__", _grid_call),
+        (grid, "_init_args_hst", _init_args_hst),
+        (grid, "_restore_args_dev", _restore_args_dev),
+        (builder, "create_masked_load", _masked_load),
+        (builder, "create_masked_store", _masked_store),
+        (builder, "create_atomic_rmw", _atomic_rmw),
+        (builder, "create_atomic_cas", _atomic_cas),
+    ]
+    # create_load/create_store delegate to the masked forms in Triton 3.9;
+    # should a release stop doing so, check them directly.
+    if not _delegates(builder.create_load, "create_masked_load"):
+        patches.append((builder, "create_load", _plain_load))
+    if not _delegates(builder.create_store, "create_masked_store"):
+        patches.append((builder, "create_store", _plain_store))
+    missing = [f"{c.__name__}.{n}" for c, n, _ in patches if not hasattr(c, n)]
+    if missing:
+        raise RuntimeError(
+            f"bounds checker: this Triton ({triton.__version__}) lacks hook points {missing}; "
+            f"tested with {TESTED_TRITON}"
+        )
+    for cls, name, repl in patches:
+        _ORIGINALS[f"{cls.__name__}.{name}"] = (cls, cls.__dict__[name])
+        setattr(cls, name, repl)
+
+
+def uninstall() -> None:
+    """Undo ``install()`` (for tests)."""
+    for key, (cls, orig) in list(_ORIGINALS.items()):
+        setattr(cls, key.split(".", 1)[1], orig)
+    _ORIGINALS.clear()
+    _STACK.clear()

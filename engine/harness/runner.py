@@ -1,0 +1,149 @@
+"""Runs one job's checks inside a sandbox child process.
+
+Imported by the warm worker before it forks, so everything heavy (torch,
+triton, pytest) is already loaded when a job starts. Uses only the stdlib,
+torch, triton, numpy and pytest: the tool's other dependencies never enter a
+sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import runpy
+import sys
+import time
+import traceback
+
+from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
+
+from . import bounds, shims
+
+TAIL_CHARS = 4000
+
+
+def tail(text: str, limit: int = TAIL_CHARS) -> str:
+    text = text.rstrip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def write_files(job: Job, workdir: str) -> None:
+    for rel, text in job.files:
+        path = os.path.join(workdir, rel)
+        if os.path.isabs(rel) or os.path.normpath(rel).startswith(".."):
+            raise ValueError(f"job file path escapes the job directory: {rel!r}")
+        os.makedirs(os.path.dirname(path) or workdir, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed)
+    except ImportError:
+        pass
+    import torch
+
+    torch.manual_seed(seed)
+
+
+def _run_main(check: Check, workdir: str) -> CheckOutcome:
+    path = os.path.join(workdir, check.path)
+    start = time.perf_counter()
+    saved_argv = sys.argv[:]
+    sys.argv = [path]
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            return CheckOutcome(check.name, "failed", time.perf_counter() - start, f"SystemExit({exc.code!r})")
+    except BaseException:  # noqa: BLE001 - any exception from the check is a failure
+        return CheckOutcome(check.name, "failed", time.perf_counter() - start, tail(traceback.format_exc()))
+    finally:
+        sys.argv = saved_argv
+    return CheckOutcome(check.name, "passed", time.perf_counter() - start)
+
+
+class _PytestCollector:
+    """A pytest plugin that keeps one outcome per test (setup/call/teardown merged)."""
+
+    def __init__(self, check_name: str) -> None:
+        self.check_name = check_name
+        self.outcomes: dict[str, CheckOutcome] = {}
+        self.collect_errors: list[str] = []
+
+    def pytest_runtest_logreport(self, report) -> None:
+        name = f"{self.check_name}::{report.nodeid.split('::', 1)[-1]}"
+        previous = self.outcomes.get(name)
+        duration = report.duration + (previous.duration_s if previous else 0.0)
+        if report.failed:
+            self.outcomes[name] = CheckOutcome(name, "failed", duration, tail(report.longreprtext))
+        elif previous is None or previous.status == "passed":
+            status = "skipped" if report.skipped else "passed"
+            if report.when == "call" or previous is None:
+                self.outcomes[name] = CheckOutcome(name, status, duration)
+
+    def pytest_collectreport(self, report) -> None:
+        if report.failed:
+            self.collect_errors.append(tail(report.longreprtext))
+
+
+def _run_pytest(check: Check, workdir: str, stop_first: bool) -> list[CheckOutcome]:
+    import pytest
+
+    collector = _PytestCollector(check.name)
+    targets = [f"{check.path}::{s}" for s in check.select] or [check.path]
+    args = [*targets, "-q", "-p", "no:cacheprovider", "--rootdir", workdir, "-c", os.devnull]
+    if stop_first:
+        args.append("-x")
+    start = time.perf_counter()
+    try:
+        code = pytest.main(args, plugins=[collector])
+    except BaseException:  # noqa: BLE001
+        return [CheckOutcome(check.name, "failed", time.perf_counter() - start, tail(traceback.format_exc()))]
+    outcomes = list(collector.outcomes.values())
+    if collector.collect_errors:
+        message = "collection failed: " + "\n".join(collector.collect_errors)
+        outcomes.append(CheckOutcome(check.name, "failed", time.perf_counter() - start, tail(message)))
+    elif not outcomes:
+        outcomes.append(CheckOutcome(check.name, "failed", time.perf_counter() - start, f"no tests ran (pytest exit code {int(code)})"))
+    return outcomes
+
+
+def run_checks(job: Job, workdir: str) -> JobResult:
+    """Write the job's files into ``workdir`` (the cwd) and run its checks in order."""
+    start = time.perf_counter()
+    write_files(job, workdir)
+    sys.path.insert(0, workdir)
+    seed_everything(job.seed)
+    bounds.install()
+    bounds.reset()
+    shims.install()
+    outcomes: list[CheckOutcome] = []
+    for check in job.checks:
+        if check.kind is CheckKind.MAIN:
+            outcomes.append(_run_main(check, workdir))
+        else:
+            outcomes.extend(_run_pytest(check, workdir, job.stop_on_first_failure))
+        failed = any(o.status == "failed" for o in outcomes) or bounds.violations()
+        if failed and job.stop_on_first_failure:
+            break
+    violations = bounds.violations()
+    first_failure = next((o for o in outcomes if o.status == "failed"), None)
+    if violations:
+        status, error = JobStatus.BOUNDS, violations[0]["message"]
+    elif first_failure is not None:
+        status, error = JobStatus.FAILED, first_failure.message
+    else:
+        status, error = JobStatus.PASSED, ""
+    return JobResult(
+        status=status,
+        outcomes=tuple(outcomes),
+        error=error,
+        duration_s=time.perf_counter() - start,
+        bounds=violations[0] if violations else None,
+        shims=tuple(shims.used()),
+    )

@@ -1,0 +1,181 @@
+"""GPU-query shims so tutorial-style Triton files run on CPU in the interpreter.
+
+Runs inside the sandbox child; imports only the stdlib, torch, triton.
+
+Tutorial files ask the driver about the GPU at import time::
+
+    DEVICE = triton.runtime.driver.active.get_active_torch_device()
+    properties = triton.runtime.driver.active.utils.get_device_properties(DEVICE.index)
+    target = triton.runtime.driver.active.get_current_target()
+    torch.cuda.get_device_capability()
+
+With ``TRITON_INTERPRET=1`` and no GPU, ``triton.runtime.driver.active`` raises
+``RuntimeError: 0 active drivers`` and torch raises for CUDA queries.
+``install()`` answers those queries as a CPU run of an sm_80-class GPU would
+(active torch device ``cpu``, 108 SMs, 65536 registers, 166912 bytes of shared
+memory, warp size 32, target ``GPUTarget("cuda", 80, 32)``, capability (8, 0)),
+but only where the real query fails: a working driver is left alone.
+``used()`` names the shimmed queries the file actually called.
+
+Not shimmed here: ``torch.cuda.is_available()``, ``.cuda()``, ``device="cuda"``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+__all__ = ["DEVICE_PROPERTIES", "install", "reset_used", "uninstall", "used"]
+
+DEVICE_PROPERTIES = {  # an A100-like (sm_80) device
+    "multiprocessor_count": 108,
+    "max_num_regs": 65536,
+    "max_shared_mem": 166912,
+    "warpSize": 32,
+    "sm_clock_rate": 1410000,  # kHz
+    "mem_clock_rate": 1215000,  # kHz
+    "mem_bus_width": 5120,  # bits
+}
+CAPABILITY = (8, 0)
+
+_USED: list[str] = []
+_APPLIED: list[str] = []
+_SAVED: dict[str, Any] = {}
+
+
+def _note(name: str) -> None:
+    if name not in _USED:
+        _USED.append(name)
+
+
+def used() -> list[str]:
+    """Shimmed queries called since install (or ``reset_used()``), first use first."""
+    return list(_USED)
+
+
+def reset_used() -> None:
+    _USED.clear()
+
+
+class _CpuUtils:
+    """Stands in for ``driver.active.utils``."""
+
+    def get_device_properties(self, device: Any = None) -> dict:
+        _note("driver.active.utils.get_device_properties")
+        return dict(DEVICE_PROPERTIES)
+
+    def get_device_capability(self, device: Any = None) -> tuple[int, int]:
+        _note("driver.active.utils.get_device_capability")
+        return CAPABILITY
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"mutant-gate CPU driver shim: utils.{name} is not provided")
+
+
+def _cpu_benchmarker(kernel_call: Any, *, quantiles: Any = None, **_: Any) -> Any:
+    """Wall-clock time of one call in ms (what the autotuner compares)."""
+    start = time.perf_counter()
+    kernel_call()
+    ms = (time.perf_counter() - start) * 1e3
+    if quantiles is None:
+        return ms
+    return [ms for _ in quantiles]
+
+
+class _CpuDriver:
+    """Stands in for ``triton.runtime.driver.active`` when no real driver is."""
+
+    def __init__(self) -> None:
+        self.utils = _CpuUtils()
+
+    @staticmethod
+    def is_active() -> bool:
+        return True
+
+    def get_active_torch_device(self) -> Any:
+        import torch
+
+        _note("driver.active.get_active_torch_device")
+        return torch.device("cpu")
+
+    def get_current_target(self) -> Any:
+        from triton.backends.compiler import GPUTarget
+
+        _note("driver.active.get_current_target")
+        return GPUTarget("cuda", CAPABILITY[0] * 10 + CAPABILITY[1], 32)
+
+    def get_current_device(self) -> int:
+        _note("driver.active.get_current_device")
+        return 0
+
+    def set_current_device(self, device: Any) -> None:
+        _note("driver.active.set_current_device")
+
+    def get_current_stream(self, device: Any = None) -> int:
+        _note("driver.active.get_current_stream")
+        return 0
+
+    def get_device_capability(self, device: Any = None) -> tuple[int, int]:
+        _note("driver.active.get_device_capability")
+        return CAPABILITY
+
+    def get_benchmarker(self) -> Any:
+        _note("driver.active.get_benchmarker")
+        return _cpu_benchmarker
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"mutant-gate CPU driver shim: driver.active.{name} is not provided")
+
+
+def _get_device_capability(device: Any = None) -> tuple[int, int]:
+    _note("torch.cuda.get_device_capability")
+    return CAPABILITY
+
+
+def _real_driver_works(config: Any) -> bool:
+    if config._active is not None or config._default is not None:
+        return True
+    try:
+        config.active  # noqa: B018 - creating it is the test
+    except RuntimeError:
+        return False
+    return True
+
+
+def install() -> list[str]:
+    """Apply the shims the environment needs (idempotent); names of those applied."""
+    if _APPLIED or _SAVED:
+        return list(_APPLIED)
+    import torch
+    from triton.runtime.driver import driver
+
+    if not _real_driver_works(driver):
+        _SAVED["driver"] = (driver._default, driver._active)
+        shim = _CpuDriver()
+        driver._default = shim
+        driver._active = shim
+        _APPLIED.append("driver.active")
+
+    try:
+        torch.cuda.get_device_capability()
+    except Exception:  # noqa: BLE001 - torch raises AssertionError or RuntimeError
+        _SAVED["torch.cuda.get_device_capability"] = torch.cuda.get_device_capability
+        torch.cuda.get_device_capability = _get_device_capability
+        _APPLIED.append("torch.cuda.get_device_capability")
+    if not _APPLIED:
+        _SAVED["none"] = None  # remember that install ran
+    return list(_APPLIED)
+
+
+def uninstall() -> None:
+    """Undo ``install()`` (for tests)."""
+    import torch
+    from triton.runtime.driver import driver
+
+    if "driver" in _SAVED:
+        driver._default, driver._active = _SAVED["driver"]
+    if "torch.cuda.get_device_capability" in _SAVED:
+        torch.cuda.get_device_capability = _SAVED["torch.cuda.get_device_capability"]
+    _SAVED.clear()
+    _APPLIED.clear()
+    _USED.clear()

@@ -1,0 +1,141 @@
+"""Load and validate a kernel file: its jit functions and its own check.
+
+A kernel file is an ordinary ``.py`` with ``@triton.jit`` functions, a Python
+wrapper and a check: an ``if __name__ == "__main__":`` block and/or top-level
+``test_*`` functions. ``--tests`` adds a pytest file. Everything wrong with the
+input becomes a ``BadInput`` with one clear line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+
+import libcst as cst
+import libcst.matchers as m
+
+from .errors import BadInput
+from .mutate import JitFunction, find_jit_functions
+from .sandbox.job import Check, CheckKind
+
+OWN_CHECK = "own-check"
+EXTRA_TESTS = "test"
+
+
+@dataclass(frozen=True)
+class TestFile:
+    path: str
+    name: str  # basename inside the job directory
+    source: str
+
+
+@dataclass(frozen=True)
+class KernelFile:
+    path: str
+    name: str  # basename inside the job directory
+    source: str
+    sha256: str
+    jit_functions: tuple[JitFunction, ...]
+    has_main: bool
+    test_functions: tuple[str, ...]
+    tests: tuple[TestFile, ...] = ()
+
+    @property
+    def checks(self) -> tuple[Check, ...]:
+        """The own check first, then extra test files."""
+        checks: list[Check] = []
+        if self.has_main:
+            checks.append(Check(CheckKind.MAIN, self.name, OWN_CHECK))
+        if self.test_functions:
+            checks.append(Check(CheckKind.PYTEST, self.name, OWN_CHECK))
+        checks.extend(Check(CheckKind.PYTEST, t.name, EXTRA_TESTS) for t in self.tests)
+        return tuple(checks)
+
+    def files(self, kernel_source: str | None = None) -> tuple[tuple[str, str], ...]:
+        """The job's files, with ``kernel_source`` (a mutant) in place of the original."""
+        return ((self.name, self.source if kernel_source is None else kernel_source),) + tuple(
+            (t.name, t.source) for t in self.tests
+        )
+
+
+def _read_python(path: str, what: str) -> tuple[str, cst.Module]:
+    if not os.path.exists(path):
+        raise BadInput(f"{what} not found: {path}")
+    if os.path.isdir(path):
+        raise BadInput(f"{what} is a directory, not a Python file: {path}")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            source = fh.read()
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not a Python file (not UTF-8 text)") from None
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise BadInput(f"{path}:{exc.lineno}: not valid Python: {exc.msg}") from None
+    except ValueError as exc:  # e.g. null bytes
+        raise BadInput(f"{path}: not valid Python: {exc}") from None
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        raise BadInput(f"{path}:{exc.raw_line}: not valid Python: {exc.message}") from None
+    return source, module
+
+
+_MAIN_GUARD = m.If(
+    test=m.Comparison(
+        left=m.Name("__name__"),
+        comparisons=[m.ComparisonTarget(operator=m.Equal(), comparator=m.SimpleString())],
+    )
+)
+
+
+def _has_main(module: cst.Module) -> bool:
+    for stmt in module.body:
+        if m.matches(stmt, _MAIN_GUARD):
+            value = stmt.test.comparisons[0].comparator.evaluated_value  # type: ignore[attr-defined]
+            if value == "__main__":
+                return True
+    return False
+
+
+def _test_functions(module: cst.Module) -> tuple[str, ...]:
+    return tuple(
+        stmt.name.value
+        for stmt in module.body
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value.startswith("test")
+    )
+
+
+def load_kernel_file(path: str, tests: list[str] | tuple[str, ...] = ()) -> KernelFile:
+    source, module = _read_python(path, "kernel file")
+    jit = tuple(find_jit_functions(module))
+    if not jit:
+        raise BadInput(f"{path}: no @triton.jit function found")
+    test_files: list[TestFile] = []
+    names = {os.path.basename(path)}
+    for test_path in tests:
+        test_source, _ = _read_python(test_path, "test file")
+        name = os.path.basename(test_path)
+        if name in names:
+            raise BadInput(f"{test_path}: a file named {name} is already part of the run")
+        names.add(name)
+        test_files.append(TestFile(os.path.abspath(test_path), name, test_source))
+    kernel = KernelFile(
+        path=os.path.abspath(path),
+        name=os.path.basename(path),
+        source=source,
+        sha256=hashlib.sha256(source.encode()).hexdigest(),
+        jit_functions=jit,
+        has_main=_has_main(module),
+        test_functions=_test_functions(module),
+        tests=tuple(test_files),
+    )
+    if not kernel.checks:
+        raise BadInput(
+            f"{path}: no check to run: the file has no `if __name__ == \"__main__\":` block "
+            "or test_* functions, and no --tests file was given"
+        )
+    return kernel

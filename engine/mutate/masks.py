@@ -1,0 +1,289 @@
+"""masks: the guards that keep a block's lanes inside the tensor.
+
+A kernel whose tests only use sizes that are multiples of BLOCK never
+exercises its masks; these mutants find out.
+
+    mask-drop            tl.load(p + offs, mask=m, other=0.0) -> tl.load(p + offs)
+                         tl.store(p + offs, y, mask=m)        -> tl.store(p + offs, y)
+    other-drop           tl.load(p, mask=m, other=-float("inf")) -> tl.load(p, mask=m)
+    other-change         other=0.0 -> other=1.0;  other=1 -> other=0;
+                         other=-float("inf") -> other=0.0
+    boundary-check-drop  tl.load(block_ptr, boundary_check=(0, 1)) -> tl.load(block_ptr)
+    mask-and-or          (rm[:, None] < M) & (rn[None, :] < N) -> (rm[:, None] < M) | (rn[None, :] < N)
+    mask-term-drop       (rm[:, None] < M) & (rn[None, :] < N) -> (rm[:, None] < M)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .base import Example, Operator
+from .syntax import find_arg, number_value, remove_args, replace_arg_value, same_whitespace, tl_call
+
+_LOAD_STORE_MASK_POSITION = {"load": 1, "store": 2}
+
+
+def _is_none(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _mask_index(call: cst.Call, kind: str) -> int | None:
+    index = find_arg(call, "mask", _LOAD_STORE_MASK_POSITION[kind])
+    if index is None or _is_none(call.args[index].value):
+        return None
+    return index
+
+
+class MaskDrop(Operator):
+    name = "mask-drop"
+    family = "masks"
+    description = "remove mask= from tl.load/tl.store (and the load's other=, invalid without it)"
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            tl.store(y_ptr + offs, x, mask=offs < n)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs)
+            tl.store(y_ptr + offs, x, mask=offs < n)
+            """,
+        ),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            tl.store(y_ptr + offs, x, mask=offs < n)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            tl.store(y_ptr + offs, x)
+            """,
+        ),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(
+                x_ptr + offs,
+                mask=offs < n,
+                other=0.0,
+            )
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(
+                x_ptr + offs,
+            )
+            """,
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        kind = tl_call(node)
+        if kind not in _LOAD_STORE_MASK_POSITION:
+            return
+        mask = _mask_index(node, kind)
+        if mask is None:
+            return
+        drop = [mask]
+        if kind == "load":
+            other = find_arg(node, "other", 2)
+            if other is not None:
+                drop.append(other)
+        yield remove_args(node, drop)
+
+
+class OtherDrop(Operator):
+    name = "other-drop"
+    family = "masks"
+    description = "remove other= from a masked tl.load (masked-off lanes read garbage)"
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=-float("inf"))
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n)
+            """,
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        if tl_call(node) != "load" or _mask_index(node, "load") is None:
+            return
+        other = find_arg(node, "other", 2)
+        if other is not None:
+            yield remove_args(node, [other])
+
+
+def _is_infinity(node: cst.CSTNode) -> bool:
+    """``float("inf")``, ``float('-inf')``, ``-float("inf")``, ``math.inf``, ``-math.inf``."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        node = node.expression
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "inf" and isinstance(node.value, cst.Name)
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "float"
+        and len(node.args) == 1
+        and isinstance(node.args[0].value, cst.SimpleString)
+    ):
+        text = node.args[0].value.evaluated_value
+        return isinstance(text, str) and text.strip().lstrip("+-").lower() in ("inf", "infinity")
+    return False
+
+
+def _changed_fill(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    number = number_value(value)
+    is_int = isinstance(value, cst.Integer) or (
+        isinstance(value, cst.UnaryOperation) and isinstance(value.expression, cst.Integer)
+    )
+    if number == 0:
+        return cst.Integer("1") if is_int else cst.Float("1.0")
+    if number is not None:
+        return cst.Integer("0") if is_int else cst.Float("0.0")
+    if _is_infinity(value):
+        return cst.Float("0.0")
+    return None
+
+
+class OtherChange(Operator):
+    name = "other-change"
+    family = "masks"
+    description = "change a tl.load's other= fill value (0 <-> 1, -inf -> 0.0)"
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            "x = tl.load(x_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < n, other=0.0)",
+            "x = tl.load(x_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < n, other=1.0)",
+        ),
+        Example.kernel(
+            "x = tl.load(x_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < n, other=1)",
+            "x = tl.load(x_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < n, other=0)",
+        ),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=-float("inf"))
+            m = tl.max(x, axis=0)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            m = tl.max(x, axis=0)
+            """,
+        ),
+        Example.kernel(
+            "x = tl.load(x_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < n, other=float('-inf'))",
+            "x = tl.load(x_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < n, other=0.0)",
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        if tl_call(node) != "load":
+            return
+        other = find_arg(node, "other", 2)
+        if other is None:
+            return
+        new = _changed_fill(node.args[other].value)
+        if new is not None:
+            yield replace_arg_value(node, other, new)
+
+
+class BoundaryCheckDrop(Operator):
+    name = "boundary-check-drop"
+    family = "masks"
+    description = "remove boundary_check= (and padding_option=) from a block-pointer load/store"
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            """
+            block = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,))
+            x = tl.load(block, boundary_check=(0,), padding_option="zero")
+            """,
+            """
+            block = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,))
+            x = tl.load(block)
+            """,
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        if tl_call(node) not in _LOAD_STORE_MASK_POSITION:
+            return
+        check = find_arg(node, "boundary_check")
+        if check is None:
+            return
+        padding = find_arg(node, "padding_option")
+        yield remove_args(node, [check] if padding is None else [check, padding])
+
+
+def _mask_conjunction(node: cst.CSTNode) -> bool:
+    """``a & b`` where neither side is a literal (``x & 0xFF`` is bit twiddling)."""
+    return (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, cst.BitAnd)
+        and number_value(node.left) is None
+        and number_value(node.right) is None
+    )
+
+
+_MASK_2D = """
+    rm = tl.arange(0, BLOCK)
+    rn = tl.arange(0, BLOCK)
+    mask = (rm[:, None] < n) & (rn[None, :] < n)
+"""
+
+
+class MaskAndOr(Operator):
+    name = "mask-and-or"
+    family = "masks"
+    description = "combine two masks with | instead of & (lets out-of-range lanes through)"
+    node_types = (cst.BinaryOperation,)
+    examples = (
+        Example.kernel(_MASK_2D, _MASK_2D.replace(") & (", ") | (")),
+        Example.kernel(
+            "m = (tl.arange(0, BLOCK) < n) & (tl.arange(0, BLOCK) >= 1) & (tl.arange(0, BLOCK) > 2)",
+            "m = ((tl.arange(0, BLOCK) < n) | (tl.arange(0, BLOCK) >= 1)) & (tl.arange(0, BLOCK) > 2)",
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        if _mask_conjunction(node):
+            yield node.with_changes(operator=same_whitespace(cst.BitOr, node.operator))
+
+
+class MaskTermDrop(Operator):
+    name = "mask-term-drop"
+    family = "masks"
+    description = "keep only one side of a mask conjunction a & b (one dimension unguarded)"
+    node_types = (cst.BinaryOperation,)
+    examples = (
+        Example.kernel(_MASK_2D, _MASK_2D.replace(" & (rn[None, :] < n)", "")),
+        Example.kernel(_MASK_2D, _MASK_2D.replace("(rm[:, None] < n) & ", "")),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        if _mask_conjunction(node):
+            yield node.left
+            yield node.right
+
+
+OPERATORS: tuple[Operator, ...] = (
+    MaskDrop(),
+    OtherDrop(),
+    OtherChange(),
+    BoundaryCheckDrop(),
+    MaskAndOr(),
+    MaskTermDrop(),
+)

@@ -1,0 +1,52 @@
+"""The operator registry: every family module's ``OPERATORS``, in a stable
+order (families as in ``FAMILIES``, operators as each module lists them), and
+the ``--operators`` selection language."""
+
+from __future__ import annotations
+
+from . import arith, boundaries, indexing, masks, precision
+from .base import FAMILIES, Operator
+
+FAMILY_MODULES = {
+    "masks": masks,
+    "boundaries": boundaries,
+    "precision": precision,
+    "indexing": indexing,
+    "arith": arith,
+}
+assert tuple(FAMILY_MODULES) == FAMILIES
+
+
+def all_operators() -> list[Operator]:
+    return [op for module in FAMILY_MODULES.values() for op in module.OPERATORS]
+
+
+def select_operators(spec: str | None) -> list[Operator]:
+    """Operators named by ``spec``: comma-separated operator or family names;
+    ``-name`` excludes; with only exclusions, start from every operator.
+    ``None`` or an empty spec means every operator."""
+    operators = all_operators()
+    known = {op.name: [op] for op in operators}
+    for family in FAMILIES:
+        known[family] = [op for op in operators if op.family == family]
+    include: set[str] = set()
+    exclude: set[str] = set()
+    included_any = False
+    for item in (spec or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        negate = item.startswith("-")
+        name = item[1:].strip() if negate else item
+        if name not in known:
+            listing = ", ".join([*FAMILIES, *(op.name for op in operators)])
+            raise ValueError(f"unknown operator or family {name!r} (known: {listing})")
+        chosen = {op.name for op in known[name]}
+        if negate:
+            exclude |= chosen
+        else:
+            included_any = True
+            include |= chosen
+    if not included_any:
+        include = set(known) - set(FAMILIES)
+    return [op for op in operators if op.name in include and op.name not in exclude]

@@ -1,0 +1,143 @@
+"""Jobs and their results: the data every sandbox backend speaks.
+
+A Job says what to run (files, checks, mode, seed, limits); a JobResult says
+what happened. Both are JSON-serialisable so the cache and any backend treat
+them alike. This module is imported inside the sandbox too: stdlib only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+
+#: Bump when the harness changes in a way that can change a result.
+HARNESS_VERSION = "1"
+
+
+class CheckKind(StrEnum):
+    MAIN = "main"  # run a file as ``__main__``
+    PYTEST = "pytest"  # run a pytest file (optionally selected node ids)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One thing to run inside the sandbox.
+
+    ``name`` is how a kill is attributed: ``own-check`` for the kernel file's
+    own check, ``test:NAME`` for an extra test.
+    """
+
+    kind: CheckKind
+    path: str
+    name: str
+    select: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind.value, "path": self.path, "name": self.name, "select": list(self.select)}
+
+    @staticmethod
+    def from_json(data: dict) -> Check:
+        return Check(CheckKind(data["kind"]), data["path"], data["name"], tuple(data.get("select", ())))
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a sandbox needs to run one original or mutant.
+
+    ``files`` maps a relative path in the job's fresh directory to its text.
+    """
+
+    files: tuple[tuple[str, str], ...]
+    checks: tuple[Check, ...]
+    mode: str = "interpret"
+    seed: int = 0
+    timeout_s: float = 60.0
+    memory_mb: int = 4096
+    output_limit_bytes: int = 4 * 1024 * 1024
+    stop_on_first_failure: bool = True
+
+    def to_json(self) -> dict:
+        return {
+            "files": [list(f) for f in self.files],
+            "checks": [c.to_json() for c in self.checks],
+            "mode": self.mode,
+            "seed": self.seed,
+            "timeout_s": self.timeout_s,
+            "memory_mb": self.memory_mb,
+            "output_limit_bytes": self.output_limit_bytes,
+            "stop_on_first_failure": self.stop_on_first_failure,
+        }
+
+    @staticmethod
+    def from_json(data: dict) -> Job:
+        return Job(
+            files=tuple((p, t) for p, t in data["files"]),
+            checks=tuple(Check.from_json(c) for c in data["checks"]),
+            mode=data["mode"],
+            seed=data["seed"],
+            timeout_s=data["timeout_s"],
+            memory_mb=data["memory_mb"],
+            output_limit_bytes=data["output_limit_bytes"],
+            stop_on_first_failure=data["stop_on_first_failure"],
+        )
+
+    def cache_key(self, toolchain: dict) -> str:
+        """sha256 of the canonical job plus the toolchain and harness versions."""
+        payload = {"job": self.to_json(), "toolchain": toolchain, "harness": HARNESS_VERSION}
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+
+class JobStatus(StrEnum):
+    PASSED = "passed"  # every check passed
+    FAILED = "failed"  # a check failed (assertion, exception, non-zero exit)
+    BOUNDS = "bounds"  # an unmasked load/store left every tensor of its launch
+    CRASH = "crash"  # the child died by a signal (segfault, abort, limits)
+    TIMEOUT = "timeout"  # wall-clock limit reached; process group killed
+    ERROR = "error"  # the harness itself failed: never evidence about the kernel
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    name: str  # the Check's name; for pytest checks "NAME::nodeid"
+    status: str  # passed | failed | skipped
+    duration_s: float
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class JobResult:
+    status: JobStatus
+    outcomes: tuple[CheckOutcome, ...] = ()
+    error: str = ""  # tail of the error / output
+    duration_s: float = 0.0
+    network_cut: bool = False
+    signal: int | None = None
+    bounds: dict | None = None
+    shims: tuple[str, ...] = ()
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def first_failure(self) -> CheckOutcome | None:
+        return next((o for o in self.outcomes if o.status == "failed"), None)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["status"] = self.status.value
+        return data
+
+    @staticmethod
+    def from_json(data: dict) -> JobResult:
+        return JobResult(
+            status=JobStatus(data["status"]),
+            outcomes=tuple(CheckOutcome(**o) for o in data.get("outcomes", ())),
+            error=data.get("error", ""),
+            duration_s=float(data.get("duration_s", 0.0)),
+            network_cut=bool(data.get("network_cut", False)),
+            signal=data.get("signal"),
+            bounds=data.get("bounds"),
+            shims=tuple(data.get("shims", ())),
+            extra=dict(data.get("extra", {})),
+        )

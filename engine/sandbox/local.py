@@ -1,0 +1,189 @@
+"""The embedded default sandbox: a pool of warm worker processes.
+
+Each worker imports torch/triton once (with ``TRITON_INTERPRET=1``) and forks a
+fresh child per job, so a job costs a fork instead of a 3-second import. The
+workers are started with a scrubbed environment: no key or token ever reaches
+them, let alone the code they run. A worker that dies or stops answering is
+replaced and its job reported as an error, never as a kill.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import selectors
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+from .isolation import scrubbed_env
+from .job import Job, JobResult, JobStatus
+
+#: How long the tool waits past a job's own timeout before giving up on a worker.
+WORKER_GRACE_S = 30.0
+START_TIMEOUT_S = 120.0
+
+
+class SandboxStartError(RuntimeError):
+    """The worker could not start (import failure, bad environment)."""
+
+
+def worker_env(mode: str = "interpret") -> dict[str, str]:
+    extra = {
+        "PYTHONHASHSEED": "0",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    if mode == "interpret":
+        extra["TRITON_INTERPRET"] = "1"
+    return scrubbed_env(dict(os.environ), extra)
+
+
+class _Worker:
+    """One warm worker process. Construction starts it; ``wait_ready`` waits for its imports."""
+
+    def __init__(self, mode: str) -> None:
+        self.versions: dict = {}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mutant_gate.engine.sandbox.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=worker_env(mode),
+            text=True,
+            bufsize=1,
+            start_new_session=True,
+        )
+
+    def wait_ready(self) -> _Worker:
+        hello = self._read_line(START_TIMEOUT_S)
+        if hello is None or not hello.get("ready"):
+            self.kill()
+            detail = (hello or {}).get("error", "no answer")
+            raise SandboxStartError(f"sandbox worker failed to start: {detail.strip().splitlines()[-1]}")
+        self.versions = hello["versions"]
+        return self
+
+    def _read_line(self, timeout: float) -> dict | None:
+        assert self.proc.stdout is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            if not sel.select(timeout):
+                return None
+        line = self.proc.stdout.readline()
+        return json.loads(line) if line else None
+
+    def execute(self, job: Job) -> JobResult | None:
+        """Run one job; None when the worker died or hung (it must be replaced)."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps({"job": job.to_json()}) + "\n")
+            self.proc.stdin.flush()
+            answer = self._read_line(job.timeout_s + WORKER_GRACE_S)
+        except (BrokenPipeError, OSError, ValueError):
+            return None
+        if answer is None:
+            return None
+        return JobResult.from_json(answer["result"])
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+
+
+class LocalSandbox:
+    """A pool of ``workers`` warm processes; ``run`` is thread-safe."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None, mode: str = "interpret") -> None:
+        self.size = max(1, workers or os.cpu_count() or 1)
+        self.mode = mode
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._all: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._started = False
+        self.versions: dict = {}
+
+    def start(self) -> None:
+        """Start every worker in parallel (each pays the torch/triton import once)."""
+        with self._lock:
+            if self._started:
+                return
+            launched = [_Worker(self.mode) for _ in range(self.size)]
+            try:
+                workers = [w.wait_ready() for w in launched]
+            except SandboxStartError:
+                for w in launched:
+                    w.kill()
+                raise
+            for w in workers:
+                self._all.append(w)
+                self._idle.put(w)
+            self.versions = workers[0].versions
+            self._started = True
+
+    def run(self, job: Job) -> JobResult:
+        self.start()
+        worker = self._idle.get()
+        start = time.monotonic()
+        try:
+            result = worker.execute(job)
+        except BaseException:
+            self._replace(worker)
+            raise
+        if result is None:
+            self._replace(worker)
+            return JobResult(
+                JobStatus.ERROR,
+                error="sandbox worker died or stopped answering; it was replaced",
+                duration_s=time.monotonic() - start,
+            )
+        self._idle.put(worker)
+        return result
+
+    def _replace(self, worker: _Worker) -> None:
+        worker.kill()
+        with self._lock:
+            if worker in self._all:
+                self._all.remove(worker)
+        fresh = _Worker(self.mode).wait_ready()
+        with self._lock:
+            self._all.append(fresh)
+        self._idle.put(fresh)
+
+    def run_many(self, jobs: Iterable[Job]) -> Iterator[tuple[int, JobResult]]:
+        """Run jobs on all workers; yield ``(index, result)`` as each finishes."""
+        self.start()
+        with ThreadPoolExecutor(self.size) as pool:
+            futures = {pool.submit(self.run, job): i for i, job in enumerate(jobs)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._all = self._all, []
+            self._started = False
+        for w in workers:
+            try:
+                if w.proc.stdin:
+                    w.proc.stdin.close()
+            except OSError:
+                pass
+            w.kill()
+        self._idle = queue.Queue()
+
+    def __enter__(self) -> LocalSandbox:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,180 @@
+"""A warm sandbox worker: imports torch/triton once, then forks a child per job.
+
+Started by ``LocalSandbox`` as ``python -m mutant_gate.engine.sandbox.worker``
+with an already scrubbed environment. Protocol on stdin/stdout, one JSON object
+per line: the worker first says ``{"ready": ...}``, then answers each
+``{"job": ...}`` with ``{"result": ...}``. A child that crashes or hangs
+becomes a result; the worker itself lives on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+
+RESULT_LIMIT = 1 << 20
+
+
+def _protocol_stream():
+    """Keep the real stdout for the protocol; stray prints go to stderr."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    return proto
+
+
+def _warm_imports() -> dict:
+    import numpy  # noqa: F401
+    import pytest  # noqa: F401
+    import torch
+    import triton
+
+    from mutant_gate.engine.harness import runner  # noqa: F401
+
+    return {"torch": torch.__version__, "triton": triton.__version__, "python": sys.version.split()[0]}
+
+
+def _read_tail(path: str, limit: int = 4000) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - limit))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return ("..." if size > limit else "") + text.strip()
+
+
+def _child(job_data: dict, workdir: str, log_path: str, wfd: int) -> None:
+    """Runs in the forked child; never returns."""
+    code = 0
+    try:
+        from mutant_gate.engine.harness.runner import run_checks
+        from mutant_gate.engine.sandbox import isolation
+        from mutant_gate.engine.sandbox.job import Job
+
+        os.setpgid(0, 0)
+        isolation.die_with_parent()
+        job = Job.from_json(job_data)
+        network_cut = isolation.cut_network()
+        isolation.redirect_output(log_path)
+        isolation.enter_workdir(workdir, isolation.scrubbed_env(dict(os.environ)))
+        isolation.apply_limits(job.memory_mb, job.timeout_s, job.output_limit_bytes)
+        result = run_checks(job, workdir).to_json()
+        result["network_cut"] = network_cut
+        payload = json.dumps(result)
+    except BaseException:  # noqa: BLE001 - a harness failure is data, not a dead worker
+        payload = json.dumps({"status": "error", "error": traceback.format_exc()[-4000:]})
+        code = 1
+    data = payload.encode()
+    view = memoryview(data)
+    while view:
+        written = os.write(wfd, view)
+        view = view[written:]
+    os.close(wfd)
+    os._exit(code)
+
+
+def run_job(job_data: dict) -> dict:
+    """Fork a child for one job and turn whatever happens into a result dict."""
+    base = tempfile.mkdtemp(prefix="mg-job-")
+    workdir = os.path.join(base, "work")
+    os.mkdir(workdir)
+    log_path = os.path.join(base, "output.log")
+    timeout = float(job_data["timeout_s"])
+    rfd, wfd = os.pipe()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rfd)
+        _child(job_data, workdir, log_path, wfd)
+    os.close(wfd)
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass
+    chunks: list[bytes] = []
+    size = 0
+    timed_out = False
+    deadline = start + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select([rfd], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(rfd, 65536)
+        if not chunk:
+            break
+        size += len(chunk)
+        if size <= RESULT_LIMIT:
+            chunks.append(chunk)
+    os.close(rfd)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    _, status = os.waitpid(pid, 0)
+    duration = time.monotonic() - start
+    output = _read_tail(log_path)
+    shutil.rmtree(base, ignore_errors=True)
+
+    if timed_out:
+        return {"status": "timeout", "error": f"timed out after {timeout:.1f} s\n{output}".strip(), "duration_s": duration}
+    if chunks:
+        try:
+            result = json.loads(b"".join(chunks))
+            result["duration_s"] = duration
+            if result.get("status") == "error" and output:
+                result["error"] = f"{result.get('error', '')}\n--- output ---\n{output}"
+            return result
+        except ValueError:
+            pass
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        why = {
+            signal.SIGXFSZ: f"output exceeded {job_data['output_limit_bytes']} bytes",
+            signal.SIGXCPU: "CPU time limit exceeded",
+        }.get(sig, f"killed by {name}")
+        return {"status": "crash", "signal": sig, "error": f"{why}\n{output}".strip(), "duration_s": duration}
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+    return {
+        "status": "crash",
+        "error": f"process exited with code {code} before reporting a result\n{output}".strip(),
+        "duration_s": duration,
+    }
+
+
+def main() -> None:
+    # No parent-death signal here: it would follow the tool's thread that
+    # started us, not the tool. The worker ends at EOF on stdin instead.
+    proto = _protocol_stream()
+    try:
+        versions = _warm_imports()
+    except BaseException:  # noqa: BLE001
+        proto.write(json.dumps({"ready": False, "error": traceback.format_exc()[-4000:]}) + "\n")
+        return
+    proto.write(json.dumps({"ready": True, "versions": versions, "pid": os.getpid()}) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        try:
+            result = run_job(request["job"])
+        except BaseException:  # noqa: BLE001
+            result = {"status": "error", "error": traceback.format_exc()[-4000:]}
+        proto.write(json.dumps({"result": result}) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""GPU-query shims (engine/harness/shims.py): a tutorial-style file runs on CPU
+in the real Triton interpreter.  TRITON_INTERPRET must be set before triton is
+imported, so the file runs in a subprocess that prints a JSON report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+TUTORIAL = textwrap.dedent(
+    """
+    import json
+
+    import torch
+    import triton
+    import triton.language as tl
+
+    from mutant_gate.engine.harness import shims
+
+    try:
+        triton.runtime.driver.active
+        driver_before = True
+    except RuntimeError:
+        driver_before = False
+
+    applied = shims.install()
+    again = shims.install()
+    unused_yet = shims.used()
+
+    # --- tutorial-style module body ---
+    DEVICE = triton.runtime.driver.active.get_active_torch_device()
+    properties = triton.runtime.driver.active.utils.get_device_properties(DEVICE.index)
+    NUM_SM = properties["multiprocessor_count"]
+    NUM_REGS = properties["max_num_regs"]
+    SIZE_SMEM = properties["max_shared_mem"]
+    WARP_SIZE = properties["warpSize"]
+    target = triton.runtime.driver.active.get_current_target()
+    capability = torch.cuda.get_device_capability()
+
+
+    CONFIGS = [triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 256})]
+
+
+    @triton.autotune(configs=CONFIGS, key=["n"])
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        y = tl.load(y_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, x + y, mask=mask)
+
+
+    x = torch.rand(1000, device=DEVICE)
+    y = torch.rand(1000, device=DEVICE)
+    out = torch.empty_like(x)
+    add_kernel[lambda meta: (triton.cdiv(1000, meta["BLOCK"]),)](x, y, out, 1000)
+
+    report = {
+        "driver_before": driver_before,
+        "applied": applied,
+        "again": again,
+        "unused_yet": unused_yet,
+        "device": str(DEVICE),
+        "props": [NUM_SM, NUM_REGS, SIZE_SMEM, WARP_SIZE],
+        "target": [target.backend, target.arch, target.warp_size],
+        "capability": list(capability),
+        "ok": bool(torch.allclose(out, x + y)),
+        "used": shims.used(),
+    }
+    shims.uninstall()
+    try:
+        triton.runtime.driver.active
+        report["driver_after_uninstall"] = True
+    except RuntimeError:
+        report["driver_after_uninstall"] = False
+    print("JSON" + json.dumps(report))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    d = tmp_path_factory.mktemp("shims")
+    (d / "tutorial.py").write_text(TUTORIAL)
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    proc = subprocess.run(
+        [sys.executable, "tutorial.py"], cwd=d, env=env, capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("JSON"))
+    return json.loads(line[4:])
+
+
+def test_tutorial_style_file_runs_on_cpu(report):
+    if report["driver_before"]:
+        pytest.skip("a real GPU driver is active here; the shims leave it alone")
+    assert report["applied"] == ["driver.active", "torch.cuda.get_device_capability"]
+    assert report["again"] == report["applied"]  # idempotent
+    assert report["device"] == "cpu"
+    assert report["props"] == [108, 65536, 166912, 32]
+    assert report["target"] == ["cuda", 80, 32]
+    assert report["capability"] == [8, 0]
+    assert report["ok"] is True
+
+
+def test_used_names_the_queries_the_file_called(report):
+    if report["driver_before"]:
+        pytest.skip("a real GPU driver is active here; the shims leave it alone")
+    assert report["unused_yet"] == []
+    assert report["used"] == [
+        "driver.active.get_active_torch_device",
+        "driver.active.utils.get_device_properties",
+        "driver.active.get_current_target",
+        "torch.cuda.get_device_capability",
+        "driver.active.get_benchmarker",  # the autotuner timing its configs
+    ]
+
+
+def test_uninstall_restores_the_failing_driver(report):
+    if report["driver_before"]:
+        pytest.skip("a real GPU driver is active here; the shims leave it alone")
+    assert report["driver_after_uninstall"] is False

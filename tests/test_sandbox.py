@@ -1,0 +1,138 @@
+"""The local sandbox for real: warm workers, forked children, limits, isolation."""
+
+from __future__ import annotations
+
+import os
+import socket
+import textwrap
+
+import pytest
+
+from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
+
+pytestmark = pytest.mark.slow
+
+
+def main_job(body: str, timeout_s: float = 20.0, **kw) -> Job:
+    source = textwrap.dedent(body)
+    return Job(files=(("check.py", source),), checks=(Check(CheckKind.MAIN, "check.py", "own-check"),),
+               timeout_s=timeout_s, **kw)
+
+
+def test_passing_job_reports_outcome(sandbox):
+    result = sandbox.run(main_job("""
+        import torch
+        assert torch.arange(4).sum().item() == 6
+        print("ok")
+    """))
+    assert result.status is JobStatus.PASSED, result.error
+    assert [o.status for o in result.outcomes] == ["passed"]
+
+
+def test_failing_assertion_is_failed_with_tail(sandbox):
+    result = sandbox.run(main_job("assert 1 + 1 == 3, 'arithmetic is broken'\n"))
+    assert result.status is JobStatus.FAILED
+    assert "arithmetic is broken" in result.error
+
+
+def test_infinite_loop_times_out_and_pool_goes_on(sandbox):
+    result = sandbox.run(main_job("while True:\n    pass\n", timeout_s=1.5))
+    assert result.status is JobStatus.TIMEOUT
+    assert "timed out after 1.5 s" in result.error
+    assert sandbox.run(main_job("x = 1\n")).status is JobStatus.PASSED
+
+
+def test_segfault_is_a_crash_and_pool_goes_on(sandbox):
+    result = sandbox.run(main_job("import ctypes\nctypes.string_at(0)\n"))
+    assert result.status is JobStatus.CRASH
+    assert "SIGSEGV" in result.error
+    assert sandbox.run(main_job("x = 1\n")).status is JobStatus.PASSED
+
+
+def test_abort_is_a_crash(sandbox):
+    result = sandbox.run(main_job("import os\nos.abort()\n"))
+    assert result.status is JobStatus.CRASH
+    assert "SIGABRT" in result.error
+
+
+def test_endless_output_is_capped(sandbox):
+    result = sandbox.run(main_job("while True:\n    print('x' * 1000)\n", output_limit_bytes=1 << 20))
+    assert result.status is JobStatus.CRASH
+    assert "output exceeded" in result.error
+
+
+def test_huge_allocation_is_contained(sandbox):
+    result = sandbox.run(main_job("""
+        import torch
+        t = torch.empty(50 * 1024**3, dtype=torch.uint8)
+        t.fill_(1)
+    """, memory_mb=1024))
+    assert result.status is JobStatus.FAILED
+    assert "alloc" in result.error.lower() or "memory" in result.error.lower()
+
+
+def test_job_cannot_see_api_keys(monkeypatch):
+    from mutant_gate.engine.sandbox.local import LocalSandbox
+
+    monkeypatch.setenv("MY_SERVICE_API_KEY", "sk-should-never-leak")
+    monkeypatch.setenv("NEBIUS_API_KEY", "nb-should-never-leak")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-should-never-leak")
+    with LocalSandbox(workers=1) as box:
+        result = box.run(main_job("""
+            import os
+            environ = open('/proc/self/environ', 'rb').read()
+            parent = open(f'/proc/{os.getppid()}/environ', 'rb').read()
+            for blob in (environ, parent, repr(dict(os.environ)).encode()):
+                assert b'should-never-leak' not in blob, blob
+            assert not [k for k in os.environ if 'KEY' in k or 'TOKEN' in k]
+            assert os.environ['HOME'] == os.getcwd()
+        """))
+    assert result.status is JobStatus.PASSED, result.error
+
+
+def test_job_runs_in_fresh_directory(sandbox):
+    first = sandbox.run(main_job("open('left-behind.txt', 'w').write('x')\n"))
+    assert first.status is JobStatus.PASSED
+    second = sandbox.run(main_job("import os\nassert not os.path.exists('left-behind.txt')\n"))
+    assert second.status is JobStatus.PASSED, second.error
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root here")
+def test_network_is_cut(sandbox):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        result = sandbox.run(main_job(f"""
+            import socket
+            try:
+                socket.create_connection(("127.0.0.1", {port}), timeout=2)
+            except OSError:
+                pass
+            else:
+                raise AssertionError("connected to the host's loopback")
+        """))
+    finally:
+        server.close()
+    assert result.status is JobStatus.PASSED, result.error
+    assert result.network_cut
+
+
+def test_pytest_checks_report_each_test(sandbox):
+    tests = textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_even(n):
+            assert n % 2 == 0
+
+        def test_fine():
+            pass
+    """)
+    job = Job(files=(("test_x.py", tests),), checks=(Check(CheckKind.PYTEST, "test_x.py", "test"),),
+              stop_on_first_failure=False)
+    result = sandbox.run(job)
+    assert result.status is JobStatus.FAILED
+    by_name = {o.name: o.status for o in result.outcomes}
+    assert by_name == {"test::test_even[1]": "failed", "test::test_even[2]": "passed", "test::test_fine": "passed"}
