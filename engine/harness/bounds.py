@@ -532,7 +532,7 @@ def install() -> None:
             f"tested with {TESTED_TRITON}"
         )
     for cls, name, repl in patches:
-        _ORIGINALS[f"{cls.__name__}.{name}"] = (cls, cls.__dict__[name])
+        _ORIGINALS[f"{cls.__name__}.{name}"] = (cls, cls.__dict__.get(name, getattr(cls, name)))
         setattr(cls, name, repl)
 
 

@@ -17,12 +17,16 @@ memory, warp size 32, target ``GPUTarget("cuda", 80, 32)``, capability (8, 0)),
 but only where the real query fails: a working driver is left alone.
 ``used()`` names the shimmed queries the file actually called.
 
+In interpreter mode ``@triton.autotune`` is made deterministic: timing configs
+on a CPU says nothing about a GPU and would make verdicts depend on machine
+load, so the first config (after pruning) always wins, without benchmarking;
+``used()`` names the config.
+
 Not shimmed here: ``torch.cuda.is_available()``, ``.cuda()``, ``device="cuda"``.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 __all__ = ["DEVICE_PROPERTIES", "install", "reset_used", "uninstall", "used"]
@@ -72,16 +76,6 @@ class _CpuUtils:
         raise AttributeError(f"mutant-gate CPU driver shim: utils.{name} is not provided")
 
 
-def _cpu_benchmarker(kernel_call: Any, *, quantiles: Any = None, **_: Any) -> Any:
-    """Wall-clock time of one call in ms (what the autotuner compares)."""
-    start = time.perf_counter()
-    kernel_call()
-    ms = (time.perf_counter() - start) * 1e3
-    if quantiles is None:
-        return ms
-    return [ms for _ in quantiles]
-
-
 class _CpuDriver:
     """Stands in for ``triton.runtime.driver.active`` when no real driver is."""
 
@@ -119,10 +113,6 @@ class _CpuDriver:
         _note("driver.active.get_device_capability")
         return CAPABILITY
 
-    def get_benchmarker(self) -> Any:
-        _note("driver.active.get_benchmarker")
-        return _cpu_benchmarker
-
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(f"mutant-gate CPU driver shim: driver.active.{name} is not provided")
 
@@ -130,6 +120,14 @@ class _CpuDriver:
 def _get_device_capability(device: Any = None) -> tuple[int, int]:
     _note("torch.cuda.get_device_capability")
     return CAPABILITY
+
+
+def _first_config_bench(self: Any, *args: Any, config: Any, **meta: Any) -> list[float]:
+    """Replaces ``Autotuner._bench``: the earliest config is the "fastest"."""
+    index = next((i for i, c in enumerate(self.configs) if c is config), len(self.configs))
+    if index == 0:
+        _note(f"triton.autotune: first config ({config})")
+    return [float(index)] * 3
 
 
 def _real_driver_works(config: Any) -> bool:
@@ -162,6 +160,14 @@ def install() -> list[str]:
         _SAVED["torch.cuda.get_device_capability"] = torch.cuda.get_device_capability
         torch.cuda.get_device_capability = _get_device_capability
         _APPLIED.append("torch.cuda.get_device_capability")
+    import os
+
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from triton.runtime.autotuner import Autotuner
+
+        _SAVED["Autotuner._bench"] = Autotuner._bench
+        Autotuner._bench = _first_config_bench
+        _APPLIED.append("triton.autotune")
     if not _APPLIED:
         _SAVED["none"] = None  # remember that install ran
     return list(_APPLIED)
@@ -174,6 +180,10 @@ def uninstall() -> None:
 
     if "driver" in _SAVED:
         driver._default, driver._active = _SAVED["driver"]
+    if "Autotuner._bench" in _SAVED:
+        from triton.runtime.autotuner import Autotuner
+
+        Autotuner._bench = _SAVED["Autotuner._bench"]
     if "torch.cuda.get_device_capability" in _SAVED:
         torch.cuda.get_device_capability = _SAVED["torch.cuda.get_device_capability"]
     _SAVED.clear()

@@ -1,13 +1,13 @@
 """arith: reductions and the arithmetic around them.
 
-    max-min         tl.max(x, axis=0) -> tl.min(x, axis=0);  tl.maximum(a, b) -> tl.minimum(a, b)
-                    tl.argmax <-> tl.argmin
-    sum-axis        tl.sum(x, axis=0) -> tl.sum(x, axis=1);  tl.sum(x, 1) -> tl.sum(x, 0)
-    add-sub         a + b -> a - b;  acc += x -> acc -= x  (and back)
-    mul-div         a * b -> a / b;  acc *= s -> acc /= s  (and back)
-    epsilon-change  var + 1e-5 -> var + 0.0;  tl.sqrt(var + eps) -> tl.sqrt(var)
-    where-swap      tl.where(c, a, b) -> tl.where(c, b, a)
-    exp-exp2        tl.exp(x) <-> tl.exp2(x);  tl.log(x) <-> tl.log2(x)
+max-min         tl.max(x, axis=0) -> tl.min(x, axis=0);  tl.maximum(a, b) -> tl.minimum(a, b)
+                tl.argmax <-> tl.argmin
+sum-axis        tl.sum(x, axis=0) -> tl.sum(x, axis=1);  tl.sum(x, 1) -> tl.sum(x, 0)
+add-sub         a + b -> a - b;  acc += x -> acc -= x  (and back)
+mul-div         a * b -> a / b;  acc *= s -> acc /= s  (and back)
+epsilon-change  var + 1e-5 -> var + 0.0;  tl.sqrt(var + eps) -> tl.sqrt(var)
+where-swap      tl.where(c, a, b) -> tl.where(c, b, a)
+exp-exp2        tl.exp(x) <-> tl.exp2(x);  tl.log(x) <-> tl.log2(x)
 """
 
 from __future__ import annotations
@@ -15,9 +15,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import libcst as cst
+from libcst import matchers as m
 
 from .base import Example, Operator
-from .syntax import find_arg, int_value, rename_attr, replace_arg_value, same_whitespace, tl_call
+from .syntax import (
+    find_arg,
+    int_value,
+    rename_attr,
+    replace_arg_value,
+    same_whitespace,
+    swap_arg_values,
+    tl_call,
+)
 
 
 def _rename_tl_call(node: cst.CSTNode, renames: dict[str, str]) -> Iterator[cst.CSTNode]:
@@ -56,20 +65,17 @@ class MaxMin(Operator):
         yield from _rename_tl_call(node, _MAX_MIN)
 
 
+_TILE = "x = tl.load(x_ptr + tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :])\n"
+
+
 class SumAxis(Operator):
     name = "sum-axis"
     family = "arith"
     description = "reduce a tl.sum over the other axis (0 <-> 1)"
     node_types = (cst.Call,)
     examples = (
-        Example.kernel(
-            "s = tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)[:, None] + tl.arange(0, BLOCK)[None, :]), axis=0)",
-            "s = tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)[:, None] + tl.arange(0, BLOCK)[None, :]), axis=1)",
-        ),
-        Example.kernel(
-            "s = tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)[:, None] + tl.arange(0, BLOCK)[None, :]), 1)",
-            "s = tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)[:, None] + tl.arange(0, BLOCK)[None, :]), 0)",
-        ),
+        Example.kernel(_TILE + "s = tl.sum(x, axis=0)", _TILE + "s = tl.sum(x, axis=1)"),
+        Example.kernel(_TILE + "s = tl.sum(x, 1)", _TILE + "s = tl.sum(x, 0)"),
     )
 
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -208,6 +214,10 @@ class EpsilonChange(Operator):
                 yield node.right
 
 
+_POSITIONAL = m.Arg(keyword=None, star="")
+_THREE_POSITIONAL = m.Call(args=[_POSITIONAL, _POSITIONAL, _POSITIONAL])
+
+
 class WhereSwap(Operator):
     name = "where-swap"
     family = "arith"
@@ -227,19 +237,19 @@ class WhereSwap(Operator):
     )
 
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        if tl_call(node) != "where" or len(node.args) != 3:
-            return
-        if all(arg.keyword is None and not arg.star for arg in node.args):
-            args = list(node.args)
-            args[1] = args[1].with_changes(value=node.args[2].value)
-            args[2] = args[2].with_changes(value=node.args[1].value)
-            yield node.with_changes(args=args)
+        if tl_call(node) == "where" and m.matches(node, _THREE_POSITIONAL):
+            yield swap_arg_values(node, 1, 2)
+
+
+_EXP_LOG = {"exp": "exp2", "exp2": "exp", "log": "log2", "log2": "log"}
 
 
 class ExpExp2(Operator):
     name = "exp-exp2"
     family = "arith"
-    description = "swap natural and base-2 exponent/logarithm (tl.exp <-> tl.exp2, tl.log <-> tl.log2)"
+    description = (
+        "swap natural and base-2 exponent/logarithm (tl.exp <-> tl.exp2, tl.log <-> tl.log2)"
+    )
     node_types = (cst.Call,)
     examples = (
         Example.kernel(
@@ -253,7 +263,9 @@ class ExpExp2(Operator):
     )
 
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        yield from _rename_tl_call(node, {"exp": "exp2", "exp2": "exp", "log": "log2", "log2": "log"})
+        yield from _rename_tl_call(
+            node, {"exp": "exp2", "exp2": "exp", "log": "log2", "log2": "log"}
+        )
 
 
 OPERATORS: tuple[Operator, ...] = (

@@ -18,7 +18,9 @@ import libcst as cst
 
 FAMILIES: tuple[str, ...] = ("masks", "boundaries", "precision", "indexing", "arith")
 
-_KERNEL_HEAD = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef kernel({params}):\n"
+_KERNEL_HEAD = (
+    "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef kernel({params}):\n"
+)
 DEFAULT_PARAMS = "x_ptr, y_ptr, n, BLOCK: tl.constexpr"
 
 

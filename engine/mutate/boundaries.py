@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import libcst as cst
+from libcst import matchers as m
 
 from .base import Example, Operator
-from .syntax import binop, int_value, same_whitespace, spaced, tl_attr, tl_call
+from .syntax import TL, binop, int_value, same_whitespace, spaced, tl_attr
 
 
 def _swap_comparisons(
@@ -89,22 +90,22 @@ class CompareGtGe(Operator):
         )
 
 
-def _is_cdiv(call: cst.Call) -> bool:
-    if tl_call(call) == "cdiv":
-        return True
-    func = call.func
+def _is_cdiv(call: cst.CSTNode) -> bool:
+    """``tl.cdiv``, ``triton.language.cdiv`` or ``triton.cdiv``."""
+    func = getattr(call, "func", None)
     return (
-        isinstance(func, cst.Attribute)
+        type(func) is cst.Attribute
         and func.attr.value == "cdiv"
-        and isinstance(func.value, cst.Name)
-        and func.value.value == "triton"
+        and m.matches(func.value, TL | m.Name("triton"))
     )
 
 
 class CdivFloordiv(Operator):
     name = "cdiv-floordiv"
     family = "boundaries"
-    description = "replace tl.cdiv(a, b) / triton.cdiv(a, b) by a // b (drops the last partial block)"
+    description = (
+        "replace tl.cdiv(a, b) / triton.cdiv(a, b) by a // b (drops the last partial block)"
+    )
     node_types = (cst.Call,)
     examples = (
         Example.kernel(

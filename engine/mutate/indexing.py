@@ -2,7 +2,7 @@
 
 Square inputs, one-program grids and contiguous tensors hide these bugs.
 
-    modulo-drop        offs_am = (pid_m * BM + tl.arange(0, BM)) % M -> (pid_m * BM + tl.arange(0, BM))
+    modulo-drop        offs = (pid * BM + tl.arange(0, BM)) % M -> (pid * BM + tl.arange(0, BM))
     program-id-swap    pid_m = tl.program_id(0)  -> tl.program_id(1)
                        tl.program_id(axis=1)     -> tl.program_id(axis=0);  tl.num_programs likewise
     stride-swap        offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
@@ -218,7 +218,10 @@ class BroadcastSwap(Operator):
             _is_none_index(first) and _is_full_slice(second)
         ):
             yield node.with_changes(
-                slice=[first.with_changes(slice=second.slice), second.with_changes(slice=first.slice)]
+                slice=[
+                    first.with_changes(slice=second.slice),
+                    second.with_changes(slice=first.slice),
+                ]
             )
 
 

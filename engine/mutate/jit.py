@@ -16,12 +16,16 @@ its cost).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping, Sequence
+import bisect
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from .spans import Layout
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
 _JIT_MODULES = frozenset({"triton", "triton.runtime", "triton.runtime.jit"})
 
 
@@ -141,20 +145,28 @@ def walk_jit_functions(
     yield from visit(module.body, ())
 
 
-def jit_functions_with_positions(
-    module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange]
-) -> list[JitFunction]:
-    found = []
-    for node, _ in walk_jit_functions(module):
-        span = positions[node]
-        found.append(JitFunction(node.name.value, node, span.start.line, span.end.line))
-    return found
-
-
 def find_jit_functions(module: cst.Module) -> list[JitFunction]:
     """The jit functions of ``module`` in source order."""
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return jit_functions_with_positions(module, positions)
+    code = module.code
+    layout = Layout(module, code)
+    line_starts = [0, *(m.end() for m in _NEWLINE.finditer(code))]
+
+    def line_of(offset: int) -> int:
+        return bisect.bisect_right(line_starts, offset)
+
+    found = []
+    for node, _ in walk_jit_functions(module):
+        body = node.body
+        last = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else body
+        found.append(
+            JitFunction(
+                node.name.value,
+                node,
+                line=line_of(layout.span(node.name)[0]),
+                end_line=line_of(layout.span(last)[1] - 1),
+            )
+        )
+    return found
 
 
 # -- ast -----------------------------------------------------------------------

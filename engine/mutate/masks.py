@@ -9,7 +9,8 @@ exercises its masks; these mutants find out.
     other-change         other=0.0 -> other=1.0;  other=1 -> other=0;
                          other=-float("inf") -> other=0.0
     boundary-check-drop  tl.load(block_ptr, boundary_check=(0, 1)) -> tl.load(block_ptr)
-    mask-and-or          (rm[:, None] < M) & (rn[None, :] < N) -> (rm[:, None] < M) | (rn[None, :] < N)
+    mask-and-or          (rm[:, None] < M) & (rn[None, :] < N)
+                      -> (rm[:, None] < M) | (rn[None, :] < N)
     mask-term-drop       (rm[:, None] < M) & (rn[None, :] < N) -> (rm[:, None] < M)
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import libcst as cst
+from libcst import matchers as m
 
 from .base import Example, Operator
 from .syntax import find_arg, number_value, remove_args, replace_arg_value, same_whitespace, tl_call
@@ -125,19 +127,17 @@ class OtherDrop(Operator):
             yield remove_args(node, [other])
 
 
+_FLOAT_OF_STRING = m.Call(func=m.Name("float"), args=[m.Arg(value=m.SimpleString(), keyword=None)])
+_INFINITY = m.Attribute(value=m.Name(), attr=m.Name("inf"))  # math.inf, np.inf
+
+
 def _is_infinity(node: cst.CSTNode) -> bool:
     """``float("inf")``, ``float('-inf')``, ``-float("inf")``, ``math.inf``, ``-math.inf``."""
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+    if m.matches(node, m.UnaryOperation(operator=m.Minus() | m.Plus())):
         node = node.expression
-    if isinstance(node, cst.Attribute):
-        return node.attr.value == "inf" and isinstance(node.value, cst.Name)
-    if (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Name)
-        and node.func.value == "float"
-        and len(node.args) == 1
-        and isinstance(node.args[0].value, cst.SimpleString)
-    ):
+    if m.matches(node, _INFINITY):
+        return True
+    if m.matches(node, _FLOAT_OF_STRING):
         text = node.args[0].value.evaluated_value
         return isinstance(text, str) and text.strip().lstrip("+-").lower() in ("inf", "infinity")
     return False
@@ -184,8 +184,8 @@ class OtherChange(Operator):
             """,
         ),
         Example.kernel(
-            "x = tl.load(x_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < n, other=float('-inf'))",
-            "x = tl.load(x_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < n, other=0.0)",
+            "x = tl.load(x_ptr + tl.arange(0, BLOCK), other=float('-inf'), mask=n > 0)",
+            "x = tl.load(x_ptr + tl.arange(0, BLOCK), other=0.0, mask=n > 0)",
         ),
     )
 
@@ -253,8 +253,9 @@ class MaskAndOr(Operator):
     examples = (
         Example.kernel(_MASK_2D, _MASK_2D.replace(") & (", ") | (")),
         Example.kernel(
-            "m = (tl.arange(0, BLOCK) < n) & (tl.arange(0, BLOCK) >= 1) & (tl.arange(0, BLOCK) > 2)",
-            "m = ((tl.arange(0, BLOCK) < n) | (tl.arange(0, BLOCK) >= 1)) & (tl.arange(0, BLOCK) > 2)",
+            "m = (offs < n) & (offs >= 1) & (offs > 2)",
+            "m = ((offs < n) | (offs >= 1)) & (offs > 2)",
+            params="x_ptr, offs, n",
         ),
     )
 

@@ -21,7 +21,7 @@ import libcst as cst
 from libcst import matchers as m
 
 from .base import Example, Operator
-from .syntax import find_arg, rename_attr, replace_arg_value, tl_attr, tl_call
+from .syntax import FLOAT32, find_arg, rename_attr, replace_arg_value, tl_call
 
 #: ``tl.zeros(shape, dtype)`` / ``tl.full(shape, value, dtype)``: where dtype
 #: may be passed positionally.
@@ -30,7 +30,7 @@ _DTYPE_POSITION = {"zeros": 1, "full": 2}
 
 def _fp32_arg(call: cst.Call, keyword: str, position: int | None) -> int | None:
     index = find_arg(call, keyword, position)
-    if index is not None and tl_attr(call.args[index].value) == "float32":
+    if index is not None and m.matches(call.args[index].value, FLOAT32):
         return index
     return None
 

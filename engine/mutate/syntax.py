@@ -1,44 +1,53 @@
 """Small libcst helpers the operators share: naming Triton calls, editing call
 arguments, and building expressions that keep their meaning when spliced.
 
-Recognising ``tl.load`` is the hot path of generation (it runs for every call
-in every kernel), so these helpers use plain ``isinstance`` checks; operators
-use ``libcst.matchers`` only after this cheap filter has said "maybe".
+Recognising ``tl.load`` is the hot path of generation (every operator looks at
+every call of every kernel), so ``tl_call`` and friends use exact type checks;
+operators use ``libcst.matchers`` (~25 us a match) only after such a cheap
+filter has said "maybe".
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import libcst as cst
 from libcst import matchers as m
 
-#: Matches the Triton language namespace: ``tl`` or ``triton.language``.
+#: The Triton language namespace: ``tl`` or ``triton.language``.
 TL = m.Name("tl") | m.Attribute(value=m.Name("triton"), attr=m.Name("language"))
+#: ``tl.float32`` / ``triton.language.float32``.
+FLOAT32 = m.Attribute(value=TL, attr=m.Name("float32"))
+
+
+# These run for every call of every kernel, once per operator: exact type
+# checks (libcst's concrete node classes are final) avoid the slow abstract
+# ``isinstance`` path.
 
 
 def is_tl_namespace(node: cst.CSTNode) -> bool:
     """True for ``tl`` and ``triton.language``."""
-    if isinstance(node, cst.Name):
+    kind = type(node)
+    if kind is cst.Name:
         return node.value == "tl"
     return (
-        isinstance(node, cst.Attribute)
+        kind is cst.Attribute
         and node.attr.value == "language"
-        and isinstance(node.value, cst.Name)
+        and type(node.value) is cst.Name
         and node.value.value == "triton"
     )
 
 
 def tl_attr(node: cst.CSTNode) -> str | None:
     """``tl.X`` / ``triton.language.X`` -> ``"X"``; anything else -> None."""
-    if isinstance(node, cst.Attribute) and is_tl_namespace(node.value):
+    if type(node) is cst.Attribute and is_tl_namespace(node.value):
         return node.attr.value
     return None
 
 
 def tl_call(node: cst.CSTNode) -> str | None:
     """The ``X`` of a call ``tl.X(...)`` / ``triton.language.X(...)``, else None."""
-    if isinstance(node, cst.Call):
+    if type(node) is cst.Call:
         return tl_attr(node.func)
     return None
 
@@ -86,7 +95,7 @@ def swap_arg_values(call: cst.Call, first: int, second: int) -> cst.Call:
 
 
 def int_value(node: cst.CSTNode) -> int | None:
-    """The value of a plain decimal integer literal, else None."""
+    """The value of an integer literal without parentheses, else None."""
     if isinstance(node, cst.Integer) and not node.lpar:
         try:
             return int(node.value.replace("_", ""), 0)
@@ -125,42 +134,49 @@ _BINARY_PRECEDENCE: dict[type[cst.BaseBinaryOp], int] = {
 ATOM = 14
 
 
+_FIXED_PRECEDENCE: dict[type, int] = {
+    cst.Comparison: 5,
+    cst.IfExp: 1,
+    cst.Lambda: 0,
+    cst.NamedExpr: 0,
+}
+
+
 def precedence(node: cst.CSTNode) -> int:
     """Python operator precedence of an expression (higher binds tighter)."""
-    if isinstance(node, cst.BaseExpression) and node.lpar:
+    if getattr(node, "lpar", None):
         return ATOM
-    if isinstance(node, cst.BinaryOperation):
+    kind = type(node)
+    if kind is cst.BinaryOperation:
         return _BINARY_PRECEDENCE[type(node.operator)]
-    if isinstance(node, cst.UnaryOperation):
-        return 4 if isinstance(node.operator, cst.Not) else 12
-    if isinstance(node, cst.Comparison):
-        return 5
-    if isinstance(node, cst.BooleanOperation):
-        return 3 if isinstance(node.operator, cst.And) else 2
-    if isinstance(node, cst.IfExp):
-        return 1
-    if isinstance(node, (cst.Lambda, cst.NamedExpr)):
-        return 0
-    return ATOM
+    if kind is cst.UnaryOperation:
+        return 4 if type(node.operator) is cst.Not else 12
+    if kind is cst.BooleanOperation:
+        return 3 if type(node.operator) is cst.And else 2
+    return _FIXED_PRECEDENCE.get(kind, ATOM)
+
+
+_ATOM_CONTEXTS = frozenset({cst.Attribute, cst.Subscript, cst.Call, cst.Await})
 
 
 def required_precedence(node: cst.CSTNode, parent: cst.CSTNode | None) -> int:
     """The lowest precedence ``node`` may have, in its place under ``parent``,
     without parentheses."""
-    if isinstance(parent, cst.BinaryOperation):
-        own = precedence(parent.with_changes(lpar=(), rpar=()))
-        if isinstance(parent.operator, cst.Power) or parent.right is node:
+    kind = type(parent)
+    if kind is cst.BinaryOperation:
+        own = _BINARY_PRECEDENCE[type(parent.operator)]
+        if type(parent.operator) is cst.Power or parent.right is node:
             return own + 1
         return own
-    if isinstance(parent, cst.UnaryOperation):
-        return 5 if isinstance(parent.operator, cst.Not) else 12
-    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
-        return 6
-    if isinstance(parent, cst.BooleanOperation):
-        return 4 if isinstance(parent.operator, cst.And) else 3
-    if isinstance(parent, (cst.Attribute, cst.Subscript, cst.Call, cst.Await)):
+    if kind in _ATOM_CONTEXTS:
         return ATOM
-    if isinstance(parent, cst.IfExp):
+    if kind is cst.UnaryOperation:
+        return 5 if type(parent.operator) is cst.Not else 12
+    if kind is cst.Comparison or kind is cst.ComparisonTarget:
+        return 6
+    if kind is cst.BooleanOperation:
+        return 4 if type(parent.operator) is cst.And else 3
+    if kind is cst.IfExp:
         return 2
     return 0
 
@@ -190,7 +206,3 @@ def spaced(op: type[cst.BaseBinaryOp]) -> cst.BaseBinaryOp:
 def same_whitespace(new: type[cst.CSTNode], old: cst.CSTNode) -> cst.CSTNode:
     """An operator token of type ``new`` carrying ``old``'s surrounding spaces."""
     return new(whitespace_before=old.whitespace_before, whitespace_after=old.whitespace_after)
-
-
-def names_in(nodes: Sequence[cst.CSTNode]) -> list[str]:
-    return [n.value for n in nodes if isinstance(n, cst.Name)]

@@ -9,6 +9,7 @@ becomes a result; the worker itself lives on.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import select
@@ -36,6 +37,14 @@ def _warm_imports() -> dict:
     import triton
 
     from mutant_gate.engine.harness import runner  # noqa: F401
+
+    # Modules that ordinary checks load lazily, at great cost, on first use:
+    # torch.testing.assert_close pulls in torch.distributed.tensor (sympy...).
+    for name in ("torch.distributed.tensor", "torch.testing._comparison"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - an optional warm-up, never fatal
+            pass
 
     return {"torch": torch.__version__, "triton": triton.__version__, "python": sys.version.split()[0]}
 

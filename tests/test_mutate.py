@@ -1,0 +1,413 @@
+"""The mutate stage: operator catalog, jit-function discovery, generation rules."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import re
+import textwrap
+
+import libcst as cst
+import pytest
+from mutant_gate.engine.mutate import (
+    FAMILIES,
+    Example,
+    Operator,
+    all_operators,
+    find_jit_functions,
+    generate_mutants,
+    select_operators,
+)
+from mutant_gate.engine.records import Mutant
+
+LAYER_NORM = textwrap.dedent(
+    '''
+    """A layer-norm kernel in the style of the Triton tutorials."""
+
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    def _block_for(n, limit=1024):
+        # Launcher arithmetic is not a jit function: never mutated.
+        return min(limit, triton.next_power_of_2(n)) if n < limit else limit
+
+
+    @triton.heuristics({"EVEN_N": lambda args: args["N"] % args["BLOCK"] == 0})
+    @triton.jit
+    def _layer_norm_fwd(X, Y, W, B, Rstd, stride, N, eps=1e-5, BLOCK: tl.constexpr = 128):
+        row = tl.program_id(0)
+        X += row * stride
+        Y += row * stride
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for off in range(0, N, BLOCK):
+            cols = off + tl.arange(0, BLOCK)
+            x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+            acc += x
+        mean = tl.sum(acc, axis=0) / N
+        var_acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for off in range(0, N, BLOCK):
+            cols = off + tl.arange(0, BLOCK)
+            x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+            x = tl.where(cols < N, x - mean, 0.0)
+            var_acc += x * x
+        var = tl.sum(var_acc, axis=0) / N
+        rstd = 1 / tl.sqrt(var + eps)
+        tl.store(Rstd + row, rstd)
+        for off in range(0, N, BLOCK):
+            cols = off + tl.arange(0, BLOCK)
+            mask = cols < N
+            w = tl.load(W + cols, mask=mask)
+            b = tl.load(B + cols, mask=mask)
+            x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
+            y = (x - mean) * rstd * w + b
+            tl.store(Y + cols, y, mask=mask)
+
+
+    def layer_norm(x, weight, bias, eps=1e-5):
+        y = torch.empty_like(x)
+        M, N = x.shape
+        rstd = torch.empty((M,), dtype=torch.float32)
+        if N < 1 or tl is None:
+            raise ValueError("empty rows")
+        grid = (triton.cdiv(M, 1),)
+        _layer_norm_fwd[grid](x, y, weight, bias, rstd, x.stride(0), N, eps, BLOCK=_block_for(N))
+        return y
+
+
+    if __name__ == "__main__":
+        x = torch.randn(7, 33)
+        print(layer_norm(x, torch.ones(33), torch.zeros(33)).shape)
+    '''
+).lstrip()
+
+FAMILY_MODULES = {
+    family: importlib.import_module(f"mutant_gate.engine.mutate.{family}") for family in FAMILIES
+}
+
+
+def _examples() -> list[tuple[Operator, int, Example]]:
+    return [(op, i, ex) for op in all_operators() for i, ex in enumerate(op.examples)]
+
+
+def _jit_line_ranges(source: str) -> list[range]:
+    return [range(f.line, f.end_line + 1) for f in find_jit_functions(cst.parse_module(source))]
+
+
+# -- the catalog -----------------------------------------------------------------
+
+
+def test_registry_is_complete_and_well_formed():
+    operators = all_operators()
+    names = [op.name for op in operators]
+    assert len(operators) >= 12
+    assert len(set(names)) == len(names)
+    assert operators == all_operators()  # stable order
+    for op in operators:
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", op.name), op.name
+        assert op.family in FAMILIES
+        assert op.description and "\n" not in op.description
+        assert op.examples, f"{op.name} has no example"
+    for family, module in FAMILY_MODULES.items():
+        assert module.__doc__ and "->" in module.__doc__, f"{family} docstring lacks examples"
+        assert len(module.OPERATORS) >= 2, family
+        assert all(op.family == family for op in module.OPERATORS)
+    assert {op.family for op in operators} == set(FAMILIES)
+
+
+@pytest.mark.parametrize(
+    ("op", "index", "example"),
+    _examples(),
+    ids=[f"{op.name}-{i}" for op, i, _ in _examples()],
+)
+def test_operator_example(op: Operator, index: int, example: Example):
+    assert find_jit_functions(cst.parse_module(example.before)), "example is not a jit kernel"
+    mutants = generate_mutants(example.before, "ex.py", [op])
+    assert any(m.source == example.after for m in mutants), (
+        f"{op.name} example {index} not produced; got:\n"
+        + "\n".join(f"  {m.before!r} -> {m.after!r}" for m in mutants)
+    )
+    assert all(m.operator == op.name and m.family == op.family for m in mutants)
+
+
+# -- generation rules ------------------------------------------------------------
+
+
+def test_generation_is_deterministic_and_ids_unique():
+    first = generate_mutants(LAYER_NORM, "kernels/layer_norm.py")
+    second = generate_mutants(LAYER_NORM, "kernels/layer_norm.py")
+    assert [m.id for m in first] == [m.id for m in second]
+    assert first == second
+    assert len({m.id for m in first}) == len(first)
+    assert len({m.source for m in first}) == len(first)  # no duplicates
+    assert all(m.source != LAYER_NORM for m in first)
+    keys = [(m.line, m.col, m.operator, m.after) for m in first]
+    assert keys == sorted(keys)
+
+
+def test_id_is_the_record_hash():
+    for m in generate_mutants(LAYER_NORM, "layer_norm.py"):
+        assert m.id == Mutant.make_id(m.operator, m.line, m.col, m.end_line, m.end_col, m.source)
+
+
+def test_realistic_kernel_covers_all_families():
+    mutants = generate_mutants(LAYER_NORM, "layer_norm.py")
+    assert {m.family for m in mutants} == set(FAMILIES)
+    operators = {m.operator for m in mutants}
+    for expected in (
+        "mask-drop",
+        "other-change",
+        "compare-lt-le",
+        "range-bound-shift",
+        "accumulator-fp16",
+        "upcast-drop",
+        "program-id-swap",
+        "block-offset-drop",
+        "add-sub",
+        "sum-axis",
+        "epsilon-change",
+        "where-swap",
+    ):
+        assert expected in operators
+    assert all(m.function == "_layer_norm_fwd" for m in mutants)
+
+
+def test_every_mutant_parses_and_records_its_place():
+    lines = LAYER_NORM.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    for m in generate_mutants(LAYER_NORM, "kernels/layer_norm.py"):
+        compile(m.source, "layer_norm.py", "exec")
+        begin = starts[m.line - 1] + m.col
+        end = starts[m.end_line - 1] + m.end_col
+        assert LAYER_NORM[begin:end] == m.before
+        assert m.source == LAYER_NORM[:begin] + m.after + LAYER_NORM[end:]
+        expected = difflib.unified_diff(
+            lines, m.source.splitlines(keepends=True), "a/layer_norm.py", "b/layer_norm.py", n=3
+        )
+        assert m.diff == "".join(expected)
+
+
+def test_nothing_outside_jit_bodies_is_mutated():
+    source = LAYER_NORM
+    inside = _jit_line_ranges(source)
+    assert len(inside) == 1
+    signature_line = source.splitlines().index(
+        next(line for line in source.splitlines() if line.startswith("def _layer_norm_fwd"))
+    )
+    for m in generate_mutants(source, "layer_norm.py"):
+        assert any(m.line in r for r in inside)
+        assert m.line > signature_line + 1  # neither decorators nor signature/defaults
+        changed = [
+            line[1:]
+            for line in m.diff.splitlines()
+            if line.startswith("-") and not line.startswith("---")
+        ]
+        for text in changed:
+            assert "def " not in text and "@triton" not in text and "lambda" not in text
+
+
+def test_helpers_and_launchers_are_untouched():
+    source = textwrap.dedent(
+        """
+        import triton
+        import triton.language as tl
+
+
+        def helper(x_ptr, n):
+            # looks like kernel code, but is not jit
+            return tl.load(x_ptr, mask=n < 4, other=0.0) + tl.cdiv(n, 2)
+
+
+        @triton.jit
+        def kernel(x_ptr, n):
+            tl.store(x_ptr, n + 1)
+
+
+        def launch(x, n):
+            kernel[(triton.cdiv(n, 128),)](x, n < 4)
+        """
+    )
+    mutants = generate_mutants(source, "k.py")
+    assert [(m.operator, m.before, m.after) for m in mutants] == [("add-sub", "n + 1", "n - 1")]
+
+
+def test_skip_comment_excludes_its_line():
+    source = textwrap.dedent(
+        """
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def kernel(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            mask = offs < n  # mutant-gate: skip
+            tl.store(x_ptr + offs, offs, mask=offs < n)
+        """
+    )
+    mutants = generate_mutants(source, "k.py")
+    skipped_line = next(i for i, line in enumerate(source.splitlines(), 1) if "skip" in line)
+    assert mutants
+    assert all(m.line != skipped_line for m in mutants)
+    without_comment = source.replace("  # mutant-gate: skip", "")
+    assert any(m.line == skipped_line for m in generate_mutants(without_comment, "k.py"))
+
+
+DECORATED = textwrap.dedent(
+    """
+    import triton
+    import triton as tr
+    import triton.language as tl
+    from triton import jit
+    from triton import jit as triton_jit
+
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 64})], key=["n"])
+    @triton.jit
+    def tuned(x_ptr, n, BLOCK: tl.constexpr):
+        tl.store(x_ptr, n + 1)
+
+
+    @triton.heuristics({"EVEN": lambda args: args["n"] % 2 == 0})
+    @triton.jit(debug=True)
+    def heuristic(x_ptr, n, EVEN: tl.constexpr):
+        tl.store(x_ptr, n + 2)
+
+
+    @jit
+    def bare(x_ptr, n):
+        tl.store(x_ptr, n + 3)
+
+
+    @tr.jit
+    def aliased(x_ptr, n):
+        tl.store(x_ptr, n + 4)
+
+
+    @triton_jit
+    def renamed(x_ptr, n):
+        tl.store(x_ptr, n + 5)
+
+
+    class Kernels:
+        @staticmethod
+        @triton.jit
+        def in_class(x_ptr, n):
+            tl.store(
+                x_ptr,
+                n + 6,
+            )
+
+
+    if triton is not None:
+        @triton.jit
+        def in_if(x_ptr, n):
+            tl.store(x_ptr, n + 7)
+
+
+    @some.other.decorator
+    def not_jit(x_ptr, n):
+        tl.store(x_ptr, n + 8)
+
+
+    def plain(x_ptr, n):
+        tl.store(x_ptr, n + 9)
+    """
+)
+DECORATED_JIT = ["tuned", "heuristic", "bare", "aliased", "renamed", "in_class", "in_if"]
+
+
+def test_find_jit_functions_sees_every_spelling():
+    found = find_jit_functions(cst.parse_module(DECORATED))
+    assert [f.name for f in found] == DECORATED_JIT
+    lines = DECORATED.splitlines()
+    for f in found:
+        assert lines[f.line - 1].lstrip().startswith(f"def {f.name}(")
+        assert f.end_line >= f.line
+        assert isinstance(f.node, cst.FunctionDef)
+
+
+def test_generation_reaches_the_same_functions():
+    mutants = generate_mutants(DECORATED, "k.py", select_operators("add-sub"))
+    assert sorted({m.function for m in mutants}) == sorted(DECORATED_JIT)
+    in_class = next(m for m in mutants if m.function == "in_class")
+    assert in_class.after == "n - 6"
+    for m in mutants:
+        compile(m.source, "k.py", "exec")
+
+
+def test_default_values_and_decorators_are_not_mutated():
+    source = textwrap.dedent(
+        """
+        import triton
+        import triton.language as tl
+
+
+        @triton.heuristics({"EVEN": lambda args: args["n"] % 2 == 0 and args["n"] < 1e-4})
+        @triton.jit
+        def kernel(x_ptr, n, eps=1e-5, BLOCK: tl.constexpr = 2 * 64):
+            tl.store(x_ptr, eps)
+        """
+    )
+    assert generate_mutants(source, "k.py") == []
+
+
+def test_replacements_are_parenthesised_where_precedence_needs_it():
+    source = Example.kernel("y = 3 * tl.cdiv(n, BLOCK)", "").before
+    (mutant,) = generate_mutants(source, "k.py", select_operators("cdiv-floordiv"))
+    assert mutant.after == "(n // BLOCK)"
+    assert "y = 3 * (n // BLOCK)" in mutant.source
+
+
+def test_file_without_final_newline_and_with_crlf():
+    for variant in (LAYER_NORM.rstrip("\n"), LAYER_NORM.replace("\n", "\r\n")):
+        mutants = generate_mutants(variant, "layer_norm.py")
+        assert len(mutants) == len(generate_mutants(LAYER_NORM, "layer_norm.py"))
+        for m in mutants:
+            compile(m.source, "layer_norm.py", "exec")
+            expected = difflib.unified_diff(
+                variant.splitlines(keepends=True),
+                m.source.splitlines(keepends=True),
+                "a/layer_norm.py",
+                "b/layer_norm.py",
+                n=3,
+            )
+            assert m.diff == "".join(expected)
+
+
+def test_no_jit_function_means_no_mutants():
+    assert generate_mutants("def f(a, b):\n    return a < b\n", "plain.py") == []
+
+
+# -- selection -------------------------------------------------------------------
+
+
+def _names(spec: str | None) -> list[str]:
+    return [op.name for op in select_operators(spec)]
+
+
+def test_select_operators():
+    everything = [op.name for op in all_operators()]
+    assert _names(None) == everything
+    assert _names("") == everything
+    assert _names("mask-drop, add-sub") == ["mask-drop", "add-sub"]  # registry order
+    assert _names("add-sub,mask-drop") == ["mask-drop", "add-sub"]
+    masks = [op.name for op in FAMILY_MODULES["masks"].OPERATORS]
+    assert _names("masks") == masks
+    assert _names("masks,-other-drop") == [n for n in masks if n != "other-drop"]
+    assert _names("-masks") == [n for n in everything if n not in masks]
+    assert _names("-masks,-add-sub") == [n for n in everything if n not in masks + ["add-sub"]]
+    assert _names("arith,add-sub") == [op.name for op in FAMILY_MODULES["arith"].OPERATORS]
+
+
+def test_select_operators_rejects_unknown_names():
+    with pytest.raises(ValueError) as error:
+        select_operators("masks,xyz")
+    message = str(error.value)
+    assert message.startswith("unknown operator or family 'xyz' (known: masks, boundaries")
+    assert "mask-drop" in message and "\n" not in message
+    with pytest.raises(ValueError, match="'nope'"):
+        select_operators("-nope")
