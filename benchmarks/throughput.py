@@ -41,7 +41,9 @@ def generation_times() -> None:
             start = time.perf_counter()
             mutants = generate_mutants(source, str(path))
             times.append(time.perf_counter() - start)
-        print(f"  {path.name:<20} {len(mutants):>3} mutants  {statistics.median(times) * 1000:6.1f} ms")
+        print(
+            f"  {path.name:<20} {len(mutants):>3} mutants  {statistics.median(times) * 1000:6.1f} ms"
+        )
 
 
 def sample_jobs(every: int) -> list[Job]:
@@ -71,7 +73,9 @@ def fresh_process(job: Job) -> int:
 
 def pool_vs_fresh(workers: int, every: int) -> None:
     jobs = sample_jobs(every)
-    print(f"\n{len(jobs)} mutant jobs (every {every}th mutant of each example), {workers} in parallel:")
+    print(
+        f"\n{len(jobs)} mutant jobs (every {every}th mutant of each example), {workers} in parallel:"
+    )
     start = time.perf_counter()
     with LocalSandbox(workers) as box:
         box.start()
@@ -83,10 +87,14 @@ def pool_vs_fresh(workers: int, every: int) -> None:
     with ThreadPoolExecutor(workers) as pool:
         codes = list(pool.map(fresh_process, jobs))
     fresh_s = time.perf_counter() - start
-    print(f"  warm pool      {len(jobs) / pool_s:6.2f} jobs/s  ({pool_s:.1f} s incl. {pool_s - pool_warm_s:.1f} s start)")
+    print(
+        f"  warm pool      {len(jobs) / pool_s:6.2f} jobs/s  ({pool_s:.1f} s incl. {pool_s - pool_warm_s:.1f} s start)"
+    )
     print(f"  fresh process  {len(jobs) / fresh_s:6.2f} jobs/s  ({fresh_s:.1f} s)")
-    print(f"  ratio pool/fresh: {fresh_s / pool_s:.1f}x   (pool: {statuses.count('passed')} passed; "
-          f"fresh: {codes.count(0)} exited 0)")
+    print(
+        f"  ratio pool/fresh: {fresh_s / pool_s:.1f}x   (pool: {statuses.count('passed')} passed; "
+        f"fresh: {codes.count(0)} exited 0)"
+    )
 
 
 def cold_vs_cached(workers: int) -> None:
@@ -98,7 +106,9 @@ def cold_vs_cached(workers: int) -> None:
             total = cached = 0
             with LocalSandbox(workers) as box, Store(cache_dir) as store:
                 for path in EXAMPLES:
-                    settings = RunSettings(kernel_path=str(path), workers=workers, cache_dir=cache_dir)
+                    settings = RunSettings(
+                        kernel_path=str(path), workers=workers, cache_dir=cache_dir
+                    )
                     for event in Run(settings, box, store).events():
                         report = getattr(event, "report", None)
                     total += len(report["mutants"])
@@ -111,7 +121,9 @@ def cold_vs_cached(workers: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-j", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--sample", type=int, default=4, help="take every Nth mutant for pool vs fresh")
+    parser.add_argument(
+        "--sample", type=int, default=4, help="take every Nth mutant for pool vs fresh"
+    )
     args = parser.parse_args()
     generation_times()
     pool_vs_fresh(args.j, args.sample)

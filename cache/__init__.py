@@ -1,5 +1,5 @@
 """Content-addressed result store (diskcache)."""
 
-from .store import DEFAULT_DIR, Store
+from .store import DEFAULT_DIR, CacheUnavailable, Store
 
-__all__ = ["DEFAULT_DIR", "Store"]
+__all__ = ["DEFAULT_DIR", "CacheUnavailable", "Store"]

@@ -21,10 +21,17 @@ RESULT_PREFIX = "job:"
 RUN_PREFIX = "run:"
 
 
+class CacheUnavailable(Exception):
+    """The cache directory cannot be created or opened."""
+
+
 class Store:
     def __init__(self, directory: str = DEFAULT_DIR) -> None:
         self.directory = os.path.abspath(directory)
-        self._cache = diskcache.Cache(self.directory)
+        try:
+            self._cache = diskcache.Cache(self.directory)
+        except (OSError, diskcache.core.sqlite3.Error) as exc:
+            raise CacheUnavailable(f"cannot use cache directory {self.directory}: {exc}") from None
 
     # -- job results -------------------------------------------------------
     def get_result(self, key: str, parse: Callable[[dict], Any]) -> Any | None:
@@ -54,7 +61,11 @@ class Store:
 
     def list_runs(self) -> list[str]:
         try:
-            return sorted(k[len(RUN_PREFIX) :] for k in self._cache.iterkeys() if str(k).startswith(RUN_PREFIX))
+            return sorted(
+                k[len(RUN_PREFIX) :]
+                for k in self._cache.iterkeys()
+                if str(k).startswith(RUN_PREFIX)
+            )
         except Exception:  # noqa: BLE001
             return []
 
@@ -62,7 +73,9 @@ class Store:
         try:
             self._cache.set(key, value)
         except Exception as exc:  # noqa: BLE001 - a cache that cannot write must not stop a run
-            warnings.warn(f"mutant-gate cache write failed ({exc}); continuing without caching", stacklevel=3)
+            warnings.warn(
+                f"mutant-gate cache write failed ({exc}); continuing without caching", stacklevel=3
+            )
 
     def close(self) -> None:
         self._cache.close()

@@ -47,4 +47,6 @@ class RunFinished:
     report: dict
 
 
-Event = RunStarted | BaselineStarted | BaselineFinished | MutantStarted | MutantFinished | RunFinished
+Event = (
+    RunStarted | BaselineStarted | BaselineFinished | MutantStarted | MutantFinished | RunFinished
+)

@@ -135,7 +135,7 @@ def load_kernel_file(path: str, tests: list[str] | tuple[str, ...] = ()) -> Kern
     )
     if not kernel.checks:
         raise BadInput(
-            f"{path}: no check to run: the file has no `if __name__ == \"__main__\":` block "
+            f'{path}: no check to run: the file has no `if __name__ == "__main__":` block '
             "or test_* functions, and no --tests file was given"
         )
     return kernel

@@ -125,10 +125,14 @@ class Run:
         result, cached = self.execute(self.job_for(kernel, None, self.settings.timeout_s))
         name = kernel.path
         if result.status is JobStatus.TIMEOUT:
-            raise BadInput(f"{name}: the original's own check timed out after {self.settings.timeout_s:g} s")
+            raise BadInput(
+                f"{name}: the original's own check timed out after {self.settings.timeout_s:g} s"
+            )
         if result.status is not JobStatus.PASSED:
             why = summarize_error(result.error) or result.status.value
-            raise BadInput(f"{name}: the original fails its own check ({result.status.value}): {why}")
+            raise BadInput(
+                f"{name}: the original fails its own check ({result.status.value}): {why}"
+            )
         return result, cached
 
     def mutant_timeout(self, baseline: JobResult) -> float:
@@ -185,8 +189,12 @@ class Run:
                 remaining -= 1
                 done += 1
                 if self.store is not None and result.status is not JobStatus.ERROR:
-                    self.store.put_result(jobs[mutant.id].cache_key(self.toolchain), result.to_json())
-                yield MutantFinished(mutant, self._outcome(mutant, result, False), done, len(mutants))
+                    self.store.put_result(
+                        jobs[mutant.id].cache_key(self.toolchain), result.to_json()
+                    )
+                yield MutantFinished(
+                    mutant, self._outcome(mutant, result, False), done, len(mutants)
+                )
         finally:
             self.cancel.set()
             pool.shutdown(wait=True, cancel_futures=True)

@@ -47,7 +47,9 @@ class Mutant:
         return asdict(self)
 
     @staticmethod
-    def make_id(operator: str, line: int, col: int, end_line: int, end_col: int, source: str) -> str:
+    def make_id(
+        operator: str, line: int, col: int, end_line: int, end_col: int, source: str
+    ) -> str:
         text = f"{operator}\0{line}:{col}-{end_line}:{end_col}\0{source}"
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 

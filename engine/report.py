@@ -17,7 +17,9 @@ EXCLUDED = (Verdict.NOT_COMPILABLE, Verdict.EQUIVALENT)
 def score(outcomes: Sequence[MutantOutcome]) -> dict:
     total = len(outcomes)
     killed = sum(1 for o in outcomes if o.verdict is Verdict.KILLED)
-    excluded = [{"id": o.mutant_id, "verdict": o.verdict.value} for o in outcomes if o.verdict in EXCLUDED]
+    excluded = [
+        {"id": o.mutant_id, "verdict": o.verdict.value} for o in outcomes if o.verdict in EXCLUDED
+    ]
     counted = total - len(excluded)
     return {
         "killed": killed,

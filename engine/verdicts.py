@@ -23,7 +23,9 @@ def attribute(check_name: str) -> str:
     return "test:" + check_name
 
 
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Violation|Warning)\b")
+_EXCEPTION_LINE = re.compile(
+    r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Violation|Warning)\b"
+)
 
 
 def summarize_error(text: str, limit: int = 300) -> str:
@@ -47,12 +49,22 @@ def decide(result: JobResult) -> tuple[Verdict, str | None, str]:
     if status is JobStatus.FAILED:
         failure = result.first_failure
         name = failure.name if failure else OWN_CHECK
-        where = f" ({name.split('::', 1)[1]})" if "::" in name and name.startswith(OWN_CHECK) else ""
+        where = (
+            f" ({name.split('::', 1)[1]})" if "::" in name and name.startswith(OWN_CHECK) else ""
+        )
         return Verdict.KILLED, attribute(name), summarize_error(result.error) + where
     if status is JobStatus.BOUNDS:
-        return Verdict.KILLED, "bounds", (result.bounds or {}).get("message", summarize_error(result.error))
+        return (
+            Verdict.KILLED,
+            "bounds",
+            (result.bounds or {}).get("message", summarize_error(result.error)),
+        )
     if status is JobStatus.CRASH:
-        return Verdict.KILLED, "crash", result.error.strip().splitlines()[0] if result.error.strip() else "crashed"
+        return (
+            Verdict.KILLED,
+            "crash",
+            result.error.strip().splitlines()[0] if result.error.strip() else "crashed",
+        )
     if status is JobStatus.TIMEOUT:
         return Verdict.KILLED, "timeout", result.error.strip().splitlines()[0]
     return Verdict.ERROR, None, summarize_error(result.error) or "harness error"

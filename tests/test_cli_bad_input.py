@@ -26,12 +26,16 @@ def write(tmp_path, name: str, text: str):
 
 
 def test_missing_file(tmp_path):
-    assert_one_line_error(run_cli("run", str(tmp_path / "nope.py"), cwd=tmp_path), "not found", "nope.py")
+    assert_one_line_error(
+        run_cli("run", str(tmp_path / "nope.py"), cwd=tmp_path), "not found", "nope.py"
+    )
 
 
 def test_syntax_error_names_the_line(tmp_path):
     path = write(tmp_path, "broken.py", "import triton\n\ndef f(:\n    pass\n")
-    assert_one_line_error(run_cli("run", str(path), cwd=tmp_path), "broken.py:3", "not valid Python")
+    assert_one_line_error(
+        run_cli("run", str(path), cwd=tmp_path), "broken.py:3", "not valid Python"
+    )
 
 
 def test_binary_file_is_not_python(tmp_path):
@@ -45,7 +49,10 @@ def test_directory_is_not_a_file(tmp_path):
 
 
 def test_no_jit_function(tmp_path):
-    path = write(tmp_path, "plain.py", """
+    path = write(
+        tmp_path,
+        "plain.py",
+        """
         import torch
 
         def add(x, y):
@@ -53,34 +60,45 @@ def test_no_jit_function(tmp_path):
 
         if __name__ == "__main__":
             assert add(1, 2) == 3
-    """)
+    """,
+    )
     assert_one_line_error(run_cli("run", str(path), cwd=tmp_path), "no @triton.jit function")
 
 
 def test_no_check_at_all(tmp_path):
-    path = write(tmp_path, "nocheck.py", """
+    path = write(
+        tmp_path,
+        "nocheck.py",
+        """
         import triton
         import triton.language as tl
 
         @triton.jit
         def k(x_ptr):
             tl.store(x_ptr, 1)
-    """)
+    """,
+    )
     assert_one_line_error(run_cli("run", str(path), cwd=tmp_path), "no check to run")
 
 
 def test_unknown_operator(tmp_path):
-    proc = run_cli("run", str(EXAMPLES / "vector_add.py"), "--operators", "masks,no-such-op", cwd=tmp_path)
+    proc = run_cli(
+        "run", str(EXAMPLES / "vector_add.py"), "--operators", "masks,no-such-op", cwd=tmp_path
+    )
     assert_one_line_error(proc, "--operators", "no-such-op")
 
 
 def test_unknown_flag(tmp_path):
-    assert_one_line_error(run_cli("run", str(EXAMPLES / "vector_add.py"), "--frobnicate", cwd=tmp_path),
-                          "--frobnicate")
+    assert_one_line_error(
+        run_cli("run", str(EXAMPLES / "vector_add.py"), "--frobnicate", cwd=tmp_path),
+        "--frobnicate",
+    )
 
 
 def test_missing_tests_file(tmp_path):
-    proc = run_cli("run", str(EXAMPLES / "vector_add.py"), "--tests", str(tmp_path / "t.py"), cwd=tmp_path)
+    proc = run_cli(
+        "run", str(EXAMPLES / "vector_add.py"), "--tests", str(tmp_path / "t.py"), cwd=tmp_path
+    )
     assert_one_line_error(proc, "test file not found")
 
 
@@ -108,7 +126,11 @@ BROKEN_KERNEL = """
 
 @pytest.mark.slow
 def test_original_failing_its_own_check(tmp_path):
-    path = write(tmp_path, "k.py", BROKEN_KERNEL.replace("{check}", "torch.testing.assert_close(add(x, y), x + y)"))
+    path = write(
+        tmp_path,
+        "k.py",
+        BROKEN_KERNEL.replace("{check}", "torch.testing.assert_close(add(x, y), x + y)"),
+    )
     proc = run_cli("run", str(path), "-j", "1", cwd=tmp_path)
     assert_one_line_error(proc, "the original fails its own check", "Mismatched elements")
 

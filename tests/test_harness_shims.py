@@ -101,7 +101,11 @@ def report(tmp_path_factory):
 def test_tutorial_style_file_runs_on_cpu(report):
     if report["driver_before"]:
         pytest.skip("a real GPU driver is active here; the shims leave it alone")
-    assert report["applied"] == ["driver.active", "torch.cuda.get_device_capability", "triton.autotune"]
+    assert report["applied"] == [
+        "driver.active",
+        "torch.cuda.get_device_capability",
+        "triton.autotune",
+    ]
     assert report["again"] == report["applied"]  # idempotent
     assert report["device"] == "cpu"
     assert report["props"] == [108, 65536, 166912, 32]

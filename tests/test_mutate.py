@@ -378,6 +378,44 @@ def test_file_without_final_newline_and_with_crlf():
             assert m.diff == "".join(expected)
 
 
+class _Invalid(Operator):
+    """Test operator: rewrites that are not valid code, or change nothing."""
+
+    name = "test-invalid"
+    family = "arith"
+    description = "renames n to a keyword, reorders arguments, or changes nothing"
+    examples = ()
+    node_types = (cst.Name, cst.Call)
+
+    def mutations(self, node):
+        if isinstance(node, cst.Name) and node.value == "n":
+            yield node.with_changes(value="lambda")  # libcst builds it; it does not parse
+        yield node
+        if isinstance(node, cst.Call) and len(node.args) == 2:
+            first, second = node.args  # positional after keyword: libcst refuses to build it
+            yield node.with_changes(args=[second, first.with_changes(comma=second.comma)])
+
+
+class _EarlyAddSub(Operator):
+    """Test operator: the same rewrite as add-sub under a name that sorts first."""
+
+    name = "a-add-sub"
+    family = "arith"
+    description = "same as add-sub"
+    examples = ()
+    node_types = (cst.BinaryOperation,)
+
+    def mutations(self, node):
+        yield node.with_changes(operator=cst.Subtract())
+
+
+def test_unparsable_identical_and_duplicate_mutants_are_dropped():
+    source = Example.kernel("y = tl.load(x_ptr, mask=n + 1 > 0)", "").before
+    assert generate_mutants(source, "k.py", [_Invalid()]) == []
+    mutants = generate_mutants(source, "k.py", [*select_operators("add-sub"), _EarlyAddSub()])
+    assert [(m.operator, m.after) for m in mutants] == [("a-add-sub", "n - 1")]
+
+
 def test_no_jit_function_means_no_mutants():
     assert generate_mutants("def f(a, b):\n    return a < b\n", "plain.py") == []
 

@@ -7,7 +7,6 @@ import socket
 import textwrap
 
 import pytest
-
 from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
 
 pytestmark = pytest.mark.slow
@@ -15,16 +14,22 @@ pytestmark = pytest.mark.slow
 
 def main_job(body: str, timeout_s: float = 20.0, **kw) -> Job:
     source = textwrap.dedent(body)
-    return Job(files=(("check.py", source),), checks=(Check(CheckKind.MAIN, "check.py", "own-check"),),
-               timeout_s=timeout_s, **kw)
+    return Job(
+        files=(("check.py", source),),
+        checks=(Check(CheckKind.MAIN, "check.py", "own-check"),),
+        timeout_s=timeout_s,
+        **kw,
+    )
 
 
 def test_passing_job_reports_outcome(sandbox):
-    result = sandbox.run(main_job("""
+    result = sandbox.run(
+        main_job("""
         import torch
         assert torch.arange(4).sum().item() == 6
         print("ok")
-    """))
+    """)
+    )
     assert result.status is JobStatus.PASSED, result.error
     assert [o.status for o in result.outcomes] == ["passed"]
 
@@ -56,17 +61,24 @@ def test_abort_is_a_crash(sandbox):
 
 
 def test_endless_output_is_capped(sandbox):
-    result = sandbox.run(main_job("while True:\n    print('x' * 1000)\n", output_limit_bytes=1 << 20))
+    result = sandbox.run(
+        main_job("while True:\n    print('x' * 1000)\n", output_limit_bytes=1 << 20)
+    )
     assert result.status is JobStatus.CRASH
     assert "output exceeded" in result.error
 
 
 def test_huge_allocation_is_contained(sandbox):
-    result = sandbox.run(main_job("""
+    result = sandbox.run(
+        main_job(
+            """
         import torch
         t = torch.empty(50 * 1024**3, dtype=torch.uint8)
         t.fill_(1)
-    """, memory_mb=1024))
+    """,
+            memory_mb=1024,
+        )
+    )
     assert result.status is JobStatus.FAILED
     assert "alloc" in result.error.lower() or "memory" in result.error.lower()
 
@@ -78,7 +90,8 @@ def test_job_cannot_see_api_keys(monkeypatch):
     monkeypatch.setenv("NEBIUS_API_KEY", "nb-should-never-leak")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-should-never-leak")
     with LocalSandbox(workers=1) as box:
-        result = box.run(main_job("""
+        result = box.run(
+            main_job("""
             import os
             environ = open('/proc/self/environ', 'rb').read()
             parent = open(f'/proc/{os.getppid()}/environ', 'rb').read()
@@ -86,7 +99,8 @@ def test_job_cannot_see_api_keys(monkeypatch):
                 assert b'should-never-leak' not in blob, blob
             assert not [k for k in os.environ if 'KEY' in k or 'TOKEN' in k]
             assert os.environ['HOME'] == os.getcwd()
-        """))
+        """)
+        )
     assert result.status is JobStatus.PASSED, result.error
 
 
@@ -104,7 +118,8 @@ def test_network_is_cut(sandbox):
     server.listen(1)
     port = server.getsockname()[1]
     try:
-        result = sandbox.run(main_job(f"""
+        result = sandbox.run(
+            main_job(f"""
             import socket
             try:
                 socket.create_connection(("127.0.0.1", {port}), timeout=2)
@@ -112,7 +127,8 @@ def test_network_is_cut(sandbox):
                 pass
             else:
                 raise AssertionError("connected to the host's loopback")
-        """))
+        """)
+        )
     finally:
         server.close()
     assert result.status is JobStatus.PASSED, result.error
@@ -130,9 +146,16 @@ def test_pytest_checks_report_each_test(sandbox):
         def test_fine():
             pass
     """)
-    job = Job(files=(("test_x.py", tests),), checks=(Check(CheckKind.PYTEST, "test_x.py", "test"),),
-              stop_on_first_failure=False)
+    job = Job(
+        files=(("test_x.py", tests),),
+        checks=(Check(CheckKind.PYTEST, "test_x.py", "test"),),
+        stop_on_first_failure=False,
+    )
     result = sandbox.run(job)
     assert result.status is JobStatus.FAILED
     by_name = {o.name: o.status for o in result.outcomes}
-    assert by_name == {"test::test_even[1]": "failed", "test::test_even[2]": "passed", "test::test_fine": "passed"}
+    assert by_name == {
+        "test::test_even[1]": "failed",
+        "test::test_even[2]": "passed",
+        "test::test_fine": "passed",
+    }

@@ -59,9 +59,13 @@ def _run_main(check: Check, workdir: str) -> CheckOutcome:
         runpy.run_path(path, run_name="__main__")
     except SystemExit as exc:
         if exc.code not in (None, 0):
-            return CheckOutcome(check.name, "failed", time.perf_counter() - start, f"SystemExit({exc.code!r})")
+            return CheckOutcome(
+                check.name, "failed", time.perf_counter() - start, f"SystemExit({exc.code!r})"
+            )
     except BaseException:  # noqa: BLE001 - any exception from the check is a failure
-        return CheckOutcome(check.name, "failed", time.perf_counter() - start, tail(traceback.format_exc()))
+        return CheckOutcome(
+            check.name, "failed", time.perf_counter() - start, tail(traceback.format_exc())
+        )
     finally:
         sys.argv = saved_argv
     return CheckOutcome(check.name, "passed", time.perf_counter() - start)
@@ -103,13 +107,26 @@ def _run_pytest(check: Check, workdir: str, stop_first: bool) -> list[CheckOutco
     try:
         code = pytest.main(args, plugins=[collector])
     except BaseException:  # noqa: BLE001
-        return [CheckOutcome(check.name, "failed", time.perf_counter() - start, tail(traceback.format_exc()))]
+        return [
+            CheckOutcome(
+                check.name, "failed", time.perf_counter() - start, tail(traceback.format_exc())
+            )
+        ]
     outcomes = list(collector.outcomes.values())
     if collector.collect_errors:
         message = "collection failed: " + "\n".join(collector.collect_errors)
-        outcomes.append(CheckOutcome(check.name, "failed", time.perf_counter() - start, tail(message)))
+        outcomes.append(
+            CheckOutcome(check.name, "failed", time.perf_counter() - start, tail(message))
+        )
     elif not outcomes:
-        outcomes.append(CheckOutcome(check.name, "failed", time.perf_counter() - start, f"no tests ran (pytest exit code {int(code)})"))
+        outcomes.append(
+            CheckOutcome(
+                check.name,
+                "failed",
+                time.perf_counter() - start,
+                f"no tests ran (pytest exit code {int(code)})",
+            )
+        )
     return outcomes
 
 

@@ -174,6 +174,15 @@ def _skipped_lines(source: str) -> set[int]:
     }
 
 
+def _proposals(site: Site) -> Iterator[tuple[Operator, cst.CSTNode]]:
+    for op in site.operators:
+        try:
+            for new in op.mutations(site.node):
+                yield op, new
+        except cst.CSTValidationError:
+            continue  # libcst refused to build the rewrite: invalid code, like a non-parsing one
+
+
 def _candidates(source: str, operators: Sequence[Operator]) -> Iterator[_Candidate]:
     line_starts = [0, *(match.end() for match in _NEWLINE.finditer(source))]
 
@@ -190,7 +199,7 @@ def _candidates(source: str, operators: Sequence[Operator]) -> Iterator[_Candida
             line, col = line_col(begin)
             if line in skipped:
                 continue
-            proposals = [(op, new) for op in site.operators for new in op.mutations(site.node)]
+            proposals = list(_proposals(site))
             if not proposals:
                 continue
             end_line, end_col = line_col(end)

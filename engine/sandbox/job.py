@@ -35,11 +35,18 @@ class Check:
     select: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
-        return {"kind": self.kind.value, "path": self.path, "name": self.name, "select": list(self.select)}
+        return {
+            "kind": self.kind.value,
+            "path": self.path,
+            "name": self.name,
+            "select": list(self.select),
+        }
 
     @staticmethod
     def from_json(data: dict) -> Check:
-        return Check(CheckKind(data["kind"]), data["path"], data["name"], tuple(data.get("select", ())))
+        return Check(
+            CheckKind(data["kind"]), data["path"], data["name"], tuple(data.get("select", ()))
+        )
 
 
 @dataclass(frozen=True)

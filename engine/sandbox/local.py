@@ -66,7 +66,9 @@ class _Worker:
         if hello is None or not hello.get("ready"):
             self.kill()
             detail = (hello or {}).get("error", "no answer")
-            raise SandboxStartError(f"sandbox worker failed to start: {detail.strip().splitlines()[-1]}")
+            raise SandboxStartError(
+                f"sandbox worker failed to start: {detail.strip().splitlines()[-1]}"
+            )
         self.versions = hello["versions"]
         return self
 

@@ -35,7 +35,6 @@ def _warm_imports() -> dict:
     import pytest  # noqa: F401
     import torch
     import triton
-
     from mutant_gate.engine.harness import runner  # noqa: F401
 
     # Modules that ordinary checks load lazily, at great cost, on first use:
@@ -46,7 +45,11 @@ def _warm_imports() -> dict:
         except Exception:  # noqa: BLE001 - an optional warm-up, never fatal
             pass
 
-    return {"torch": torch.__version__, "triton": triton.__version__, "python": sys.version.split()[0]}
+    return {
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": sys.version.split()[0],
+    }
 
 
 def _read_tail(path: str, limit: int = 4000) -> str:
@@ -138,7 +141,11 @@ def run_job(job_data: dict) -> dict:
     shutil.rmtree(base, ignore_errors=True)
 
     if timed_out:
-        return {"status": "timeout", "error": f"timed out after {timeout:.1f} s\n{output}".strip(), "duration_s": duration}
+        return {
+            "status": "timeout",
+            "error": f"timed out after {timeout:.1f} s\n{output}".strip(),
+            "duration_s": duration,
+        }
     if chunks:
         try:
             result = json.loads(b"".join(chunks))
@@ -155,7 +162,12 @@ def run_job(job_data: dict) -> dict:
             signal.SIGXFSZ: f"output exceeded {job_data['output_limit_bytes']} bytes",
             signal.SIGXCPU: "CPU time limit exceeded",
         }.get(sig, f"killed by {name}")
-        return {"status": "crash", "signal": sig, "error": f"{why}\n{output}".strip(), "duration_s": duration}
+        return {
+            "status": "crash",
+            "signal": sig,
+            "error": f"{why}\n{output}".strip(),
+            "duration_s": duration,
+        }
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
     return {
         "status": "crash",

@@ -1,0 +1,91 @@
+"""The content-addressed store: keys, misses, corrupt entries, run records."""
+
+from __future__ import annotations
+
+import json
+
+import diskcache
+import pytest
+
+from mutant_gate.cache import Store
+from mutant_gate.engine.pipeline import toolchain
+from mutant_gate.engine.sandbox import job as job_module
+from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
+
+from .conftest import EXAMPLES, run_cli
+
+
+def make_job(text: str = "x = 1\n", **kw) -> Job:
+    return Job(files=(("k.py", text),), checks=(Check(CheckKind.MAIN, "k.py", "own-check"),), **kw)
+
+
+def test_cache_key_is_content_addressed(monkeypatch):
+    tc = toolchain("interpret")
+    assert make_job().cache_key(tc) == make_job().cache_key(dict(tc))
+    assert make_job().cache_key(tc) != make_job("x = 2\n").cache_key(tc)
+    assert make_job().cache_key(tc) != make_job(seed=1).cache_key(tc)
+    assert make_job().cache_key(tc) != make_job().cache_key({**tc, "triton": "0.0"})
+    assert make_job().cache_key(tc) != make_job().cache_key({**tc, "torch": "0.0"})
+    before = make_job().cache_key(tc)
+    monkeypatch.setattr(job_module, "HARNESS_VERSION", "other")
+    assert make_job().cache_key(tc) != before
+
+
+def test_job_and_result_round_trip_through_json():
+    job = make_job(timeout_s=3.5)
+    assert Job.from_json(json.loads(json.dumps(job.to_json()))) == job
+    result = JobResult(JobStatus.FAILED, (CheckOutcome("own-check", "failed", 0.5, "boom"),), "boom", 0.6)
+    assert JobResult.from_json(json.loads(json.dumps(result.to_json()))) == result
+
+
+def test_store_round_trip_and_corrupt_entries_are_misses(tmp_path):
+    result = JobResult(JobStatus.PASSED, (CheckOutcome("own-check", "passed", 0.1),), duration_s=0.2)
+    with Store(str(tmp_path)) as store:
+        store.put_result("abc", result.to_json())
+        assert store.get_result("abc", JobResult.from_json) == result
+        assert store.get_result("missing", JobResult.from_json) is None
+    with diskcache.Cache(str(tmp_path)) as raw:
+        raw.set("job:abc", "{not json")
+        raw.set("job:wrong-shape", json.dumps({"status": "no-such-status"}))
+        raw.set("job:wrong-type", 12345)
+    with Store(str(tmp_path)) as store:
+        for key in ("abc", "wrong-shape", "wrong-type"):
+            assert store.get_result(key, JobResult.from_json) is None
+
+
+def test_run_records_are_listed(tmp_path):
+    with Store(str(tmp_path)) as store:
+        store.put_run("20260101-000000-aaaa", {"report": {"score": 1}})
+        store.put_run("20260102-000000-bbbb", {"report": None})
+        assert store.list_runs() == ["20260101-000000-aaaa", "20260102-000000-bbbb"]
+        assert store.get_run("20260101-000000-aaaa")["report"] == {"score": 1}
+        assert store.get_run("nope") is None
+
+
+def test_unusable_cache_dir_is_bad_input(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    proc = run_cli("run", str(EXAMPLES / "vector_add.py"), "--cache-dir", str(blocker / "sub"), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("mutant-gate: error: cannot use cache directory")
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_corrupted_cache_is_rerun_not_a_crash(tmp_path):
+    cache_dir = tmp_path / "c"
+    args = ["run", str(EXAMPLES / "vector_add.py"), "--operators", "masks", "--cache-dir", str(cache_dir)]
+    first = run_cli(*args, "--json", str(tmp_path / "a.json"), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    with diskcache.Cache(str(cache_dir)) as raw:
+        keys = [k for k in raw.iterkeys() if str(k).startswith("job:")]
+        for key in keys:
+            raw.set(key, "\x00garbage")
+    second = run_cli(*args, "--json", str(tmp_path / "b.json"), cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    a = json.loads((tmp_path / "a.json").read_text())
+    b = json.loads((tmp_path / "b.json").read_text())
+    assert not any(m["cached"] for m in b["mutants"])
+    assert [(m["id"], m["verdict"], m["by"]) for m in a["mutants"]] == [
+        (m["id"], m["verdict"], m["by"]) for m in b["mutants"]
+    ]
