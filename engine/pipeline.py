@@ -109,16 +109,26 @@ class Run:
             memory_mb=self.settings.memory_mb,
         )
 
+    def cached(self, job: Job) -> JobResult | None:
+        if self.store is None:
+            return None
+        result = self.store.get_result(job.cache_key(self.toolchain), JobResult.from_json)
+        return result if result is not None and result.valid_for(job) else None
+
+    def store_result(self, job: Job, result: JobResult) -> None:
+        """Keep what a sandbox returned, the moment it arrives (never a harness error)."""
+        if self.store is not None and result.status is not JobStatus.ERROR:
+            data = result.to_json()
+            data["extra"] = {**data.get("extra", {}), "timeout_s": job.timeout_s}
+            self.store.put_result(job.cache_key(self.toolchain), data)
+
     def execute(self, job: Job) -> tuple[JobResult, bool]:
         """Serve from the cache or run in the sandbox (and store what arrives)."""
-        key = job.cache_key(self.toolchain)
-        if self.store is not None:
-            cached = self.store.get_result(key, JobResult.from_json)
-            if cached is not None:
-                return cached, True
+        cached = self.cached(job)
+        if cached is not None:
+            return cached, True
         result = self.sandbox.run(job)
-        if self.store is not None and result.status is not JobStatus.ERROR:
-            self.store.put_result(key, result.to_json())
+        self.store_result(job, result)
         return result, False
 
     def baseline(self, kernel: KernelFile) -> tuple[JobResult, bool]:
@@ -158,7 +168,7 @@ class Run:
         pending: list[Mutant] = []
         done = 0
         for mutant in mutants:
-            cached = self._cached(jobs[mutant.id])
+            cached = self.cached(jobs[mutant.id])
             if cached is None:
                 pending.append(mutant)
                 continue
@@ -218,11 +228,6 @@ class Run:
         if self.store is not None:
             self.store.put_run(run_id, {**record, "report": report})
         yield RunFinished(report)
-
-    def _cached(self, job: Job) -> JobResult | None:
-        if self.store is None:
-            return None
-        return self.store.get_result(job.cache_key(self.toolchain), JobResult.from_json)
 
     def _outcome(self, mutant: Mutant, result: JobResult, cached: bool) -> MutantOutcome:
         verdict, by, reason = decide(result)

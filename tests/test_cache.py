@@ -31,15 +31,31 @@ def test_cache_key_is_content_addressed(monkeypatch):
     assert make_job().cache_key(tc) != before
 
 
+def test_time_limit_is_not_part_of_the_key_but_bounds_a_cached_timeout():
+    tc = toolchain("interpret")
+    assert make_job(timeout_s=5).cache_key(tc) == make_job(timeout_s=9).cache_key(tc)
+    timed_out = JobResult(
+        JobStatus.TIMEOUT, error="timed out after 5.0 s", extra={"timeout_s": 5.0}
+    )
+    assert timed_out.valid_for(make_job(timeout_s=5))
+    assert timed_out.valid_for(make_job(timeout_s=3))
+    assert not timed_out.valid_for(make_job(timeout_s=8))
+    assert JobResult(JobStatus.PASSED).valid_for(make_job(timeout_s=100))
+
+
 def test_job_and_result_round_trip_through_json():
     job = make_job(timeout_s=3.5)
     assert Job.from_json(json.loads(json.dumps(job.to_json()))) == job
-    result = JobResult(JobStatus.FAILED, (CheckOutcome("own-check", "failed", 0.5, "boom"),), "boom", 0.6)
+    result = JobResult(
+        JobStatus.FAILED, (CheckOutcome("own-check", "failed", 0.5, "boom"),), "boom", 0.6
+    )
     assert JobResult.from_json(json.loads(json.dumps(result.to_json()))) == result
 
 
 def test_store_round_trip_and_corrupt_entries_are_misses(tmp_path):
-    result = JobResult(JobStatus.PASSED, (CheckOutcome("own-check", "passed", 0.1),), duration_s=0.2)
+    result = JobResult(
+        JobStatus.PASSED, (CheckOutcome("own-check", "passed", 0.1),), duration_s=0.2
+    )
     with Store(str(tmp_path)) as store:
         store.put_result("abc", result.to_json())
         assert store.get_result("abc", JobResult.from_json) == result
@@ -65,7 +81,9 @@ def test_run_records_are_listed(tmp_path):
 def test_unusable_cache_dir_is_bad_input(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    proc = run_cli("run", str(EXAMPLES / "vector_add.py"), "--cache-dir", str(blocker / "sub"), cwd=tmp_path)
+    proc = run_cli(
+        "run", str(EXAMPLES / "vector_add.py"), "--cache-dir", str(blocker / "sub"), cwd=tmp_path
+    )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("mutant-gate: error: cannot use cache directory")
     assert "Traceback" not in proc.stderr
@@ -74,7 +92,14 @@ def test_unusable_cache_dir_is_bad_input(tmp_path):
 @pytest.mark.slow
 def test_corrupted_cache_is_rerun_not_a_crash(tmp_path):
     cache_dir = tmp_path / "c"
-    args = ["run", str(EXAMPLES / "vector_add.py"), "--operators", "masks", "--cache-dir", str(cache_dir)]
+    args = [
+        "run",
+        str(EXAMPLES / "vector_add.py"),
+        "--operators",
+        "masks",
+        "--cache-dir",
+        str(cache_dir),
+    ]
     first = run_cli(*args, "--json", str(tmp_path / "a.json"), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     with diskcache.Cache(str(cache_dir)) as raw:

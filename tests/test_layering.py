@@ -7,8 +7,14 @@ import sys
 
 
 def loaded_modules(*imports: str) -> set[str]:
-    code = "import sys\n" + "".join(f"import {name}\n" for name in imports) + "print('\\n'.join(sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys\n"
+        + "".join(f"import {name}\n" for name in imports)
+        + "print('\\n'.join(sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     return set(out.split())
 
 
@@ -25,6 +31,8 @@ def test_engine_and_cache_import_no_textual_or_tui():
 
 def test_harness_imports_only_what_a_sandbox_has():
     """Code that runs inside a sandbox must not need the tool's own dependencies."""
-    modules = roots(loaded_modules("mutant_gate.engine.harness.runner", "mutant_gate.engine.sandbox.worker"))
+    modules = roots(
+        loaded_modules("mutant_gate.engine.harness.runner", "mutant_gate.engine.sandbox.worker")
+    )
     for forbidden in ("libcst", "rich", "diskcache", "textual", "openai", "contree_sdk"):
         assert forbidden not in modules, forbidden

@@ -9,6 +9,7 @@ import textwrap
 
 import libcst as cst
 import pytest
+
 from mutant_gate.engine.mutate import (
     FAMILIES,
     Example,

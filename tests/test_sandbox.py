@@ -7,6 +7,7 @@ import socket
 import textwrap
 
 import pytest
+
 from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
 
 pytestmark = pytest.mark.slow
@@ -159,3 +160,11 @@ def test_pytest_checks_report_each_test(sandbox):
         "test::test_even[2]": "passed",
         "test::test_fine": "passed",
     }
+
+
+def test_worker_killed_mid_job_is_an_error_and_replaced(sandbox):
+    """Even a job that kills its own worker is an error (never a kill) and the pool heals."""
+    result = sandbox.run(main_job("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"))
+    assert result.status is JobStatus.ERROR
+    assert "replaced" in result.error
+    assert all(sandbox.run(main_job("x = 1\n")).status is JobStatus.PASSED for _ in range(3))

@@ -7,6 +7,10 @@ import json
 import os
 import sys
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
 from mutant_gate.cache import DEFAULT_DIR, CacheUnavailable, Store
 from mutant_gate.engine.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNDER_THRESHOLD, BadInput
 from mutant_gate.engine.events import (
@@ -19,9 +23,6 @@ from mutant_gate.engine.events import (
 from mutant_gate.engine.pipeline import Run, RunSettings
 from mutant_gate.engine.report import by_operator
 from mutant_gate.engine.sandbox.local import LocalSandbox, SandboxStartError
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 VERDICT_STYLE = {
     "killed": "green",

@@ -91,8 +91,14 @@ class Job:
         )
 
     def cache_key(self, toolchain: dict) -> str:
-        """sha256 of the canonical job plus the toolchain and harness versions."""
-        payload = {"job": self.to_json(), "toolchain": toolchain, "harness": HARNESS_VERSION}
+        """sha256 of the canonical job plus the toolchain and harness versions.
+
+        The time limit is left out: it is re-derived from the original's
+        measured time on every run, and a result does not depend on it unless
+        it is a timeout (see ``JobResult.valid_for``).
+        """
+        canonical = {k: v for k, v in self.to_json().items() if k != "timeout_s"}
+        payload = {"job": canonical, "toolchain": toolchain, "harness": HARNESS_VERSION}
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()
 
@@ -125,6 +131,13 @@ class JobResult:
     bounds: dict | None = None
     shims: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict)
+
+    def valid_for(self, job: Job) -> bool:
+        """Whether this (cached) result answers ``job``: a timeout under a
+        shorter limit than the job's says nothing about the longer one."""
+        if self.status is not JobStatus.TIMEOUT:
+            return True
+        return float(self.extra.get("timeout_s", 0.0)) >= job.timeout_s
 
     @property
     def first_failure(self) -> CheckOutcome | None:

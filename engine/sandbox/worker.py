@@ -35,6 +35,7 @@ def _warm_imports() -> dict:
     import pytest  # noqa: F401
     import torch
     import triton
+
     from mutant_gate.engine.harness import runner  # noqa: F401
 
     # Modules that ordinary checks load lazily, at great cost, on first use:
