@@ -223,3 +223,42 @@ def test_sigkill_mid_run_then_resume(tmp_path):
     clean = run_cli("run", target, "-j", "2", "--no-cache", "--json", str(clean_path), cwd=tmp_path)
     assert clean.returncode == 0, clean.stderr
     assert verdicts(read_report(clean_path)) == verdicts(report)
+
+
+def test_ctrl_c_stops_promptly_and_the_next_run_resumes(tmp_path):
+    target = str(EXAMPLES / "layer_norm.py")
+    cache_dir = tmp_path / "cache"
+    cmd = [
+        sys.executable,
+        "-m",
+        "mutant_gate.tui.cli",
+        "run",
+        target,
+        "-j",
+        "2",
+        "-q",
+        "--cache-dir",
+        str(cache_dir),
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if cache_dir.exists() and _count_results(cache_dir) >= 4:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    stored = _count_results(cache_dir)
+    report_path = tmp_path / "resumed.json"
+    resumed = run_cli(
+        "run", target, "--cache-dir", str(cache_dir), "--json", str(report_path), cwd=tmp_path
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    report = read_report(report_path)
+    assert sum(m["cached"] for m in report["mutants"]) == stored - 1
+    assert report["complete"]

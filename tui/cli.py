@@ -186,10 +186,11 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         transient=False,
     )
     counts: dict[str, int] = {}
+    events = Run(settings, sandbox, store).events()
     try:
         with progress:
             task = progress.add_task("loading", total=None, counts="")
-            for event in Run(settings, sandbox, store).events():
+            for event in events:
                 if isinstance(event, RunStarted):
                     progress.console.print(
                         f"{event.kernel.path}: {len(event.kernel.jit_functions)} jit functions, "
@@ -217,7 +218,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                 elif isinstance(event, RunFinished):
                     report = event.report
     finally:
-        sandbox.close()
+        sandbox.close()  # first: jobs in flight end at once instead of running out their time
+        events.close()
         if store is not None:
             store.close()
     assert report is not None

@@ -10,6 +10,7 @@ examples, and one test walks every example of every operator in the registry.
 from __future__ import annotations
 
 import textwrap
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -44,7 +45,7 @@ def _body(text: str) -> str:
     return textwrap.indent(textwrap.dedent(text).strip("\n") + "\n", "    ")
 
 
-class Operator:
+class Operator(ABC):
     """Base class: subclasses set the class attributes and ``mutations``.
 
     ``node_types`` is a cheap pre-filter: the generator only offers nodes of
@@ -57,9 +58,9 @@ class Operator:
     examples: ClassVar[tuple[Example, ...]]
     node_types: ClassVar[tuple[type[cst.CSTNode], ...]] = (cst.CSTNode,)
 
+    @abstractmethod
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         """Yield replacement nodes for ``node``; yield nothing if it does not match."""
-        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"<operator {self.family}/{self.name}>"

@@ -114,11 +114,14 @@ class LocalSandbox:
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
         self._started = False
+        self._closed = False
         self.versions: dict = {}
 
     def start(self) -> None:
         """Start every worker in parallel (each pays the torch/triton import once)."""
         with self._lock:
+            if self._closed:
+                raise SandboxStartError("the sandbox is closed")
             if self._started:
                 return
             launched = [_Worker(self.mode) for _ in range(self.size)]
@@ -144,6 +147,9 @@ class LocalSandbox:
             self._replace(worker)
             raise
         if result is None:
+            if self._closed:
+                self._idle.put(worker)  # dead, but lets any waiting job see the closure too
+                return JobResult(JobStatus.ERROR, error="the sandbox was closed while the job ran")
             self._replace(worker)
             return JobResult(
                 JobStatus.ERROR,
@@ -172,9 +178,10 @@ class LocalSandbox:
                 yield futures[future], future.result()
 
     def close(self) -> None:
+        """Kill every worker; jobs in flight end as errors, never as verdicts."""
         with self._lock:
             workers, self._all = self._all, []
-            self._started = False
+            self._closed = True
         for w in workers:
             try:
                 if w.proc.stdin:
@@ -182,7 +189,6 @@ class LocalSandbox:
             except OSError:
                 pass
             w.kill()
-        self._idle = queue.Queue()
 
     def __enter__(self) -> LocalSandbox:
         return self
