@@ -130,15 +130,24 @@ def _run_pytest(check: Check, workdir: str, stop_first: bool) -> list[CheckOutco
     return outcomes
 
 
+def prepare() -> None:
+    """Install the bounds check and the shims (idempotent) and clear their records.
+
+    The warm worker calls this once before forking, so a child only resets.
+    """
+    bounds.install()
+    bounds.reset()
+    shims.install()
+    shims.reset_used()
+
+
 def run_checks(job: Job, workdir: str) -> JobResult:
     """Write the job's files into ``workdir`` (the cwd) and run its checks in order."""
     start = time.perf_counter()
     write_files(job, workdir)
     sys.path.insert(0, workdir)
     seed_everything(job.seed)
-    bounds.install()
-    bounds.reset()
-    shims.install()
+    prepare()
     outcomes: list[CheckOutcome] = []
     for check in job.checks:
         if check.kind is CheckKind.MAIN:

@@ -39,12 +39,18 @@ def _warm_imports() -> dict:
     from mutant_gate.engine.harness import runner  # noqa: F401
 
     # Modules that ordinary checks load lazily, at great cost, on first use:
-    # torch.testing.assert_close pulls in torch.distributed.tensor (sympy...).
-    for name in ("torch.distributed.tensor", "torch.testing._comparison"):
+    # torch.testing.assert_close pulls in torch.distributed.tensor (sympy...),
+    # numpy 2 loads numpy.random on first touch.
+    for name in ("torch.distributed.tensor", "torch.testing._comparison", "numpy.random"):
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - an optional warm-up, never fatal
             pass
+    # Seeding once here pays the generators' first-use cost before any fork;
+    # each child seeds again with its job's seed (cheap from then on).
+    runner.seed_everything(0)
+    # Patch the interpreter once; children inherit the patches and reset the records.
+    runner.prepare()
 
     return {
         "torch": torch.__version__,
