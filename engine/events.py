@@ -43,10 +43,24 @@ class MutantFinished:
 
 
 @dataclass(frozen=True)
+class MutantUpdated:
+    """A later stage changed a mutant's verdict (killer test, compile failure...)."""
+
+    mutant: Mutant
+    outcome: MutantOutcome
+
+
+@dataclass(frozen=True)
 class RunFinished:
     report: dict
 
 
 Event = (
-    RunStarted | BaselineStarted | BaselineFinished | MutantStarted | MutantFinished | RunFinished
+    RunStarted
+    | BaselineStarted
+    | BaselineFinished
+    | MutantStarted
+    | MutantFinished
+    | MutantUpdated
+    | RunFinished
 )

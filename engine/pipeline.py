@@ -13,7 +13,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
@@ -27,12 +27,13 @@ from .events import (
     Event,
     MutantFinished,
     MutantStarted,
+    MutantUpdated,
     RunFinished,
     RunStarted,
 )
 from .kernel_file import KernelFile, load_kernel_file
 from .mutate import generate_mutants, select_operators
-from .records import Mutant, MutantOutcome
+from .records import Mutant, MutantOutcome, Verdict
 from .report import build_report
 from .sandbox import Sandbox
 from .sandbox.job import Job, JobResult, JobStatus
@@ -87,6 +88,13 @@ class Run:
         self.cancel = threading.Event()
         self.toolchain = toolchain(settings.mode)
         self.outcomes: dict[str, MutantOutcome] = {}
+        #: Extra report fields per mutant id (compile, oracle, claims...), filled by later stages.
+        self.details: dict[str, dict] = {}
+        #: Extra top-level report fields (tokens, check summaries...).
+        self.report_extra: dict = {}
+        #: Stages run in order on the mutants still surviving: writers first, then checks.
+        #: Each is ``stage(run, survivors) -> Iterator[Event]``.
+        self.survivor_stages: list[Callable[[Run, list[Mutant]], Iterator[Event]]] = []
 
     # -- stages -------------------------------------------------------------
     def load(self) -> tuple[KernelFile, list[Mutant], float]:
@@ -150,84 +158,116 @@ class Run:
 
     # -- driver ---------------------------------------------------------------
     def events(self) -> Iterator[Event]:
+        """Drive the whole run, yielding events; the last one is ``RunFinished``."""
         kernel, mutants, generation_s = self.load()
-        run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + kernel.sha256[:8]
-        yield RunStarted(run_id, kernel, tuple(mutants), generation_s)
+        self.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + kernel.sha256[:8]
+        self.kernel, self.mutants = kernel, mutants
+        yield RunStarted(self.run_id, kernel, tuple(mutants), generation_s)
         yield BaselineStarted(self.settings.timeout_s)
         baseline, baseline_cached = self.baseline(kernel)
-        timeout = self.mutant_timeout(baseline)
-        yield BaselineFinished(baseline, baseline_cached, timeout)
+        self.timeout_s = self.mutant_timeout(baseline)
+        yield BaselineFinished(baseline, baseline_cached, self.timeout_s)
+        self.save(None)
 
-        record = {"run_id": run_id, "settings": self.settings.to_json(), "kernel": kernel.path}
-        if self.store is not None:
-            self.store.put_run(run_id, {**record, "report": None})
-
-        finished: queue.Queue = queue.Queue()
-        jobs = {m.id: self.job_for(kernel, m.source, timeout) for m in mutants}
-        # Cached results first, without touching the sandbox.
-        pending: list[Mutant] = []
-        done = 0
-        for mutant in mutants:
-            cached = self.cached(jobs[mutant.id])
-            if cached is None:
-                pending.append(mutant)
-                continue
-            done += 1
-            yield MutantFinished(mutant, self._outcome(mutant, cached, True), done, len(mutants))
-
-        def work(mutant: Mutant) -> None:
-            if self.cancel.is_set():
-                return
-            finished.put(("started", mutant, None))
-            try:
-                result = self.sandbox.run(jobs[mutant.id])
-            except Exception as exc:  # noqa: BLE001 - a failure is data
-                result = JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}")
-            finished.put(("finished", mutant, result))
-
-        workers = max(1, self.settings.workers or 1)
-        pool = ThreadPoolExecutor(workers, thread_name_prefix="mutant-gate-job")
-        try:
-            for mutant in pending:
-                pool.submit(work, mutant)
-            remaining = len(pending)
-            while remaining:
-                kind, mutant, result = finished.get()
-                if kind == "started":
-                    yield MutantStarted(mutant)
-                    continue
-                remaining -= 1
-                done += 1
-                if self.store is not None and result.status is not JobStatus.ERROR:
-                    self.store.put_result(
-                        jobs[mutant.id].cache_key(self.toolchain), result.to_json()
-                    )
-                yield MutantFinished(
-                    mutant, self._outcome(mutant, result, False), done, len(mutants)
-                )
-        finally:
-            self.cancel.set()
-            pool.shutdown(wait=True, cancel_futures=True)
+        yield from self.run_mutants(kernel, mutants)
+        for stage in self.survivor_stages:
+            survivors = [m for m in mutants if self.outcomes[m.id].verdict is Verdict.SURVIVED]
+            if not survivors:
+                break
+            yield from stage(self, survivors)
 
         report = build_report(
-            run_id=run_id,
+            run_id=self.run_id,
             kernel=kernel,
             mutants=mutants,
             outcomes=self.outcomes,
+            details=self.details,
             baseline=baseline,
             settings=self.settings.to_json(),
             toolchain=self.toolchain,
             sandbox={
                 "backend": self.sandbox.name,
-                "workers": workers,
+                "workers": self.workers,
                 "network_cut": baseline.network_cut,
-                "mutant_timeout_s": round(timeout, 2),
+                "mutant_timeout_s": round(self.timeout_s, 2),
                 "mutant_generation_s": round(generation_s, 4),
             },
+            extra=self.report_extra,
         )
-        if self.store is not None:
-            self.store.put_run(run_id, {**record, "report": report})
+        self.save(report)
         yield RunFinished(report)
+
+    def save(self, report: dict | None) -> None:
+        """The run record that replay and reports read (``report`` None while running)."""
+        if self.store is not None:
+            record = {
+                "run_id": self.run_id,
+                "settings": self.settings.to_json(),
+                "kernel": self.kernel.path,
+            }
+            self.store.put_run(self.run_id, {**record, "report": report})
+
+    @property
+    def workers(self) -> int:
+        return max(1, self.settings.workers or getattr(self.sandbox, "size", 1))
+
+    def run_jobs(self, jobs: dict[str, Job]) -> Iterator[tuple[str, str, JobResult | None]]:
+        """Run jobs in parallel (cache first); yield ("started"|"finished", key, result).
+
+        Each result is stored the moment it arrives.
+        """
+        pending: list[str] = []
+        for key, job in jobs.items():
+            cached = self.cached(job)
+            if cached is None:
+                pending.append(key)
+            else:
+                yield "cached", key, cached
+        finished: queue.Queue = queue.Queue()
+
+        def work(key: str) -> None:
+            if self.cancel.is_set():
+                return
+            finished.put(("started", key, None))
+            try:
+                result = self.sandbox.run(jobs[key])
+            except Exception as exc:  # noqa: BLE001 - a failure is data
+                result = JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}")
+            finished.put(("finished", key, result))
+
+        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="mutant-gate-job")
+        try:
+            for key in pending:
+                pool.submit(work, key)
+            remaining = len(pending)
+            while remaining:
+                kind, key, result = finished.get()
+                if kind == "finished":
+                    remaining -= 1
+                    self.store_result(jobs[key], result)
+                yield kind, key, result
+        finally:
+            self.cancel.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            self.cancel.clear()
+
+    def run_mutants(self, kernel: KernelFile, mutants: list[Mutant]) -> Iterator[Event]:
+        by_id = {m.id: m for m in mutants}
+        jobs = {m.id: self.job_for(kernel, m.source, self.timeout_s) for m in mutants}
+        done = 0
+        for kind, mutant_id, result in self.run_jobs(jobs):
+            mutant = by_id[mutant_id]
+            if kind == "started":
+                yield MutantStarted(mutant)
+                continue
+            done += 1
+            outcome = self._outcome(mutant, result, kind == "cached")
+            yield MutantFinished(mutant, outcome, done, len(mutants))
+
+    def update(self, mutant: Mutant, outcome: MutantOutcome) -> MutantUpdated:
+        """A later stage changes a verdict (a killer test, a compile failure)."""
+        self.outcomes[mutant.id] = outcome
+        return MutantUpdated(mutant, outcome)
 
     def _outcome(self, mutant: Mutant, result: JobResult, cached: bool) -> MutantOutcome:
         verdict, by, reason = decide(result)

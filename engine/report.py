@@ -37,10 +37,12 @@ def build_report(
     kernel: KernelFile,
     mutants: Sequence[Mutant],
     outcomes: dict[str, MutantOutcome],
+    details: dict[str, dict] | None = None,
     baseline: JobResult,
     settings: dict,
     toolchain: dict,
     sandbox: dict,
+    extra: dict | None = None,
 ) -> dict:
     rows = []
     for mutant in mutants:
@@ -61,6 +63,7 @@ def build_report(
                 "reason": outcome.reason if outcome else "",
                 "duration_s": round(outcome.duration_s, 4) if outcome else None,
                 "cached": outcome.cached if outcome else False,
+                **(details or {}).get(mutant.id, {}),
             }
         )
     finished = [outcomes[m.id] for m in mutants if m.id in outcomes]
@@ -83,6 +86,7 @@ def build_report(
         "mutants": rows,
         "score": score(finished),
         "complete": len(finished) == len(mutants),
+        **(extra or {}),
     }
 
 
