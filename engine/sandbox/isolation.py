@@ -54,6 +54,15 @@ def die_with_parent() -> None:
         pass
 
 
+def become_subreaper() -> None:
+    """Orphans of our children are reparented to us, so we can reap them."""
+    PR_SET_CHILD_SUBREAPER = 36
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def cut_network() -> bool:
     """Move this process into a fresh network namespace (no interfaces up)."""
     try:
@@ -105,3 +114,93 @@ def redirect_output(path: str) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
+
+
+# -- private filesystem and an unprivileged user ------------------------------
+#
+# As root (sessions and CI run as root) a child can do more: it gets its own
+# mount namespace where /tmp, /var/tmp, /run/lock and /dev/shm are fresh tmpfs
+# and the real home is an empty tmpfs (the Python installation and this
+# package are bound back read-only where they lie under a hidden place), then
+# it drops to an unprivileged uid of its own. From then on it cannot write
+# outside its fresh /tmp, read the user's home, signal the user's processes,
+# or fork without limit (RLIMIT_NPROC binds every uid but root's).
+
+CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+SCRATCH_DIRS = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")
+#: Base of the per-worker unprivileged uids (each worker its own, so process limits don't collide).
+SANDBOX_UID_BASE = 61000
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None
+) -> None:
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    if _libc().mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {target}: {os.strerror(err)}")
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _keep_paths() -> list[str]:
+    """Directories the child still needs: the interpreter, sys.path, this package."""
+    import sys
+
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    candidates.update(p for p in sys.path if p and os.path.isabs(p))
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] == "mutant_gate":
+            candidates.update(
+                p for p in getattr(module, "__path__", None) or () if isinstance(p, str)
+            )
+    kept = sorted({os.path.realpath(p) for p in candidates if os.path.isdir(p)})
+    # Drop paths inside another kept path: binding the outer one covers them.
+    return [p for i, p in enumerate(kept) if not any(_under(p, q) for q in kept[:i])]
+
+
+def private_filesystem(home: str, tmp_size_mb: int = 1024) -> str:
+    """Hide scratch dirs and ``home`` behind fresh tmpfs; return the new work directory.
+
+    Raises OSError where the OS refuses (not root, no mount namespaces).
+    """
+    libc = _libc()
+    if libc.unshare(CLONE_NEWNS) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"unshare(CLONE_NEWNS): {os.strerror(err)}")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+    hidden = [d for d in (*SCRATCH_DIRS, home) if d and os.path.isdir(d) and d != "/"]
+    keep = [p for p in _keep_paths() if any(_under(p, h) for h in hidden)]
+    # Hold each kept directory open so it can be bound back once its parent is covered.
+    held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in keep}
+    try:
+        for target in hidden:
+            mode = "1777" if target in SCRATCH_DIRS else "0755"
+            size = tmp_size_mb if target == "/tmp" else 64
+            _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size}m,mode={mode}")
+        for path, fd in held.items():
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None)
+    finally:
+        for fd in held.values():
+            os.close(fd)
+    workdir = "/tmp/mutant-gate-job"
+    os.mkdir(workdir, 0o700)
+    return workdir
+
+
+def drop_privileges(uid: int, nproc: int) -> None:
+    """Become ``uid`` (no capabilities, no new privileges) with at most ``nproc`` processes."""
+    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    PR_SET_NO_NEW_PRIVS = 38
+    _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)

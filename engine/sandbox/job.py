@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 #: Bump when the harness changes in a way that can change a result.
-HARNESS_VERSION = "1"
+HARNESS_VERSION = "2"  # 2: private filesystem and unprivileged user
 
 
 class CheckKind(StrEnum):
@@ -64,6 +64,7 @@ class Job:
     memory_mb: int = 4096
     output_limit_bytes: int = 4 * 1024 * 1024
     stop_on_first_failure: bool = True
+    max_processes: int = 64  # per job, where the sandbox can drop to an unprivileged user
 
     def to_json(self) -> dict:
         return {
@@ -75,6 +76,7 @@ class Job:
             "memory_mb": self.memory_mb,
             "output_limit_bytes": self.output_limit_bytes,
             "stop_on_first_failure": self.stop_on_first_failure,
+            "max_processes": self.max_processes,
         }
 
     @staticmethod
@@ -88,6 +90,7 @@ class Job:
             memory_mb=data["memory_mb"],
             output_limit_bytes=data["output_limit_bytes"],
             stop_on_first_failure=data["stop_on_first_failure"],
+            max_processes=data.get("max_processes", 64),
         )
 
     def cache_key(self, toolchain: dict) -> str:

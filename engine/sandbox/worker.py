@@ -82,23 +82,89 @@ def _child(job_data: dict, workdir: str, log_path: str, wfd: int) -> None:
         os.setpgid(0, 0)
         isolation.die_with_parent()
         job = Job.from_json(job_data)
-        network_cut = isolation.cut_network()
+        env = isolation.scrubbed_env(dict(os.environ))
+        report = {"network_cut": isolation.cut_network()}
         isolation.redirect_output(log_path)
-        isolation.enter_workdir(workdir, isolation.scrubbed_env(dict(os.environ)))
+        report["isolation"] = _harden(isolation, job)
+        if report["isolation"]["filesystem"] == "private":
+            workdir = report["isolation"].pop("workdir")
+        isolation.enter_workdir(workdir, env)
         isolation.apply_limits(job.memory_mb, job.timeout_s, job.output_limit_bytes)
         result = run_checks(job, workdir).to_json()
-        result["network_cut"] = network_cut
+        result["network_cut"] = report.pop("network_cut")
+        result.setdefault("extra", {})["isolation"] = report["isolation"]
         payload = json.dumps(result)
     except BaseException:  # noqa: BLE001 - a harness failure is data, not a dead worker
         payload = json.dumps({"status": "error", "error": traceback.format_exc()[-4000:]})
         code = 1
-    data = payload.encode()
+    data = payload.encode() + b"\n"  # the newline ends the message: stragglers may hold the pipe
     view = memoryview(data)
     while view:
         written = os.write(wfd, view)
         view = view[written:]
     os.close(wfd)
     os._exit(code)
+
+
+def _harden(isolation, job) -> dict:
+    """As root: private scratch dirs and home, then an unprivileged uid of this worker's own."""
+    state = {"filesystem": "shared", "user": "unchanged"}
+    if os.geteuid() != 0:
+        return state
+    try:
+        state["workdir"] = isolation.private_filesystem(os.path.expanduser("~root"))
+        state["filesystem"] = "private"
+    except OSError as exc:
+        state["filesystem_error"] = str(exc)
+        return state
+    uid = isolation.SANDBOX_UID_BASE + int(os.environ.get("MUTANT_GATE_WORKER_INDEX", "0"))
+    os.chown(state["workdir"], uid, uid)
+    isolation.drop_privileges(uid, nproc=job.max_processes)
+    state["user"] = f"uid {uid}"
+    return state
+
+
+def _sandbox_uid() -> int | None:
+    """The unprivileged uid this worker's children run as (None when not root)."""
+    from mutant_gate.engine.sandbox.isolation import SANDBOX_UID_BASE
+
+    if os.geteuid() != 0:
+        return None
+    return SANDBOX_UID_BASE + int(os.environ.get("MUTANT_GATE_WORKER_INDEX", "0"))
+
+
+def _sweep(uid: int | None) -> None:
+    """Kill every process left by the job (even those that left its process group).
+
+    The job's uid is this worker's alone, so every process of that uid is the
+    job's; orphans are reparented to the worker (a child subreaper) and reaped.
+    """
+    if uid is None:
+        return
+    for _ in range(500):
+        pids = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if os.stat(f"/proc/{entry}").st_uid == uid:
+                        pids.append(int(entry))
+                except OSError:
+                    pass
+        for child in pids:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+        while True:
+            try:
+                reaped, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if reaped == 0:
+                break
+        if not pids:
+            return
+        time.sleep(0.01)
 
 
 def run_job(job_data: dict) -> dict:
@@ -137,12 +203,15 @@ def run_job(job_data: dict) -> dict:
         size += len(chunk)
         if size <= RESULT_LIMIT:
             chunks.append(chunk)
+        if chunk.endswith(b"\n"):
+            break
     os.close(rfd)
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     _, status = os.waitpid(pid, 0)
+    _sweep(_sandbox_uid())
     duration = time.monotonic() - start
     output = _read_tail(log_path)
     shutil.rmtree(base, ignore_errors=True)
@@ -186,6 +255,9 @@ def run_job(job_data: dict) -> dict:
 def main() -> None:
     # No parent-death signal here: it would follow the tool's thread that
     # started us, not the tool. The worker ends at EOF on stdin instead.
+    from mutant_gate.engine.sandbox.isolation import become_subreaper
+
+    become_subreaper()
     proto = _protocol_stream()
     try:
         versions = _warm_imports()
@@ -204,5 +276,29 @@ def main() -> None:
         proto.write(json.dumps({"result": result}) + "\n")
 
 
+def one_shot(job_path: str) -> None:
+    """Run the one job in ``job_path`` and print ``{"result": ..., "versions": ...}``.
+
+    The entry point of remote sandboxes (``python -m ...worker --one-shot
+    job.json``): the same imports, fork, isolation and harness as a warm
+    worker, for exactly one job, with the result as the last stdout line.
+    """
+    from mutant_gate.engine.sandbox.isolation import become_subreaper
+
+    become_subreaper()
+    proto = _protocol_stream()
+    versions: dict = {}
+    try:
+        versions = _warm_imports()
+        with open(job_path, encoding="utf-8") as fh:
+            result = run_job(json.load(fh))
+    except BaseException:  # noqa: BLE001 - a harness failure is data
+        result = {"status": "error", "error": traceback.format_exc()[-4000:]}
+    proto.write(json.dumps({"result": result, "versions": versions}) + "\n")
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--one-shot"] and len(sys.argv) == 3:
+        one_shot(sys.argv[2])
+    else:
+        main()

@@ -1,0 +1,153 @@
+"""Hostile code inside a job: contained, with a verdict, while the pool goes on.
+
+Each test asks the host afterwards what really happened, rather than trusting
+what the job says about itself.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.geteuid() != 0, reason="the hardened sandbox needs root (as sessions and CI run)"
+    ),
+]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def job(body: str, timeout_s: float = 20.0, **kw) -> Job:
+    source = textwrap.dedent(body)
+    return Job(
+        files=(("hostile.py", source),),
+        checks=(Check(CheckKind.MAIN, "hostile.py", "own-check"),),
+        timeout_s=timeout_s,
+        **kw,
+    )
+
+
+def test_isolation_is_reported(sandbox):
+    result = sandbox.run(job("x = 1\n"))
+    assert result.status is JobStatus.PASSED, result.error
+    assert result.extra["isolation"]["filesystem"] == "private"
+    assert result.extra["isolation"]["user"].startswith("uid ")
+
+
+def test_cannot_write_outside_its_directory(sandbox, tmp_path):
+    home = Path(os.path.expanduser("~root"))
+    targets = [
+        home / "mutant-gate-hostile",
+        REPO / "mutant-gate-hostile",
+        tmp_path / "hostile",
+        Path("/var/tmp/mutant-gate-hostile"),
+        Path("/etc/mutant-gate-hostile"),
+    ]
+    result = sandbox.run(
+        job(f"""
+        import os
+        for target in {[str(t) for t in targets]!r}:
+            try:
+                with open(target, "w") as fh:
+                    fh.write("pwned")
+            except OSError:
+                pass
+        open("inside.txt", "w").write("fine")  # its own directory works
+    """)
+    )
+    assert result.status is JobStatus.PASSED, result.error
+    for target in targets:
+        assert not target.exists(), f"the job wrote {target}"
+
+
+def test_cannot_read_the_users_home_or_host_tmp(sandbox, tmp_path):
+    home_secret = Path(os.path.expanduser("~root")) / ".mutant-gate-test-secret"
+    tmp_secret = tmp_path / "secret.txt"
+    home_secret.write_text("home-secret-value")
+    tmp_secret.write_text("tmp-secret-value")
+    try:
+        result = sandbox.run(
+            job(f"""
+            for path in ({str(home_secret)!r}, {str(tmp_secret)!r}):
+                try:
+                    text = open(path).read()
+                except OSError:
+                    continue
+                raise AssertionError("read " + path + ": " + text)
+        """)
+        )
+    finally:
+        home_secret.unlink()
+    assert result.status is JobStatus.PASSED, result.error
+
+
+def test_cannot_signal_the_tool(sandbox):
+    result = sandbox.run(
+        job(f"""
+        import os, signal
+        try:
+            os.kill({os.getpid()}, signal.SIGKILL)
+        except PermissionError:
+            pass
+        else:
+            raise AssertionError("signalled the tool")
+    """)
+    )
+    assert result.status is JobStatus.PASSED, result.error
+
+
+def _sandbox_uid_processes() -> list[int]:
+    from mutant_gate.engine.sandbox.isolation import SANDBOX_UID_BASE
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid >= SANDBOX_UID_BASE:
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def test_fork_bomb_is_contained(sandbox):
+    result = sandbox.run(
+        job(
+            """
+        import os
+        while True:
+            try:
+                os.fork()
+            except OSError:
+                pass
+    """,
+            timeout_s=4.0,
+        )
+    )
+    assert result.status in (JobStatus.TIMEOUT, JobStatus.CRASH), result
+    assert _sandbox_uid_processes() == []
+    assert sandbox.run(job("x = 1\n")).status is JobStatus.PASSED
+
+
+def test_cannot_escape_its_process_group_to_outlive_the_job(sandbox):
+    result = sandbox.run(
+        job(
+            """
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(60)
+    """,
+            timeout_s=5.0,
+        )
+    )
+    assert result.status is JobStatus.PASSED, result.error
+    # The straggler left its process group but not its namespace: it died with the job.
+    assert _sandbox_uid_processes() == []
