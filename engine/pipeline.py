@@ -189,6 +189,7 @@ class Run:
                 "backend": self.sandbox.name,
                 "workers": self.workers,
                 "network_cut": baseline.network_cut,
+                "isolation": baseline.extra.get("isolation", {}),
                 "mutant_timeout_s": round(self.timeout_s, 2),
                 "mutant_generation_s": round(generation_s, 4),
             },
@@ -268,6 +269,21 @@ class Run:
         """A later stage changes a verdict (a killer test, a compile failure)."""
         self.outcomes[mutant.id] = outcome
         return MutantUpdated(mutant, outcome)
+
+    def rerun(self, mutant: Mutant, *, force: bool = False) -> Iterator[Event]:
+        """Judge one mutant again after the baseline: from the cache, or (``force``) in the
+        sandbox, storing what arrives. Yields ``MutantStarted`` then ``MutantUpdated``."""
+        job = self.job_for(self.kernel, mutant.source, self.timeout_s)
+        yield MutantStarted(mutant)
+        if force:
+            result, cached = self.sandbox.run(job), False
+            self.store_result(job, result)
+        else:
+            result, cached = self.execute(job)
+        verdict, by, reason = decide(result)
+        yield self.update(
+            mutant, MutantOutcome(mutant.id, verdict, by, reason, result.duration_s, cached)
+        )
 
     def _outcome(self, mutant: Mutant, result: JobResult, cached: bool) -> MutantOutcome:
         verdict, by, reason = decide(result)

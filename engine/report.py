@@ -31,6 +31,27 @@ def score(outcomes: Sequence[MutantOutcome]) -> dict:
     }
 
 
+def mutant_row(mutant: Mutant, outcome: MutantOutcome | None, details: dict | None = None) -> dict:
+    """One entry of the report's ``mutants`` (also what the TUI shows while a run streams)."""
+    return {
+        "id": mutant.id,
+        "operator": mutant.operator,
+        "family": mutant.family,
+        "function": mutant.function,
+        "line": mutant.line,
+        "col": mutant.col,
+        "before": mutant.before,
+        "after": mutant.after,
+        "diff": mutant.diff,
+        "verdict": outcome.verdict.value if outcome else "pending",
+        "by": outcome.by if outcome else None,
+        "reason": outcome.reason if outcome else "",
+        "duration_s": round(outcome.duration_s, 4) if outcome else None,
+        "cached": outcome.cached if outcome else False,
+        **(details or {}),
+    }
+
+
 def build_report(
     *,
     run_id: str,
@@ -44,28 +65,10 @@ def build_report(
     sandbox: dict,
     extra: dict | None = None,
 ) -> dict:
-    rows = []
-    for mutant in mutants:
-        outcome = outcomes.get(mutant.id)
-        rows.append(
-            {
-                "id": mutant.id,
-                "operator": mutant.operator,
-                "family": mutant.family,
-                "function": mutant.function,
-                "line": mutant.line,
-                "col": mutant.col,
-                "before": mutant.before,
-                "after": mutant.after,
-                "diff": mutant.diff,
-                "verdict": outcome.verdict.value if outcome else "pending",
-                "by": outcome.by if outcome else None,
-                "reason": outcome.reason if outcome else "",
-                "duration_s": round(outcome.duration_s, 4) if outcome else None,
-                "cached": outcome.cached if outcome else False,
-                **(details or {}).get(mutant.id, {}),
-            }
-        )
+    rows = [
+        mutant_row(mutant, outcomes.get(mutant.id), (details or {}).get(mutant.id))
+        for mutant in mutants
+    ]
     finished = [outcomes[m.id] for m in mutants if m.id in outcomes]
     return {
         "schema_version": SCHEMA_VERSION,

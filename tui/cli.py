@@ -157,6 +157,9 @@ def _summary(console: Console, report: dict) -> None:
         highlight=False,
     )
     net = "cut" if report["sandbox"]["network_cut"] else "NOT cut (unshare refused)"
+    iso = report["sandbox"].get("isolation") or {}
+    if iso:
+        net += f", filesystem {iso.get('filesystem', '?')}, user {iso.get('user', '?')}"
     cached = sum(1 for m in report["mutants"] if m["cached"])
     console.print(
         f"[dim]sandbox: {report['sandbox']['backend']} x{report['sandbox']['workers']}, network {net}, "
