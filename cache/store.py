@@ -2,7 +2,8 @@
 
 Job results are stored under the job's cache key as soon as they arrive, so a
 run killed at any moment resumes without repeating finished work. An entry that
-cannot be read is a miss, never a crash; a write that fails is a warning.
+cannot be read is a miss, never a crash; a write that fails is counted and the
+run goes on.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -19,19 +19,37 @@ import diskcache
 DEFAULT_DIR = ".mutant-gate"
 RESULT_PREFIX = "job:"
 RUN_PREFIX = "run:"
+REPLY_PREFIX = "llm:"
 
 
 class CacheUnavailable(Exception):
-    """The cache directory cannot be created or opened."""
+    """The cache cannot be opened.
+
+    ``fatal`` when the path itself is wrong (not a directory, no permission):
+    that is bad input. Otherwise (disk full, a damaged database) a run can go
+    on without the cache, saying so.
+    """
+
+    def __init__(self, message: str, fatal: bool) -> None:
+        super().__init__(message)
+        self.fatal = fatal
 
 
 class Store:
     def __init__(self, directory: str = DEFAULT_DIR) -> None:
         self.directory = os.path.abspath(directory)
+        #: Writes that failed (disk full...): the run goes on; the CLI says how many.
+        self.write_failures: list[str] = []
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+        except OSError as exc:
+            raise CacheUnavailable(
+                f"cannot use cache directory {self.directory}: {exc.strerror}", fatal=True
+            ) from None
         try:
             self._cache = diskcache.Cache(self.directory)
         except (OSError, diskcache.core.sqlite3.Error) as exc:
-            raise CacheUnavailable(f"cannot use cache directory {self.directory}: {exc}") from None
+            raise CacheUnavailable(f"cache {self.directory} unusable: {exc}", fatal=False) from None
 
     # -- job results -------------------------------------------------------
     def get_result(self, key: str, parse: Callable[[dict], Any]) -> Any | None:
@@ -46,6 +64,19 @@ class Store:
 
     def put_result(self, key: str, data: dict) -> None:
         self._put(RESULT_PREFIX + key, json.dumps(data, sort_keys=True))
+
+    # -- model replies -----------------------------------------------------
+    def get_reply(self, key: str) -> dict | None:
+        """A model reply stored under its request's content hash, or None."""
+        try:
+            raw = self._cache.get(REPLY_PREFIX + key)
+            data = None if raw is None else json.loads(raw)
+            return data if isinstance(data, dict) else None
+        except Exception:  # noqa: BLE001 - a corrupt entry is a miss
+            return None
+
+    def put_reply(self, key: str, data: dict) -> None:
+        self._put(REPLY_PREFIX + key, json.dumps(data, sort_keys=True))
 
     # -- run records ---------------------------------------------------------
     def put_run(self, run_id: str, record: dict) -> None:
@@ -73,9 +104,7 @@ class Store:
         try:
             self._cache.set(key, value)
         except Exception as exc:  # noqa: BLE001 - a cache that cannot write must not stop a run
-            warnings.warn(
-                f"mutant-gate cache write failed ({exc}); continuing without caching", stacklevel=3
-            )
+            self.write_failures.append(str(exc))
 
     def close(self) -> None:
         self._cache.close()

@@ -103,14 +103,16 @@ def test_cannot_signal_the_tool(sandbox):
     assert result.status is JobStatus.PASSED, result.error
 
 
-def _sandbox_uid_processes() -> list[int]:
-    from mutant_gate.engine.sandbox.isolation import SANDBOX_UID_BASE
+def _processes_of_sandbox_users(sandbox) -> list[int]:
+    """Processes still running as any of this pool's sandbox uids."""
+    from mutant_gate.engine.sandbox.isolation import sandbox_uid
 
+    uids = {sandbox_uid(w.proc.pid) for w in sandbox._all}
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid >= SANDBOX_UID_BASE:
+                if os.stat(f"/proc/{entry}").st_uid in uids:
                     found.append(int(entry))
             except OSError:
                 pass
@@ -132,7 +134,7 @@ def test_fork_bomb_is_contained(sandbox):
         )
     )
     assert result.status in (JobStatus.TIMEOUT, JobStatus.CRASH), result
-    assert _sandbox_uid_processes() == []
+    assert _processes_of_sandbox_users(sandbox) == []
     assert sandbox.run(job("x = 1\n")).status is JobStatus.PASSED
 
 
@@ -150,4 +152,4 @@ def test_cannot_escape_its_process_group_to_outlive_the_job(sandbox):
     )
     assert result.status is JobStatus.PASSED, result.error
     # The straggler left its process group but not its namespace: it died with the job.
-    assert _sandbox_uid_processes() == []
+    assert _processes_of_sandbox_users(sandbox) == []

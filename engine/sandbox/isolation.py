@@ -129,8 +129,14 @@ def redirect_output(path: str) -> None:
 CLONE_NEWNS = 0x00020000
 MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
 SCRATCH_DIRS = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")
-#: Base of the per-worker unprivileged uids (each worker its own, so process limits don't collide).
-SANDBOX_UID_BASE = 61000
+#: A worker's children run as SANDBOX_UID_BASE + the worker's pid: unique among live
+#: workers of every pool on the machine, so process limits and the sweep of
+#: leftovers never touch another worker's job.
+SANDBOX_UID_BASE = 1_500_000_000
+
+
+def sandbox_uid(worker_pid: int) -> int:
+    return SANDBOX_UID_BASE + worker_pid
 
 
 def _libc():

@@ -48,17 +48,14 @@ def worker_env(mode: str = "interpret") -> dict[str, str]:
 class _Worker:
     """One warm worker process. Construction starts it; ``wait_ready`` waits for its imports."""
 
-    def __init__(self, mode: str, index: int = 0) -> None:
+    def __init__(self, mode: str) -> None:
         self.versions: dict = {}
-        env = worker_env(mode)
-        env["MUTANT_GATE_WORKER_INDEX"] = str(index)
-        self.index = index
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mutant_gate.engine.sandbox.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=env,
+            env=worker_env(mode),
             text=True,
             bufsize=1,
             start_new_session=True,
@@ -127,7 +124,7 @@ class LocalSandbox:
                 raise SandboxStartError("the sandbox is closed")
             if self._started:
                 return
-            launched = [_Worker(self.mode, i) for i in range(self.size)]
+            launched = [_Worker(self.mode) for _ in range(self.size)]
             try:
                 workers = [w.wait_ready() for w in launched]
             except SandboxStartError:
@@ -167,7 +164,7 @@ class LocalSandbox:
         with self._lock:
             if worker in self._all:
                 self._all.remove(worker)
-        fresh = _Worker(self.mode, worker.index).wait_ready()
+        fresh = _Worker(self.mode).wait_ready()
         with self._lock:
             self._all.append(fresh)
         self._idle.put(fresh)

@@ -97,13 +97,15 @@ def _child(job_data: dict, workdir: str, log_path: str, wfd: int) -> None:
     except BaseException:  # noqa: BLE001 - a harness failure is data, not a dead worker
         payload = json.dumps({"status": "error", "error": traceback.format_exc()[-4000:]})
         code = 1
-    data = payload.encode() + b"\n"  # the newline ends the message: stragglers may hold the pipe
-    view = memoryview(data)
-    while view:
-        written = os.write(wfd, view)
-        view = view[written:]
-    os.close(wfd)
-    os._exit(code)
+    try:
+        data = (
+            payload.encode() + b"\n"
+        )  # the newline ends the message: stragglers may hold the pipe
+        view = memoryview(data)
+        while view:
+            view = view[os.write(wfd, view) :]
+    finally:  # whatever happens (a dead worker: broken pipe), never return into the worker's loop
+        os._exit(code)
 
 
 def _harden(isolation, job) -> dict:
@@ -117,7 +119,7 @@ def _harden(isolation, job) -> dict:
     except OSError as exc:
         state["filesystem_error"] = str(exc)
         return state
-    uid = isolation.SANDBOX_UID_BASE + int(os.environ.get("MUTANT_GATE_WORKER_INDEX", "0"))
+    uid = isolation.sandbox_uid(os.getppid())
     os.chown(state["workdir"], uid, uid)
     isolation.drop_privileges(uid, nproc=job.max_processes)
     state["user"] = f"uid {uid}"
@@ -126,11 +128,9 @@ def _harden(isolation, job) -> dict:
 
 def _sandbox_uid() -> int | None:
     """The unprivileged uid this worker's children run as (None when not root)."""
-    from mutant_gate.engine.sandbox.isolation import SANDBOX_UID_BASE
+    from mutant_gate.engine.sandbox.isolation import sandbox_uid
 
-    if os.geteuid() != 0:
-        return None
-    return SANDBOX_UID_BASE + int(os.environ.get("MUTANT_GATE_WORKER_INDEX", "0"))
+    return sandbox_uid(os.getpid()) if os.geteuid() == 0 else None
 
 
 def _sweep(uid: int | None) -> None:
