@@ -13,10 +13,10 @@ import os
 from dataclasses import dataclass
 
 import libcst as cst
-import libcst.matchers as m
 
 from .errors import BadInput
 from .mutate import JitFunction, find_jit_functions
+from .own_check import analyse
 from .sandbox.job import Check, CheckKind
 
 OWN_CHECK = "own-check"
@@ -28,6 +28,10 @@ class TestFile:
     path: str
     name: str  # basename inside the job directory
     source: str
+    #: where it came from: ``given`` (--tests) or a writer (``stage1``, ``stage2``, ``probe``)
+    origin: str = "given"
+    #: data files that travel with it (a probe test's golden values): (name, text)
+    data: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -40,12 +44,21 @@ class KernelFile:
     has_main: bool
     test_functions: tuple[str, ...]
     tests: tuple[TestFile, ...] = ()
+    #: top-level code runs the check (tutorial style, no ``__main__`` block)
+    module_check: bool = False
+    #: whether the own check can fail by an assertion at all (see engine/own_check.py)
+    asserts: bool = True
+
+    @property
+    def module(self) -> str:
+        """The name tests import the kernel file by."""
+        return os.path.splitext(self.name)[0]
 
     @property
     def checks(self) -> tuple[Check, ...]:
         """The own check first, then extra test files."""
         checks: list[Check] = []
-        if self.has_main:
+        if self.has_main or self.module_check:
             checks.append(Check(CheckKind.MAIN, self.name, OWN_CHECK))
         if self.test_functions:
             checks.append(Check(CheckKind.PYTEST, self.name, OWN_CHECK))
@@ -55,7 +68,7 @@ class KernelFile:
     def files(self, kernel_source: str | None = None) -> tuple[tuple[str, str], ...]:
         """The job's files, with ``kernel_source`` (a mutant) in place of the original."""
         return ((self.name, self.source if kernel_source is None else kernel_source),) + tuple(
-            (t.name, t.source) for t in self.tests
+            f for t in self.tests for f in ((t.name, t.source), *t.data)
         )
 
 
@@ -84,31 +97,6 @@ def _read_python(path: str, what: str) -> tuple[str, cst.Module]:
     return source, module
 
 
-_MAIN_GUARD = m.If(
-    test=m.Comparison(
-        left=m.Name("__name__"),
-        comparisons=[m.ComparisonTarget(operator=m.Equal(), comparator=m.SimpleString())],
-    )
-)
-
-
-def _has_main(module: cst.Module) -> bool:
-    for stmt in module.body:
-        if m.matches(stmt, _MAIN_GUARD):
-            value = stmt.test.comparisons[0].comparator.evaluated_value  # type: ignore[attr-defined]
-            if value == "__main__":
-                return True
-    return False
-
-
-def _test_functions(module: cst.Module) -> tuple[str, ...]:
-    return tuple(
-        stmt.name.value
-        for stmt in module.body
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value.startswith("test")
-    )
-
-
 def load_kernel_file(path: str, tests: list[str] | tuple[str, ...] = ()) -> KernelFile:
     source, module = _read_python(path, "kernel file")
     jit = tuple(find_jit_functions(module))
@@ -123,19 +111,22 @@ def load_kernel_file(path: str, tests: list[str] | tuple[str, ...] = ()) -> Kern
             raise BadInput(f"{test_path}: a file named {name} is already part of the run")
         names.add(name)
         test_files.append(TestFile(os.path.abspath(test_path), name, test_source))
+    own = analyse(source)
     kernel = KernelFile(
         path=os.path.abspath(path),
         name=os.path.basename(path),
         source=source,
         sha256=hashlib.sha256(source.encode()).hexdigest(),
         jit_functions=jit,
-        has_main=_has_main(module),
-        test_functions=_test_functions(module),
+        has_main=own.has_main,
+        test_functions=own.test_functions,
         tests=tuple(test_files),
+        module_check=own.module_level,
+        asserts=own.asserts,
     )
     if not kernel.checks:
         raise BadInput(
-            f'{path}: no check to run: the file has no `if __name__ == "__main__":` block '
-            "or test_* functions, and no --tests file was given"
+            f'{path}: no check to run: the file has no `if __name__ == "__main__":` block, '
+            "no top-level code calling its functions, no test_* functions, and no --tests file"
         )
     return kernel

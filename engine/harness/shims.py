@@ -22,7 +22,13 @@ on a CPU says nothing about a GPU and would make verdicts depend on machine
 load, so the first config (after pruning) always wins, without benchmarking;
 ``used()`` names the config.
 
-Not shimmed here: ``torch.cuda.is_available()``, ``.cuda()``, ``device="cuda"``.
+Files written for a GPU (the Triton tutorials) also hard-code CUDA: tensors
+made with ``device="cuda"`` (or ``.cuda()``, ``.to("cuda")``) are made on the
+CPU instead and report ``is_cuda`` as the file expects; ``torch.cuda``'s
+synchronize / current_device / device properties answer plausibly; and
+``triton.testing.perf_report`` / ``do_bench`` are neutralised (benchmarks are not
+run, plots not drawn). These apply only in interpreter mode with no CUDA
+device. ``torch.cuda.is_available()`` keeps telling the truth.
 """
 
 from __future__ import annotations
@@ -130,6 +136,139 @@ def _first_config_bench(self: Any, *args: Any, config: Any, **meta: Any) -> list
     return [float(index)] * 3
 
 
+# -- CUDA as CPU ----------------------------------------------------------------
+_FACTORIES = (
+    "empty", "zeros", "ones", "full", "rand", "randn", "randint", "randperm", "arange",
+    "linspace", "logspace", "tensor", "as_tensor", "empty_strided", "eye", "zeros_like",
+    "ones_like", "empty_like", "rand_like", "randn_like", "randint_like", "full_like",
+)  # fmt: skip
+
+
+def _is_cuda_device(value: Any) -> bool:
+    import torch
+
+    if isinstance(value, str):
+        return value == "cuda" or value.startswith("cuda:")
+    if isinstance(value, torch.device):
+        return value.type == "cuda"
+    return isinstance(value, int) and not isinstance(value, bool)  # device index
+
+
+def _cpu_device_args(name: str, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    if "device" in kwargs and _is_cuda_device(kwargs["device"]):
+        _note(f"{name}: cuda -> cpu")
+        kwargs = {**kwargs, "device": "cpu"}
+    return args, kwargs
+
+
+def _wrap_factory(torch: Any, name: str) -> None:
+    original = getattr(torch, name)
+
+    def factory(*args: Any, **kwargs: Any) -> Any:
+        args, kwargs = _cpu_device_args("device='cuda'", args, kwargs)
+        return original(*args, **kwargs)
+
+    factory.__wrapped__ = original  # type: ignore[attr-defined]
+    factory.__name__ = name
+    _SAVED[f"torch.{name}"] = original
+    setattr(torch, name, factory)
+
+
+def _install_cuda_as_cpu(torch: Any) -> None:
+    for name in _FACTORIES:
+        if hasattr(torch, name):
+            _wrap_factory(torch, name)
+    tensor = torch.Tensor
+    to, is_cuda = tensor.to, tensor.is_cuda
+    _SAVED["Tensor.to"], _SAVED["Tensor.cuda"], _SAVED["Tensor.is_cuda"] = to, tensor.cuda, is_cuda
+
+    def to_cpu(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if args and _is_cuda_device(args[0]) and not isinstance(args[0], int):
+            _note("Tensor.to('cuda') -> cpu")
+            args = ("cpu", *args[1:])
+        args, kwargs = _cpu_device_args("Tensor.to('cuda')", args, kwargs)
+        return to(self, *args, **kwargs)
+
+    def cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _note("Tensor.cuda() -> cpu")
+        return self
+
+    def cuda_on_cpu(self: Any) -> bool:
+        if self.device.type == "cpu":
+            _note("Tensor.is_cuda: a CPU tensor says True")
+            return True
+        return is_cuda.__get__(self)
+
+    tensor.to, tensor.cuda, tensor.is_cuda = to_cpu, cuda, property(cuda_on_cpu)
+
+    fake_cuda = {
+        "synchronize": lambda *a, **k: None,
+        "current_device": lambda: 0,
+        "set_device": lambda *a, **k: None,
+        "device_count": lambda: 1,
+        "empty_cache": lambda: None,
+        "get_device_name": lambda *a, **k: "mutant-gate CPU stand-in (sm_80)",
+        "get_device_properties": lambda *a, **k: _CudaProperties(),
+    }
+    for name, fn in fake_cuda.items():
+        _SAVED[f"torch.cuda.{name}"] = getattr(torch.cuda, name)
+        setattr(torch.cuda, name, _noted(f"torch.cuda.{name}", fn))
+
+
+class _CudaProperties:
+    """What ``torch.cuda.get_device_properties`` answers on the CPU."""
+
+    name = "mutant-gate CPU stand-in (sm_80)"
+    major, minor = CAPABILITY
+    multi_processor_count = DEVICE_PROPERTIES["multiprocessor_count"]
+    total_memory = 40 * 1024**3
+    warp_size = DEVICE_PROPERTIES["warpSize"]
+    regs_per_multiprocessor = DEVICE_PROPERTIES["max_num_regs"]
+    shared_memory_per_block_optin = DEVICE_PROPERTIES["max_shared_mem"]
+
+
+def _noted(name: str, fn: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        _note(name)
+        return fn(*args, **kwargs)
+
+    return call
+
+
+# -- benchmarks -------------------------------------------------------------------
+class _NoBenchmark:
+    """What ``@triton.testing.perf_report(...)`` returns: ``.run()`` does nothing."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def run(self, *args: Any, **kwargs: Any) -> None:
+        _note("triton.testing.perf_report: benchmark not run")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+def _no_bench(fn: Any, *args: Any, quantiles: Any = None, **kwargs: Any) -> Any:
+    """``do_bench`` without timing: the function runs once, the time is 0."""
+    _note("triton.testing.do_bench: not timed")
+    fn()
+    return [0.0 for _ in quantiles] if quantiles else 0.0
+
+
+def _install_no_benchmarks() -> None:
+    import triton.testing
+
+    for name, replacement in (
+        ("perf_report", lambda benchmarks: _NoBenchmark),
+        ("do_bench", _no_bench),
+        ("do_bench_cudagraph", _no_bench),
+    ):
+        if hasattr(triton.testing, name):
+            _SAVED[f"triton.testing.{name}"] = getattr(triton.testing, name)
+            setattr(triton.testing, name, replacement)
+
+
 def _real_driver_works(config: Any) -> bool:
     if config._active is not None or config._default is not None:
         return True
@@ -168,6 +307,10 @@ def install() -> list[str]:
         _SAVED["Autotuner._bench"] = Autotuner._bench
         Autotuner._bench = _first_config_bench
         _APPLIED.append("triton.autotune")
+        if not torch.cuda.is_available():
+            _install_cuda_as_cpu(torch)
+            _install_no_benchmarks()
+            _APPLIED.extend(["cuda-as-cpu", "no-benchmarks"])
     if not _APPLIED:
         _SAVED["none"] = None  # remember that install ran
     return list(_APPLIED)
@@ -186,6 +329,18 @@ def uninstall() -> None:
         Autotuner._bench = _SAVED["Autotuner._bench"]
     if "torch.cuda.get_device_capability" in _SAVED:
         torch.cuda.get_device_capability = _SAVED["torch.cuda.get_device_capability"]
+    import triton.testing
+
+    for key, value in _SAVED.items():
+        owner, _, attr = key.rpartition(".")
+        target = {
+            "torch": torch,
+            "torch.cuda": torch.cuda,
+            "Tensor": torch.Tensor,
+            "triton.testing": triton.testing,
+        }.get(owner)
+        if target is not None:
+            setattr(target, attr, value)
     _SAVED.clear()
     _APPLIED.clear()
     _USED.clear()

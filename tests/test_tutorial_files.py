@@ -1,0 +1,105 @@
+"""Tutorial-style files, unmodified: CUDA hard-coded, checks at module level,
+benchmarks at the end, checks that assert nothing."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mutant_gate.engine.own_check import NOTHING_ASSERTED, analyse
+
+from .conftest import run_cli
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def test_module_level_check_that_only_prints_asserts_nothing():
+    own = analyse((DATA / "tutorial_vector_add.py").read_text())
+    assert own.module_level and not own.has_main
+    assert own.asserts is False  # `assert x.is_cuda` in the wrapper is a precondition, not a check
+
+
+def test_test_function_with_parameters_is_called_not_collected():
+    own = analyse((DATA / "tutorial_layer_norm.py").read_text())
+    assert own.module_level
+    assert own.test_functions == ()  # test_layer_norm(M, N, dtype) has no fixtures for pytest
+    assert own.asserts is True
+
+
+@pytest.mark.parametrize(
+    ("body", "asserts"),
+    [
+        ("if __name__ == '__main__':\n    print(f(1))\n", False),
+        ("if __name__ == '__main__':\n    torch.testing.assert_close(f(1), 2)\n", True),
+        ("if __name__ == '__main__':\n    assert f(1) == 2\n", True),
+        ("if __name__ == '__main__':\n    if f(1) != 2:\n        raise SystemExit('bad')\n", True),
+        ("def test_f():\n    assert f(1) == 2\n", True),
+        ("@pytest.mark.parametrize('n', [1, 2])\ndef test_f(n):\n    print(f(n))\n", False),
+    ],
+)
+def test_asserts_detection(body, asserts):
+    source = (
+        "def f(x):\n    if x < 0:\n        raise ValueError(x)\n    return x + 1\n\n"
+        + textwrap.dedent(body)
+    )
+    assert analyse(source).asserts is asserts
+
+
+@pytest.mark.slow
+def test_unmodified_tutorial_runs_on_cpu_with_shims_named(tmp_path):
+    proc = run_cli(
+        "run",
+        str(DATA / "tutorial_vector_add.py"),
+        "--json",
+        "r.json",
+        "--writer",
+        "none",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert NOTHING_ASSERTED in " ".join(proc.stdout.split())
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["own_check"]["asserts"] is False
+    assert report["own_check"]["note"] == NOTHING_ASSERTED
+    shims = report["baseline"]["shims"]
+    for expected in (
+        "device='cuda': cuda -> cpu",
+        "Tensor.is_cuda: a CPU tensor says True",
+        "torch.cuda.synchronize",
+        "triton.testing.perf_report: benchmark not run",
+    ):
+        assert expected in shims, shims
+    verdicts = {m["verdict"] for m in report["mutants"]}
+    assert verdicts <= {"killed", "survived"}, verdicts
+    # Printing checks catch nothing by value: what dies, dies by bounds or a crash.
+    assert {m["by"] for m in report["mutants"] if m["verdict"] == "killed"} <= {
+        "bounds",
+        "crash",
+        "own-check",
+    }
+    assert any(m["verdict"] == "survived" and m["operator"] == "add-sub" for m in report["mutants"])
+
+
+@pytest.mark.slow
+def test_tutorial_layer_norm_module_level_check(tmp_path):
+    proc = run_cli(
+        "run",
+        str(DATA / "tutorial_layer_norm.py"),
+        "--json",
+        "r.json",
+        "--writer",
+        "none",
+        "--operators",
+        "arith",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["own_check"]["kinds"] == ["main"]
+    assert report["own_check"]["asserts"] is True
+    assert report["baseline"]["shims"] == ["device='cuda': cuda -> cpu"]
+    assert "error" not in {m["verdict"] for m in report["mutants"]}
+    assert any(m["by"] == "own-check" for m in report["mutants"])
