@@ -55,6 +55,63 @@ class RunFinished:
     report: dict
 
 
+@dataclass(frozen=True)
+class WriterNote:
+    """A test writer says what it is doing, or why it stopped (``level`` error)."""
+
+    writer: str  # stage1 | stage2 | probe | llm
+    message: str
+    level: str = "info"  # info | warning | error
+    mutant_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TestAccepted:
+    """A written test proved itself in the sandbox and joined the run."""
+
+    __test__ = False  # not a pytest test class
+
+    origin: str  # stage1 | stage2 | probe
+    file: str
+    tests: tuple[str, ...]  # its test functions
+    mutant_id: str | None = None  # the survivor it was written for (stage 2, probe)
+    kills: tuple[str, ...] = ()  # mutant ids it killed
+
+
+@dataclass(frozen=True)
+class TestRejected:
+    """A written test failed its proof (fails the original, flaky, spares the mutant...)."""
+
+    __test__ = False
+
+    origin: str
+    attempt: int
+    reason: str
+    mutant_id: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckStarted:
+    """A check (``compile`` | ``oracle``) starts on a mutant; ``mutant`` None: the
+    check as a whole starts on ``total`` mutants."""
+
+    mutant: Mutant | None
+    check: str
+    total: int = 0
+
+
+@dataclass(frozen=True)
+class CheckFinished:
+    """A check's one-line result for a mutant (``mutant`` None: for the whole run,
+    e.g. why it was skipped); ``done`` of ``total`` mutants are through."""
+
+    mutant: Mutant | None
+    check: str
+    summary: str
+    done: int = 0
+    total: int = 0
+
+
 Event = (
     RunStarted
     | BaselineStarted
@@ -63,4 +120,9 @@ Event = (
     | MutantFinished
     | MutantUpdated
     | RunFinished
+    | CheckStarted
+    | CheckFinished
+    | WriterNote
+    | TestAccepted
+    | TestRejected
 )

@@ -15,11 +15,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 
 from mutant_gate.cache import Store
 
+from .checks import DEFAULT_TARGETS, install_checks
 from .errors import BadInput
 from .events import (
     BaselineFinished,
@@ -31,13 +32,15 @@ from .events import (
     RunFinished,
     RunStarted,
 )
-from .kernel_file import KernelFile, load_kernel_file
+from .kernel_file import OWN_CHECK, KernelFile, TestFile, load_kernel_file
 from .mutate import generate_mutants, select_operators
+from .own_check import NOTHING_ASSERTED
 from .records import Mutant, MutantOutcome, Verdict
 from .report import build_report
 from .sandbox import Sandbox
 from .sandbox.job import Job, JobResult, JobStatus
 from .verdicts import decide, summarize_error
+from .writers import WriterSettings, install_writers
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,15 @@ class RunSettings:
     use_cache: bool = True
     fail_under: float | None = None
     mode: str = "interpret"
+    backend: str = "local"  # local | contree (engine/sandbox/contree.py)
+    contree_image: str | None = None  # None: contree.DEFAULT_IMAGE
     extra: dict = field(default_factory=dict)
+    #: test writers (probe, model stage 1/2): ``engine/writers``; never holds the API key
+    writers: WriterSettings = field(default_factory=WriterSettings)
+    #: checks on survivors after the writers: ``engine/checks``
+    compile_check: bool = False
+    compile_targets: tuple[str, ...] = DEFAULT_TARGETS
+    diff_oracle: bool = False
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -95,6 +106,13 @@ class Run:
         #: Stages run in order on the mutants still surviving: writers first, then checks.
         #: Each is ``stage(run, survivors) -> Iterator[Event]``.
         self.survivor_stages: list[Callable[[Run, list[Mutant]], Iterator[Event]]] = []
+        #: Stages run after the baseline and before the mutants (stage-1 writers), each
+        #: ``stage(run) -> Iterator[Event]``; tests they accept (``add_tests``) join every
+        #: mutant's job.
+        self.pre_mutant_stages: list[Callable[[Run], Iterator[Event]]] = []
+        #: Test writers: stage 1 before the mutants, probe / stage 2 first among survivor stages.
+        self.writers = install_writers(self)
+        install_checks(self)  # compile-check, diff-oracle: after the writers' stages
 
     # -- stages -------------------------------------------------------------
     def load(self) -> tuple[KernelFile, list[Mutant], float]:
@@ -162,6 +180,12 @@ class Run:
         kernel, mutants, generation_s = self.load()
         self.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + kernel.sha256[:8]
         self.kernel, self.mutants = kernel, mutants
+        self.report_extra["own_check"] = {
+            "kinds": [c.kind.value for c in kernel.checks if c.name == OWN_CHECK],
+            "module_level": kernel.module_check,
+            "asserts": kernel.asserts,
+            "note": "" if kernel.asserts else NOTHING_ASSERTED,
+        }
         yield RunStarted(self.run_id, kernel, tuple(mutants), generation_s)
         yield BaselineStarted(self.settings.timeout_s)
         baseline, baseline_cached = self.baseline(kernel)
@@ -169,17 +193,34 @@ class Run:
         yield BaselineFinished(baseline, baseline_cached, self.timeout_s)
         self.save(None)
 
+        for pre in self.pre_mutant_stages:
+            yield from pre(self)
+        if self.kernel is not kernel:  # written tests join every job: time the whole set
+            kernel = self.kernel
+            baseline, baseline_cached = self.baseline(kernel)
+            self.timeout_s = self.mutant_timeout(baseline)
+            yield BaselineFinished(baseline, baseline_cached, self.timeout_s)
+        self.baseline_result, self.generation_s = baseline, generation_s
+
         yield from self.run_mutants(kernel, mutants)
         for stage in self.survivor_stages:
-            survivors = [m for m in mutants if self.outcomes[m.id].verdict is Verdict.SURVIVED]
-            if not survivors:
-                break
-            yield from stage(self, survivors)
+            # A stage may also take other verdicts (the oracle checks equivalence claims).
+            wanted = getattr(stage, "verdicts", (Verdict.SURVIVED,))
+            targets = [m for m in mutants if self.outcomes[m.id].verdict in wanted]
+            if targets:
+                yield from stage(self, targets)
 
-        report = build_report(
+        report = self.report()
+        self.save(report)
+        yield RunFinished(report)
+
+    def report(self) -> dict:
+        """The JSON report as things stand (again after a later stage, e.g. the TUI's stage 2)."""
+        baseline = self.baseline_result
+        return build_report(
             run_id=self.run_id,
-            kernel=kernel,
-            mutants=mutants,
+            kernel=self.kernel,
+            mutants=self.mutants,
             outcomes=self.outcomes,
             details=self.details,
             baseline=baseline,
@@ -191,12 +232,14 @@ class Run:
                 "network_cut": baseline.network_cut,
                 "isolation": baseline.extra.get("isolation", {}),
                 "mutant_timeout_s": round(self.timeout_s, 2),
-                "mutant_generation_s": round(generation_s, 4),
+                "mutant_generation_s": round(self.generation_s, 4),
             },
             extra=self.report_extra,
         )
-        self.save(report)
-        yield RunFinished(report)
+
+    def add_tests(self, tests: list[TestFile]) -> None:
+        """Tests a writer accepted: from now on part of every job ``job_for`` builds."""
+        self.kernel = replace(self.kernel, tests=self.kernel.tests + tuple(tests))
 
     def save(self, report: dict | None) -> None:
         """The run record that replay and reports read (``report`` None while running)."""

@@ -8,21 +8,38 @@ import os
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from mutant_gate.cache import DEFAULT_DIR, CacheUnavailable, Store
+from mutant_gate.engine.checks import DEFAULT_TARGETS, parse_targets
 from mutant_gate.engine.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNDER_THRESHOLD, BadInput
 from mutant_gate.engine.events import (
     BaselineFinished,
     BaselineStarted,
+    CheckFinished,
     MutantFinished,
+    MutantUpdated,
     RunFinished,
     RunStarted,
+    TestAccepted,
+    TestRejected,
+    WriterNote,
 )
+from mutant_gate.engine.own_check import NOTHING_ASSERTED
 from mutant_gate.engine.pipeline import Run, RunSettings
 from mutant_gate.engine.report import by_operator
 from mutant_gate.engine.sandbox.local import LocalSandbox, SandboxStartError
+from mutant_gate.engine.writers import (
+    DEFAULT_BASE_URL,
+    DEFAULT_MODEL,
+    WRITERS,
+    LLMSettings,
+    WriterSettings,
+    write_tests,
+)
+from mutant_gate.tui import check_lines
 
 VERDICT_STYLE = {
     "killed": "green",
@@ -89,8 +106,126 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when the adjusted score is below PCT",
     )
     run.add_argument("--seed", type=int, default=0)
+    run.add_argument(
+        "--backend",
+        choices=("local", "contree"),
+        default="local",
+        help="where jobs run: local worker pool, or Nebius Contree sandboxes (default: %(default)s)",
+    )
+    run.add_argument(
+        "--contree-image",
+        metavar="REF",
+        help="Contree image (UUID, tag, or OCI ref to import) holding python3, torch, triton",
+    )
+    run.add_argument(
+        "--contree-url", metavar="URL", help="Contree API endpoint (default: the SDK's)"
+    )
+    writers = run.add_argument_group("test writers")
+    writers.add_argument(
+        "--writer",
+        choices=WRITERS,
+        default="probe",
+        help="probe: model-free inputs near the own check's (default); llm: the model writes "
+        "tests first (stage 1), then the probe; none: no writer",
+    )
+    writers.add_argument(
+        "--stage2", action="store_true", help="the model answers each survivor (needs a key)"
+    )
+    writers.add_argument(
+        "--attempts", type=int, default=3, metavar="N", help="model replies per test (default 3)"
+    )
+    writers.add_argument(
+        "--probes", type=int, default=24, metavar="N", help="probe inputs per survivor (default 24)"
+    )
+    writers.add_argument(
+        "--base-url",
+        metavar="URL",
+        default=DEFAULT_BASE_URL,
+        help="OpenAI-compatible endpoint (default: %(default)s)",
+    )
+    writers.add_argument(
+        "--model", metavar="NAME", default=DEFAULT_MODEL, help="model id (default: %(default)s)"
+    )
+    writers.add_argument(
+        "--model-timeout", type=float, default=300.0, metavar="S", help="per model request"
+    )
+    writers.add_argument(
+        "--price-in", type=float, metavar="USD", help="price per million prompt tokens"
+    )
+    writers.add_argument(
+        "--price-out", type=float, metavar="USD", help="price per million completion tokens"
+    )
+    writers.add_argument(
+        "--write-tests", metavar="DIR", help="write every accepted test here, ready to commit"
+    )
+    checks = run.add_argument_group("checks on survivors (after the writers)")
+    checks.add_argument(
+        "--compile-check",
+        action="store_true",
+        help="compile original and survivors for CUDA targets (no GPU needed); a survivor "
+        "the compiler rejects is not_compilable",
+    )
+    checks.add_argument(
+        "--compile-target",
+        metavar="LIST",
+        help="targets for --compile-check, e.g. sm_80,sm_90 (default: sm_75; implies "
+        "--compile-check)",
+    )
+    checks.add_argument(
+        "--diff-oracle",
+        action="store_true",
+        help="run original and each survivor side by side and compare every tensor "
+        "argument after every launch",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    # The explorer takes every run option (whatever is added above, it inherits).
+    sub.add_parser(
+        "tui",
+        parents=[run],
+        add_help=False,
+        help="the same run, live in the Textual explorer",
+        description="Run like `run`, shown live in the Textual explorer.",
+    )
+    replay = sub.add_parser("replay", help="open a past run from the cache, offline")
+    replay.add_argument(
+        "run", nargs="?", help="run id (or a unique prefix), or a JSON report; omitted: choose"
+    )
+    replay.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        default=DEFAULT_DIR,
+        help="cache location (default: %(default)s)",
+    )
     return parser
+
+
+def _writer_settings(args: argparse.Namespace) -> WriterSettings:
+    if args.attempts < 1:
+        raise BadInput("--attempts must be at least 1")
+    if args.probes < 1:
+        raise BadInput("--probes must be at least 1")
+    if args.model_timeout <= 0:
+        raise BadInput("--model-timeout must be positive")
+    if (
+        args.write_tests
+        and os.path.exists(args.write_tests)
+        and not os.path.isdir(args.write_tests)
+    ):
+        raise BadInput(f"--write-tests: not a directory: {args.write_tests}")
+    return WriterSettings(
+        writer=args.writer,
+        stage2=args.stage2,
+        attempts=args.attempts,
+        probes=args.probes,
+        write_tests=args.write_tests,
+        llm=LLMSettings(
+            base_url=args.base_url,
+            model=args.model,
+            timeout_s=args.model_timeout,
+            price_in=args.price_in,
+            price_out=args.price_out,
+        ),
+    )
 
 
 def _settings(args: argparse.Namespace) -> RunSettings:
@@ -100,11 +235,14 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         raise BadInput("--timeout must be positive")
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise BadInput("--fail-under must be between 0 and 100")
+    if args.backend != "contree" and (args.contree_image or args.contree_url):
+        raise BadInput("--contree-image and --contree-url need --backend contree")
     return RunSettings(
         kernel_path=args.file,
         tests=tuple(args.tests),
         operators=args.operators,
-        workers=args.jobs or os.cpu_count() or 1,
+        # contree: None lets the sandbox pick (remote runs cost no local cores)
+        workers=args.jobs or (None if args.backend == "contree" else os.cpu_count() or 1),
         timeout_s=args.timeout,
         timeout_factor=args.timeout_factor,
         timeout_base_s=args.timeout_base,
@@ -113,7 +251,28 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         fail_under=args.fail_under,
+        writers=_writer_settings(args),
+        backend=args.backend,
+        contree_image=args.contree_image,
+        compile_check=args.compile_check or args.compile_target is not None,
+        compile_targets=(
+            parse_targets(args.compile_target)
+            if args.compile_target is not None
+            else DEFAULT_TARGETS
+        ),
+        diff_oracle=args.diff_oracle,
     )
+
+
+def _sandbox(settings: RunSettings, args: argparse.Namespace):
+    """The backend the flags ask for (contree-sdk is imported only when used)."""
+    if settings.backend == "contree":
+        from mutant_gate.engine.sandbox.contree import ContreeSandbox
+
+        return ContreeSandbox(
+            settings.workers, settings.mode, image=settings.contree_image, base_url=args.contree_url
+        )
+    return LocalSandbox(settings.workers, settings.mode)
 
 
 def _summary(console: Console, report: dict) -> None:
@@ -169,14 +328,83 @@ def _summary(console: Console, report: dict) -> None:
     )
 
 
+def _writer_line(event) -> str | None:
+    """One log line (rich markup) for a writer's event."""
+    if isinstance(event, WriterNote):
+        style = {"error": "bold red", "warning": "yellow"}.get(event.level, "dim")
+        where = f" {event.mutant_id}" if event.mutant_id else ""
+        return f"[{style}]{event.writer}{where}: {escape(event.message)}[/]"
+    if isinstance(event, TestAccepted):
+        kills = f", kills {', '.join(event.kills)}" if event.kills else ""
+        return f"[green]{event.origin}: accepted {event.file}[/] ({len(event.tests)} tests{kills})"
+    if isinstance(event, TestRejected):
+        where = f" for {event.mutant_id}" if event.mutant_id else ""
+        return (
+            f"[yellow]{event.origin}: rejected attempt {event.attempt}{where}:[/] "
+            f"{escape(event.reason)}"
+        )
+    if isinstance(event, MutantUpdated):
+        o = event.outcome
+        by = f" by {o.by}" if o.by else ""
+        return f"[{VERDICT_STYLE.get(o.verdict.value, 'dim')}]{event.mutant.id} {o.verdict.value}{by}[/]"
+    return None
+
+
+def _writers_summary(report: dict) -> list[str]:
+    """What the writers added: accepted tests with their kills, the model's tokens."""
+    lines = []
+    for t in report.get("tests", []):
+        if t.get("origin") in ("stage1", "stage2", "probe"):
+            kills = ", ".join(t["kills"]) or "nothing"
+            lines.append(
+                f"[green]{t['origin']}[/] {t['file']}::{t['name'].split('::')[-1]} kills {kills}"
+            )
+    claims = [
+        (m["id"], c)
+        for m in report["mutants"]
+        if m["verdict"] == "survived"
+        for c in m.get("claims", [])
+    ]
+    for mid, c in claims:
+        lines.append(f"[yellow]claim[/] {mid} {c['claim']} by {c['by']}: {escape(c['reason'])}")
+    tokens = _tokens_line(report)
+    if tokens:
+        lines.append(tokens)
+    return lines
+
+
+def _tokens_line(report: dict) -> str | None:
+    tokens = report.get("tokens") or {}
+    if not tokens.get("calls"):
+        return None
+    cost = tokens.get("cost_usd")
+    money = f"~${cost:.4f}" if cost is not None else "cost unknown (--price-in/--price-out)"
+    return (
+        f"model {tokens.get('model')}: {tokens['calls']} calls ({tokens.get('cached_calls', 0)} "
+        f"from cache), {tokens.get('prompt', 0):,} prompt + {tokens.get('completion', 0):,} "
+        f"completion tokens, {money}"
+    )
+
+
+def _open_store(directory: str, console: Console) -> Store | None:
+    """The cache, or None (said plainly) when it exists but cannot be used."""
+    try:
+        return Store(directory)
+    except CacheUnavailable as exc:
+        if exc.fatal:
+            raise
+        console.print(f"[yellow]warning: {exc}; running without the cache[/]", highlight=False)
+        return None
+
+
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     settings = _settings(args)
     if args.json:
         parent = os.path.dirname(os.path.abspath(args.json))
         if not os.path.isdir(parent):
             raise BadInput(f"--json: directory does not exist: {parent}")
-    store = Store(settings.cache_dir) if settings.use_cache else None
-    sandbox = LocalSandbox(settings.workers, settings.mode)
+    store = _open_store(settings.cache_dir, console) if settings.use_cache else None
+    sandbox = _sandbox(settings, args)
     report = None
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -189,7 +417,10 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         transient=False,
     )
     counts: dict[str, int] = {}
-    events = Run(settings, sandbox, store).events()
+    run = Run(settings, sandbox, store)
+    events = run.events()
+    baselines = 0
+    verdicts: dict[str, str] = {}
     try:
         with progress:
             task = progress.add_task("loading", total=None, counts="")
@@ -201,12 +432,16 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                         highlight=False,
                     )
                     progress.update(task, description="original", total=len(event.mutants))
+                    if not event.kernel.asserts:
+                        progress.console.print(f"[bold yellow]note: {NOTHING_ASSERTED}[/]")
                 elif isinstance(event, BaselineStarted):
                     pass
                 elif isinstance(event, BaselineFinished):
                     src = "cached" if event.cached else f"{event.result.duration_s:.2f} s"
+                    what = "its own check" if not baselines else "its own check + written tests"
+                    baselines += 1
                     progress.console.print(
-                        f"original passes its own check ({src}); mutant timeout "
+                        f"original passes {what} ({src}); mutant timeout "
                         f"{event.mutant_timeout_s:.1f} s",
                         highlight=False,
                     )
@@ -214,10 +449,28 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                 elif isinstance(event, MutantFinished):
                     v = event.outcome.verdict.value
                     counts[v] = counts.get(v, 0) + 1
+                    verdicts[event.mutant.id] = v
                     text = " ".join(
                         f"[{VERDICT_STYLE[k]}]{k} {n}[/]" for k, n in sorted(counts.items())
                     )
                     progress.update(task, completed=event.done, counts=text)
+                elif isinstance(event, CheckFinished):
+                    progress.console.print(check_lines.event_line(event), highlight=False)
+                elif isinstance(event, WriterNote | TestAccepted | TestRejected | MutantUpdated):
+                    if isinstance(event, MutantUpdated) and event.mutant.id in verdicts:
+                        old, new = verdicts[event.mutant.id], event.outcome.verdict.value
+                        counts[old] -= 1
+                        counts[new] = counts.get(new, 0) + 1
+                        verdicts[event.mutant.id] = new
+                        text = " ".join(
+                            f"[{VERDICT_STYLE[k]}]{k} {n}[/]"
+                            for k, n in sorted(counts.items())
+                            if n
+                        )
+                        progress.update(task, counts=text)
+                    line = _writer_line(event)
+                    if line:
+                        progress.console.print(line, highlight=False)
                 elif isinstance(event, RunFinished):
                     report = event.report
     finally:
@@ -225,8 +478,26 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         events.close()
         if store is not None:
             store.close()
+            if store.write_failures:
+                console.print(
+                    f"[yellow]warning: {len(store.write_failures)} cache writes failed "
+                    f"({store.write_failures[-1]}); those results were not saved[/]",
+                    highlight=False,
+                )
     assert report is not None
     _summary(console, report)
+    for line in _writers_summary(report):
+        console.print(line, highlight=False)
+    for line in check_lines.summary_lines(report):
+        console.print(line, highlight=False)
+    if args.write_tests:
+        written = write_tests(run.kernel.tests, args.write_tests)
+        console.print(
+            f"{len(written)} accepted test files written to {args.write_tests}"
+            if written
+            else f"no accepted tests to write to {args.write_tests}",
+            highlight=False,
+        )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)
@@ -243,6 +514,19 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+def cmd_tui(args: argparse.Namespace) -> int:
+    from mutant_gate.tui.app import run_live  # Textual is imported for the explorer only
+
+    settings = _settings(args)
+    return run_live(settings, json_path=args.json, sandbox_factory=lambda s: _sandbox(s, args))
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from mutant_gate.tui.app import run_replay
+
+    return run_replay(args.run, args.cache_dir)
+
+
 def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=False)
     err = Console(stderr=True)
@@ -250,6 +534,10 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "run":
             return cmd_run(args, console)
+        if args.command == "tui":
+            return cmd_tui(args)
+        if args.command == "replay":
+            return cmd_replay(args)
     except BadInput as exc:
         err.print(f"mutant-gate: error: {exc}", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT

@@ -130,6 +130,31 @@ def _run_pytest(check: Check, workdir: str, stop_first: bool) -> list[CheckOutco
     return outcomes
 
 
+def _run_harness(check: Check, workdir: str) -> tuple[CheckOutcome, dict | None]:
+    """Call ``entry`` (``"module:function"`` inside this package) of the request in
+    ``check.path`` with the request; its JSON-able answer travels back as data."""
+    import importlib
+    import json
+
+    start = time.perf_counter()
+    try:
+        with open(os.path.join(workdir, check.path), encoding="utf-8") as fh:
+            request = json.load(fh)
+        module, _, function = request["entry"].partition(":")
+        if not module.isidentifier() or not function.isidentifier():
+            raise ValueError(f"bad harness entry {request['entry']!r}")
+        fn = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+        data = fn(request, workdir)
+    except BaseException:  # noqa: BLE001 - a failing harness call is a failed check
+        return (
+            CheckOutcome(
+                check.name, "failed", time.perf_counter() - start, tail(traceback.format_exc())
+            ),
+            None,
+        )
+    return CheckOutcome(check.name, "passed", time.perf_counter() - start), data
+
+
 def prepare() -> None:
     """Install the bounds check and the shims (idempotent) and clear their records.
 
@@ -149,9 +174,13 @@ def run_checks(job: Job, workdir: str) -> JobResult:
     seed_everything(job.seed)
     prepare()
     outcomes: list[CheckOutcome] = []
+    harness_data: dict = {}
     for check in job.checks:
         if check.kind is CheckKind.MAIN:
             outcomes.append(_run_main(check, workdir))
+        elif check.kind is CheckKind.HARNESS:
+            outcome, harness_data[check.name] = _run_harness(check, workdir)
+            outcomes.append(outcome)
         else:
             outcomes.extend(_run_pytest(check, workdir, job.stop_on_first_failure))
         failed = any(o.status == "failed" for o in outcomes) or bounds.violations()
@@ -172,4 +201,5 @@ def run_checks(job: Job, workdir: str) -> JobResult:
         duration_s=time.perf_counter() - start,
         bounds=violations[0] if violations else None,
         shims=tuple(shims.used()),
+        extra={"harness": harness_data} if harness_data else {},
     )

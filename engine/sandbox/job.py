@@ -19,6 +19,9 @@ HARNESS_VERSION = "2"  # 2: private filesystem and unprivileged user
 class CheckKind(StrEnum):
     MAIN = "main"  # run a file as ``__main__``
     PYTEST = "pytest"  # run a pytest file (optionally selected node ids)
+    #: call a function of ``mutant_gate.engine.harness`` with a JSON request (``path``
+    #: names the request file); what it returns lands in ``JobResult.extra["harness"][name]``
+    HARNESS = "harness"
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ def _warm_imports() -> dict:
     import torch
     import triton
 
-    from mutant_gate.engine.harness import runner  # noqa: F401
+    from mutant_gate.engine.harness import compiler, runner
 
     # Modules that ordinary checks load lazily, at great cost, on first use:
     # torch.testing.assert_close pulls in torch.distributed.tensor (sympy...),
@@ -51,6 +51,7 @@ def _warm_imports() -> dict:
     runner.seed_everything(0)
     # Patch the interpreter once; children inherit the patches and reset the records.
     runner.prepare()
+    compiler.warm()  # the compile-check's one-off cost per process, paid before forking
 
     return {
         "torch": torch.__version__,

@@ -1,0 +1,76 @@
+"""What both checks share: harness jobs and the mutants a check reaches.
+
+A check's sandbox work is a ``harness`` check (``runner._run_harness``): the job
+holds one JSON request naming an entry in ``engine/harness`` and the inner job
+(files and checks of the variant) it works on. The answer comes back in
+``JobResult.extra["harness"][name]``. Nothing here runs kernel code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING
+
+from ..harness.trace import TRACE_VERSION
+from ..kernel_file import KernelFile
+from ..records import Mutant
+from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
+from ..verdicts import summarize_error
+
+if TYPE_CHECKING:
+    from ..pipeline import Run
+
+REQUEST = "_mg_check.json"
+
+
+def checks_job(run: Run, source: str | None) -> Job:
+    """The job the own check (and every accepted test) runs in, for one variant."""
+    return run.job_for(run.kernel, source, run.settings.timeout_s)
+
+
+def harness_job(run: Run, entry: str, name: str, request: dict, timeout_s: float) -> Job:
+    payload = {"entry": entry, "version": TRACE_VERSION, **request}
+    return Job(
+        files=((REQUEST, json.dumps(payload, sort_keys=True)),),
+        checks=(Check(CheckKind.HARNESS, REQUEST, name),),
+        mode=run.settings.mode,
+        seed=run.settings.seed,
+        timeout_s=round(timeout_s, 1),
+        memory_mb=run.settings.memory_mb,
+    )
+
+
+def harness_data(result: JobResult, name: str) -> dict | None:
+    data = (result.extra or {}).get("harness", {}).get(name)
+    return data if isinstance(data, dict) else None
+
+
+def failure(result: JobResult) -> str:
+    """One line saying why a harness job gave no answer."""
+    if result.status is JobStatus.TIMEOUT:
+        return result.error.strip().splitlines()[0] if result.error.strip() else "timed out"
+    return summarize_error(result.error) or result.status.value
+
+
+def reached_kernels(kernel: KernelFile, mutant: Mutant, launched: list[str]) -> list[str]:
+    """The launched kernels whose compiled code contains the mutated function:
+    itself if it is launched, else every launched kernel that calls it (directly
+    or through other jit functions). A launcher mutant reaches all of them."""
+    if mutant.in_launcher:
+        return list(launched)
+    if mutant.function in launched:
+        return [mutant.function]
+    lines = kernel.source.splitlines()
+    bodies = {f.name: "\n".join(lines[f.line - 1 : f.end_line]) for f in kernel.jit_functions}
+    callers = {mutant.function}
+    grew = True
+    while grew:
+        grew = False
+        for name, body in bodies.items():
+            if name not in callers and any(
+                re.search(rf"\b{re.escape(c)}\s*\(", body) for c in callers
+            ):
+                callers.add(name)
+                grew = True
+    return [k for k in launched if k in callers]

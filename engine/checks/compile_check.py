@@ -1,0 +1,252 @@
+"""Compile-check: do the survivors compile for real CUDA targets? No GPU needed.
+
+The interpreter runs kernels that the compiler rejects (a loop-carried variable
+that changes type, a ``tl.dot`` the target lacks...), so a survivor may be a bug
+no GPU would ever run. Three sandbox steps, all cached:
+
+1. ``trace:capture`` runs the original's checks in the interpreter and records
+   every launch's signature as Triton's launcher would specialise it
+   (``harness/trace.py``).
+2. ``compiler:run`` compiles the original with those signatures for each target
+   (``harness/compiler.py``). A target the original fails on is skipped, with the
+   compiler's reason; if none is left the check is skipped.
+3. the same for every survivor, in parallel, compiling only the launched kernels
+   that contain the mutated function. A survivor that fails on a target becomes
+   ``not_compilable`` with the compiler's message.
+
+Per mutant the report gets ``compile``: {target: {ok, message, seconds}} (plus
+``detail``, the compiler's full tail, on failure); the run gets
+``checks.compile``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from statistics import mean
+from typing import TYPE_CHECKING
+
+from ..errors import BadInput
+from ..events import CheckFinished, CheckStarted, Event
+from ..records import Mutant, MutantOutcome, Verdict
+from ..sandbox.job import Job, JobResult
+from . import common
+
+if TYPE_CHECKING:
+    from ..pipeline import Run
+
+CHECK = "compile"
+DEFAULT_TARGETS = ("sm_75",)
+#: Compile time allowed per signature and target, on top of a fixed allowance.
+SECONDS_PER_COMPILE = 10.0
+
+
+def parse_targets(text: str) -> tuple[str, ...]:
+    """``"sm_80,sm_90"`` -> ("sm_80", "sm_90"); bad input raises ``BadInput``."""
+    targets: list[str] = []
+    for part in text.split(","):
+        name = part.strip().lower()
+        if not name:
+            continue
+        if re.fullmatch(r"\d{2,3}a?", name):
+            name = "sm_" + name
+        match = re.fullmatch(r"sm_(\d{2,3})a?", name)
+        if not match or not 50 <= int(match.group(1)) <= 130:
+            raise BadInput(
+                f"--compile-target: {part.strip()!r} is not a CUDA target like sm_75, sm_80, sm_90"
+            )
+        if name not in targets:
+            targets.append(name)
+    if not targets:
+        raise BadInput("--compile-target: no target given (e.g. sm_80,sm_90)")
+    return tuple(targets)
+
+
+def _capture(run: Run) -> tuple[list[dict], int, str | None]:
+    """(signatures, launches, why not) from a traced run of the original's checks."""
+    request = {"job": common.checks_job(run, None).to_json()}
+    job = common.harness_job(run, "trace:capture", "trace", request, run.settings.timeout_s)
+    result, _ = run.execute(job)
+    data = common.harness_data(result, "trace")
+    if data is None:
+        return [], 0, f"the traced run of the original failed: {common.failure(result)}"
+    if data["status"] != "passed":
+        return [], 0, f"the traced run of the original did not pass: {data['error'][:300]}"
+    trace = data["trace"]
+    if not trace["signatures"]:
+        return [], trace["launches"], "the checks launch no kernel: nothing to compile"
+    return trace["signatures"], trace["launches"], None
+
+
+def _compile_job(
+    run: Run, source: str | None, signatures: list[dict], targets: list[str], kernels: list[str]
+) -> Job:
+    request = {
+        "job": common.checks_job(run, source).to_json(),
+        "kernel": run.kernel.name,
+        "signatures": signatures,
+        "targets": targets,
+        "kernels": kernels,
+    }
+    chosen = [s for s in signatures if not kernels or s["kernel"] in kernels]
+    timeout = 30.0 + SECONDS_PER_COMPILE * len(chosen) * len(targets)
+    return common.harness_job(run, "compiler:run", CHECK, request, timeout)
+
+
+def _per_target(result: JobResult) -> tuple[dict | None, str | None]:
+    """({target: result}, None), or (None, why the job gave no answer)."""
+    data = common.harness_data(result, CHECK)
+    if data is None:
+        return None, common.failure(result)
+    return data["compile"], None
+
+
+def compile_check_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
+    """Survivor stage: compile the original, then every survivor, for each target."""
+    targets = list(run.settings.compile_targets)
+    summary: dict = {
+        "targets": targets,
+        "checked_targets": [],
+        "skipped": None,
+        "skipped_targets": {},
+        "launches": 0,
+        "signatures": [],
+        "survivors": len(survivors),
+        "not_compilable": 0,
+        "errors": 0,
+        "seconds_per_survivor": None,
+    }
+    run.report_extra.setdefault("checks", {})[CHECK] = summary
+    yield CheckStarted(None, CHECK, total=len(survivors))
+
+    signatures, launches, why = _capture(run)
+    summary["launches"] = launches
+    summary["signatures"] = [_describe(s) for s in signatures]
+    if why is None:
+        launched = list(dict.fromkeys(s["kernel"] for s in signatures))
+        job = _compile_job(run, None, signatures, targets, launched)
+        result, _ = run.execute(job)
+        original, why = _per_target(result)
+        if original is not None:
+            summary["original"] = {t: _row(r) for t, r in original.items()}
+            for t, r in original.items():
+                if r["ok"] is not True:
+                    what = "does not compile" if r["ok"] is False else "could not be compiled"
+                    summary["skipped_targets"][t] = f"the original {what}: {r['message']}"
+            targets = [t for t in targets if original.get(t, {}).get("ok") is True]
+            if not targets:
+                why = "; ".join(f"{t}: {w}" for t, w in summary["skipped_targets"].items())
+        else:
+            why = f"compiling the original failed: {why}"
+    if why is not None:
+        summary["skipped"] = why
+        yield CheckFinished(None, CHECK, f"compile-check skipped: {why}", 0, len(survivors))
+        return
+    summary["checked_targets"] = targets
+
+    jobs, unreached = {}, []
+    for mutant in survivors:
+        kernels = common.reached_kernels(run.kernel, mutant, launched)
+        if kernels:
+            jobs[mutant.id] = _compile_job(run, mutant.source, signatures, targets, kernels)
+        else:
+            unreached.append(mutant)
+    by_id = {m.id: m for m in survivors}
+    done, durations = 0, []
+    for mutant in unreached:
+        done += 1
+        note = f"{mutant.function} is not reached from any launched kernel: nothing to compile"
+        run.details.setdefault(mutant.id, {})[CHECK] = {
+            t: {"ok": None, "message": note, "seconds": 0.0} for t in targets
+        }
+        yield CheckFinished(mutant, CHECK, note, done, len(survivors))
+    for kind, key, result in run.run_jobs(jobs):
+        mutant = by_id[key]
+        if kind == "started":
+            yield CheckStarted(mutant, CHECK)
+            continue
+        done += 1
+        assert result is not None
+        per_target, error = _per_target(result)
+        if per_target is None:
+            summary["errors"] += 1
+            run.details.setdefault(mutant.id, {})[CHECK] = {
+                t: {"ok": None, "message": f"compile-check failed: {error}", "seconds": 0.0}
+                for t in targets
+            }
+            yield CheckFinished(
+                mutant, CHECK, f"compile-check failed: {error}", done, len(survivors)
+            )
+            continue
+        durations.append(result.duration_s)
+        rows = {t: _row(r, detail=True) for t, r in per_target.items()}
+        run.details.setdefault(mutant.id, {})[CHECK] = rows
+        failed = [t for t, r in rows.items() if r["ok"] is False]
+        if failed:
+            summary["not_compilable"] += 1
+            message = rows[failed[0]]["message"]
+            reason = f"does not compile for {', '.join(failed)}: {message}"
+            old = run.outcomes[mutant.id]
+            yield run.update(
+                mutant,
+                MutantOutcome(
+                    mutant.id, Verdict.NOT_COMPILABLE, None, reason, old.duration_s, old.cached
+                ),
+            )
+            line = f"not compilable for {', '.join(failed)}: {message}"
+        elif any(r["ok"] is None for r in rows.values()):
+            summary["errors"] += 1
+            line = "compile-check failed: " + next(
+                r["message"] for r in rows.values() if r["ok"] is None
+            )
+        else:
+            seconds = sum(r["seconds"] for r in rows.values())
+            line = f"compiles for {', '.join(targets)} ({seconds:.2f} s)"
+        yield CheckFinished(mutant, CHECK, line, done, len(survivors))
+    if durations:
+        summary["seconds_per_survivor"] = round(mean(durations), 3)
+    yield CheckFinished(None, CHECK, overall(summary), done, len(survivors))
+
+
+def overall(summary: dict) -> str:
+    """The check's one line for the summary."""
+    if summary.get("skipped"):
+        return f"compile-check skipped: {summary['skipped']}"
+    targets = ", ".join(summary["checked_targets"])
+    line = (
+        f"compile-check ({targets}): {summary['not_compilable']} of {summary['survivors']} "
+        f"survivors not compilable"
+    )
+    if summary["errors"]:
+        line += f", {summary['errors']} could not be checked"
+    if summary["skipped_targets"]:
+        line += "; skipped " + "; ".join(
+            f"{t} ({w})" for t, w in summary["skipped_targets"].items()
+        )
+    if summary["seconds_per_survivor"] is not None:
+        line += f"; {summary['seconds_per_survivor']:.2f} s per survivor"
+    return line
+
+
+def _row(result: dict, detail: bool = False) -> dict:
+    row = {"ok": result["ok"], "message": result["message"], "seconds": result["seconds"]}
+    if detail and result.get("detail"):
+        row["detail"] = result["detail"]
+    return row
+
+
+def _describe(sig: dict) -> dict:
+    """A captured signature as the report shows it: kernel, launches, ``name: type``."""
+    args = []
+    for name, ty, attr in zip(sig["params"], sig["types"], sig["attrs"], strict=True):
+        if ty == "constexpr":
+            args.append(f"{name}={sig['constexprs'].get(name)!r}")
+        else:
+            args.append(f"{name}: {ty}" + (" (divisible by 16)" if attr == "D" else ""))
+    return {
+        "kernel": sig["kernel"],
+        "launches": sig["launches"],
+        "arguments": args,
+        "options": sig.get("options", {}),
+        "autotune": sig.get("autotune"),
+    }

@@ -1,0 +1,230 @@
+"""Diff-oracle: what does a survivor actually change, launch by launch?
+
+A passing check is not evidence of equivalence. For every survivor (and every
+mutant a writer claims equivalent) one sandbox job runs the original and the
+mutant side by side with the same seed and the same checks, and compares every
+tensor argument after every launch, exactly and NaN-aware, naming arguments by
+the kernel's parameter names (``harness/oracle.py`` does the work next to the
+data and returns only numbers). The result is one sentence per mutant --
+"outputs identical on all 12 launches", "outputs differ in Rstd (max abs 316,
+first at [3]) on 2 of 2 launches; the test passes anyway" -- plus the numbers.
+
+Identical is evidence, not proof: other inputs may tell the two apart. And when
+the mutant's only effect is on masked-off lanes (lanes a GPU never stores, and
+never defines without ``other=``), "identical" is marked interpreter-dependent.
+
+An EQUIVALENT claim from a writer gets the oracle's sentence beside it; a claim
+the oracle contradicts (outputs differ) is flagged: ``oracle.contradiction``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from statistics import mean
+from typing import TYPE_CHECKING
+
+from ..events import CheckFinished, CheckStarted, Event
+from ..records import Mutant, Verdict
+from ..sandbox.job import Job, JobResult
+from . import common
+
+if TYPE_CHECKING:
+    from ..pipeline import Run
+
+CHECK = "oracle"
+SHOWN_ARGUMENTS = 3
+
+
+def oracle_job(run: Run, mutant: Mutant) -> Job:
+    # Both variants run at once (a pair), a second pair when undefined lanes are poisoned.
+    pair = 2.0 * run.timeout_s + 10.0
+    request = {
+        "job": common.checks_job(run, None).to_json(),
+        "kernel": run.kernel.name,
+        "mutant_source": mutant.source,
+        "pair_timeout_s": round(pair, 1),
+    }
+    return common.harness_job(run, "oracle:run", CHECK, request, 2 * pair + 15.0)
+
+
+def _number(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    if x == 0 or 1e-3 <= abs(x) < 1e5:
+        return f"{x:.3g}"
+    return f"{x:.2e}"
+
+
+def _index(index: list | None) -> str:
+    return "[" + ", ".join(str(i) for i in index) + "]" if index is not None else "?"
+
+
+def _argument(agg: dict, kernels: int) -> str:
+    name = agg["argument"] if kernels <= 1 else f"{agg['kernel']}.{agg['argument']}"
+    parts = []
+    if agg["max_abs"] is not None:
+        parts.append(f"max abs {_number(agg['max_abs'])}")
+    if agg["nonfinite"]:
+        parts.append(f"{agg['nonfinite']} NaN/inf mismatches")
+    parts.append(f"first at {_index(agg['first_index'])}")
+    return f"{name} ({', '.join(parts)})"
+
+
+def describe_arguments(by_argument: list[dict]) -> str:
+    kernels = len({a["kernel"] for a in by_argument})
+    shown = [_argument(a, kernels) for a in by_argument[:SHOWN_ARGUMENTS]]
+    more = len(by_argument) - len(shown)
+    text = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+    return text + (f" and {more} more" if more > 0 else "")
+
+
+def _launches(n: int) -> str:
+    return {1: "the only launch", 2: "both launches"}.get(n, f"all {n} launches")
+
+
+def sentence(data: dict, verdict: Verdict, checks: int) -> str:
+    """The oracle's one sentence for one mutant (without any claim)."""
+    if data["timed_out"]:
+        return "the oracle could not compare: its runs timed out"
+    if data["divergence"]:
+        text = f"the launches diverge: {data['divergence']}"
+        if data["by_argument"]:
+            text += f"; before that, outputs differ in {describe_arguments(data['by_argument'])}"
+        return text
+    n = data["launches"]
+    if n == 0:
+        return "the checks launch no kernel: nothing to compare"
+    if data["identical"]:
+        text = f"outputs identical on {_launches(n)}"
+        poisoned = data.get("poisoned") or {}
+        if data["masked_only"]:
+            text += (
+                "; the mutant changes values only on masked-off lanes, which a GPU never "
+                "stores (interpreter-dependent)"
+            )
+        elif poisoned and not poisoned.get("identical", True) and poisoned.get("by_argument"):
+            text += (
+                "; but only because the interpreter fills undefined masked-off lanes with 0: "
+                f"with them poisoned, {describe_arguments(poisoned['by_argument'])} "
+                "(interpreter-dependent)"
+            )
+        elif data["interpreter_dependent"]:
+            text += (
+                "; the mutant changes values only on masked-off lanes (it leaves them undefined, "
+                "the interpreter fills them with 0), which a GPU never stores "
+                "(interpreter-dependent)"
+            )
+        return text
+    where = describe_arguments(data["by_argument"]) if data["by_argument"] else "launch errors"
+    k = data["launches_differing"]
+    text = f"outputs differ in {where} on {_launches(n) if k == n else f'{k} of {n} launches'}"
+    if verdict is Verdict.SURVIVED:
+        text += "; the test passes anyway" if checks == 1 else "; the tests pass anyway"
+    if data["checks"].get("mutant") not in ("passed", None):
+        text += f" (in the oracle's run the mutant's checks {data['checks']['mutant']})"
+    return text
+
+
+def _equivalent_claims(run: Run, mutant: Mutant) -> list[dict]:
+    claims = run.details.get(mutant.id, {}).get("claims", [])
+    return [c for c in claims if isinstance(c, dict) and c.get("claim") == "equivalent"]
+
+
+def record(run: Run, mutant: Mutant, result: JobResult) -> tuple[dict, str]:
+    """The mutant's ``oracle`` report field and its sentence; claims get the evidence."""
+    data = common.harness_data(result, CHECK)
+    verdict = run.outcomes[mutant.id].verdict
+    if data is None:
+        text = f"the oracle could not compare: {common.failure(result)}"
+        field = {"sentence": text, "launches": 0, "identical": None, "diffs": []}
+        field.update({"interpreter_dependent": None, "contradiction": False})
+        return field, text
+    text = sentence(data, verdict, len(run.kernel.checks))
+    differs = not data["identical"] and not data["timed_out"]
+    claims = _equivalent_claims(run, mutant)
+    contradiction = bool(claims) and differs
+    for claim in claims:
+        claim["oracle"] = text
+    if contradiction:
+        who = " and ".join(sorted({c.get("by", "a writer") for c in claims}))
+        text = f"CONTRADICTION: {who} claims this mutant is equivalent, but {text}"
+    keys = ("launch", "kernel", "argument", "max_abs", "max_rel", "first_index", "count")
+    poisoned = data.get("poisoned")
+    field = {
+        "sentence": text,
+        "launches": data["launches"],
+        "identical": None if data["timed_out"] else data["identical"],
+        "diffs": [{k: d.get(k) for k in keys} for d in data["diffs"]],
+        "interpreter_dependent": data["interpreter_dependent"],
+        "contradiction": contradiction,
+        "masked_only": data["masked_only"],
+        "undefined_lanes": data["undefined_lanes"],
+        "divergence": data["divergence"],
+        "poisoned": None
+        if poisoned is None
+        else {
+            "identical": poisoned["identical"],
+            "masked_only": poisoned["masked_only"],
+            "diffs": [{k: d.get(k) for k in keys} for d in poisoned["diffs"]],
+        },
+        "checks": data["checks"],
+        "seconds": data["seconds"] + (poisoned["seconds"] if poisoned else 0.0),
+    }
+    return field, text
+
+
+def diff_oracle_stage(run: Run, mutants: list[Mutant]) -> Iterator[Event]:
+    """Survivor stage (also on claimed-equivalent mutants): compare side by side."""
+    summary = {
+        "mutants": len(mutants),
+        "identical": 0,
+        "differs": 0,
+        "interpreter_dependent": 0,
+        "contradictions": 0,
+        "errors": 0,
+        "seconds_per_mutant": None,
+    }
+    run.report_extra.setdefault("checks", {})[CHECK] = summary
+    yield CheckStarted(None, CHECK, total=len(mutants))
+    by_id = {m.id: m for m in mutants}
+    jobs = {m.id: oracle_job(run, m) for m in mutants}
+    done, durations = 0, []
+    for kind, key, result in run.run_jobs(jobs):
+        mutant = by_id[key]
+        if kind == "started":
+            yield CheckStarted(mutant, CHECK)
+            continue
+        done += 1
+        assert result is not None
+        field, text = record(run, mutant, result)
+        run.details.setdefault(mutant.id, {})[CHECK] = field
+        if field["identical"] is None:
+            summary["errors"] += 1
+        else:
+            durations.append(result.duration_s)
+            summary["identical" if field["identical"] else "differs"] += 1
+        summary["interpreter_dependent"] += bool(field["interpreter_dependent"])
+        summary["contradictions"] += field["contradiction"]
+        yield CheckFinished(mutant, CHECK, text, done, len(mutants))
+    if durations:
+        summary["seconds_per_mutant"] = round(mean(durations), 3)
+    yield CheckFinished(None, CHECK, overall(summary), done, len(mutants))
+
+
+#: The oracle also runs on mutants a writer set to ``equivalent``: to check the claim.
+diff_oracle_stage.verdicts = (Verdict.SURVIVED, Verdict.EQUIVALENT)  # type: ignore[attr-defined]
+
+
+def overall(summary: dict) -> str:
+    line = (
+        f"diff-oracle: {summary['mutants']} mutants, {summary['identical']} identical "
+        f"({summary['interpreter_dependent']} interpreter-dependent), "
+        f"{summary['differs']} differ"
+    )
+    if summary["errors"]:
+        line += f", {summary['errors']} not compared"
+    if summary["contradictions"]:
+        line += f"; {summary['contradictions']} EQUIVALENT claims contradicted"
+    if summary["seconds_per_mutant"] is not None:
+        line += f"; {summary['seconds_per_mutant']:.2f} s per mutant"
+    return line

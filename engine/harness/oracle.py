@@ -1,0 +1,466 @@
+"""The diff-oracle's sandbox side: original and mutant side by side, launch by launch.
+
+Runs inside the sandbox child; imports only the stdlib, numpy, torch, triton.
+
+The child forks one grandchild per variant (original, mutant), each in its own
+directory with the same files but the kernel, the same seed and the same checks.
+Each grandchild traces every launch (``trace`` in ``values`` mode) and streams,
+after each launch, the value of every tensor argument through a pipe. The child
+reads the two streams in lockstep -- launch k of the original, then launch k of
+the mutant -- compares each argument exactly and keeps only a small summary, so
+memory holds one launch of each variant and nothing touches the disk (the
+sandbox's file-size limit would forbid it anyway).
+
+Interpreter dependence. A GPU never loads a masked-off lane (it gets ``other=``,
+or is undefined without it) and never stores one. Two facts are collected:
+
+* per launch, digests of the values on active and on masked-off lanes of every
+  load and store. When the outputs are identical, every active lane loaded and
+  stored the same values, and only masked-off lanes differ, the mutant changed
+  nothing but masked-off lanes: ``masked_only``.
+* the number of *undefined* lanes read (masked-off lanes of a load without
+  ``other=``; the interpreter fills them with 0). If the outputs are identical
+  and either variant read undefined lanes, the pair runs again with those lanes
+  poisoned (NaN / the integer maximum) in both. Any difference under poison --
+  in the outputs, or ``masked_only`` -- means "identical" rested on the
+  interpreter's zero fill.
+
+Either makes the verdict interpreter-dependent. Neither is claimed for outputs
+that already differ: the interpreter shows a real difference there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import struct
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import replace
+
+import numpy as np
+
+from mutant_gate.engine.sandbox.job import Job
+
+from . import trace
+
+MAX_DIFFS = 100
+_HEADER = struct.Struct("<Q")
+
+
+# --------------------------------------------------------------------------
+# comparison
+
+
+def compare_arrays(a: np.ndarray, b: np.ndarray) -> dict | None:
+    """None when ``a`` (original) and ``b`` (mutant) hold the same values, else
+    numbers: how many elements differ, the first (C order) index that does,
+    the largest absolute and relative difference over pairs where both are
+    finite (relative to the original; ``None`` where undefined), and how many
+    differing pairs involve NaN or infinity. NaN equals NaN; -0.0 equals 0.0."""
+    if a.shape != b.shape:
+        return {
+            "count": int(max(a.size, b.size)),
+            "first_index": None,
+            "max_abs": None,
+            "max_rel": None,
+            "nonfinite": 0,
+            "shape": [list(a.shape), list(b.shape)],
+        }
+    if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+        x = a.astype(np.float64, copy=False)
+        y = b.astype(np.float64, copy=False)
+        differ = ~((x == y) | (np.isnan(x) & np.isnan(y)))
+    else:
+        differ = a != b
+        x = y = None
+    count = int(np.count_nonzero(differ))
+    if count == 0:
+        return None
+    flat = int(np.flatnonzero(differ.reshape(-1))[0])
+    first = [int(i) for i in np.unravel_index(flat, a.shape)] if a.ndim else []
+    if x is None:
+        xs = a[differ].astype(np.float64)
+        ys = b[differ].astype(np.float64)
+    else:
+        xs, ys = x[differ], y[differ]
+    finite = np.isfinite(xs) & np.isfinite(ys)
+    nonfinite = int(count - np.count_nonzero(finite))
+    max_abs = max_rel = None
+    if finite.any():
+        delta = np.abs(xs[finite] - ys[finite])
+        max_abs = float(delta.max())
+        base = np.abs(xs[finite])
+        nonzero = base > 0
+        if nonzero.any():
+            max_rel = float((delta[nonzero] / base[nonzero]).max())
+    return {
+        "count": count,
+        "first_index": first,
+        "max_abs": max_abs,
+        "max_rel": max_rel,
+        "nonfinite": nonfinite,
+    }
+
+
+# --------------------------------------------------------------------------
+# the stream between a grandchild and the child
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data).cast("B")
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+class _PipeSink:
+    """In a grandchild: writes each launch (header + raw argument bytes) to ``fd``."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __call__(self, header: dict, tensors: list) -> None:
+        arrays = []
+        args = []
+        for name, tensor in tensors:
+            try:
+                array = trace.snapshot(tensor)
+            except Exception as exc:  # noqa: BLE001 - an exotic tensor: say so, go on
+                args.append({"name": name, "error": repr(exc)[:200]})
+                continue
+            arrays.append(array)
+            args.append(
+                {
+                    "name": name,
+                    "dtype": array.dtype.str,
+                    "torch_dtype": str(tensor.dtype).replace("torch.", ""),
+                    "shape": list(array.shape),
+                    "nbytes": int(array.nbytes),
+                }
+            )
+        self.send({"type": "launch", **header, "args": args}, arrays)
+
+    def send(self, header: dict, arrays: list | tuple = ()) -> None:
+        blob = json.dumps(header).encode()
+        _write_all(self.fd, _HEADER.pack(len(blob)) + blob)
+        for array in arrays:
+            if array.nbytes:
+                _write_all(self.fd, array.reshape(-1).view(np.uint8).data)
+
+
+class _Stream:
+    """In the child: reads one grandchild's messages, with a deadline."""
+
+    def __init__(self, fd: int, pid: int, deadline: float) -> None:
+        self.fd, self.pid, self.deadline = fd, pid, deadline
+        self.ended: dict | None = None
+
+    def _read(self, n: int) -> bytes | None:
+        chunks = []
+        while n:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self.fd, min(n, 1 << 20))
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def next(self) -> tuple[dict, list] | None:
+        """The next launch (header, arrays); None at the end (``ended`` says how)."""
+        if self.ended is not None:
+            return None
+        raw = self._read(_HEADER.size)
+        if raw is None:
+            self.ended = {"status": "crash", "error": "the variant died without a result"}
+            return None
+        (size,) = _HEADER.unpack(raw)
+        blob = self._read(size)
+        if blob is None:
+            self.ended = {"status": "crash", "error": "the variant died mid-message"}
+            return None
+        header = json.loads(blob)
+        if header.get("type") == "end":
+            self.ended = header
+            return None
+        arrays = []
+        for arg in header["args"]:
+            if "error" in arg:
+                arrays.append(None)
+                continue
+            data = self._read(arg["nbytes"]) if arg["nbytes"] else b""
+            if data is None:
+                self.ended = {"status": "crash", "error": "the variant died mid-message"}
+                return None
+            arrays.append(np.frombuffer(data, dtype=np.dtype(arg["dtype"])).reshape(arg["shape"]))
+        return header, arrays
+
+
+# --------------------------------------------------------------------------
+# one pair of runs
+
+
+def _variant(job: Job, files: tuple, directory: str, fd: int, poison: bool) -> None:
+    """In a forked grandchild: run the checks with value tracing; never returns."""
+    from mutant_gate.engine.sandbox import isolation
+
+    from .runner import run_checks, tail
+
+    sink = _PipeSink(fd)
+    code = 0
+    try:
+        isolation.die_with_parent()
+        parent = os.path.abspath(os.getcwd())
+        os.makedirs(directory, exist_ok=True)
+        os.chdir(directory)
+        os.environ["HOME"] = os.environ["TMPDIR"] = directory
+        tempfile.tempdir = directory
+        # The outer job directory (the request) must not shadow the variant's modules.
+        sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != parent]
+        trace.start("values", sink=sink, poison=poison)
+        result = run_checks(replace(job, files=files), directory)
+        end = {
+            "type": "end",
+            "status": result.status.value,
+            "error": tail(result.error, 1000),
+            "launches": trace.launch_count(),
+            "internal_errors": trace.internal_errors()[:5],
+        }
+    except BaseException:  # noqa: BLE001
+        end = {"type": "end", "status": "error", "error": traceback.format_exc()[-1500:]}
+        code = 1
+    try:
+        sink.send(end)
+    except OSError:
+        code = 1
+    os._exit(code)
+
+
+def _spawn(job: Job, files: tuple, directory: str, poison: bool) -> tuple[int, int]:
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rfd)
+        _variant(job, files, directory, wfd, poison)
+    os.close(wfd)
+    return pid, rfd
+
+
+def _reap(pid: int, kill: bool) -> None:
+    if kill:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+class _Comparison:
+    """Accumulates what differs between the two streams."""
+
+    def __init__(self) -> None:
+        self.launches = 0
+        self.kernels: list[str] = []
+        self.diffs: list[dict] = []
+        self.diff_total = 0
+        self.by_argument: dict[str, dict] = {}
+        self.launches_differing = 0
+        self.errors: list[dict] = []
+        self.divergence: str | None = None
+        self.active_differs = False
+        self.masked_differs = False
+        self.undefined = {"original": 0, "mutant": 0}
+
+    def add(self, a: tuple[dict, list], b: tuple[dict, list]) -> None:
+        (ha, xa), (hb, xb) = a, b
+        index = self.launches
+        self.launches += 1
+        self.undefined["original"] += ha["lanes"]["undefined"]
+        self.undefined["mutant"] += hb["lanes"]["undefined"]
+        if ha["kernel"] != hb["kernel"]:
+            self.divergence = (
+                f"launch {index}: the original launched {ha['kernel']}, the mutant {hb['kernel']}"
+            )
+            return
+        kernel = ha["kernel"]
+        if kernel not in self.kernels:
+            self.kernels.append(kernel)
+        if ha.get("error") or hb.get("error"):
+            if ha.get("error") != hb.get("error"):
+                self.errors.append(
+                    {
+                        "launch": index,
+                        "kernel": kernel,
+                        "original": ha["error"],
+                        "mutant": hb["error"],
+                    }
+                )
+        la, lb = ha["lanes"], hb["lanes"]
+        if la["load_active"] != lb["load_active"] or la["store_active"] != lb["store_active"]:
+            self.active_differs = True
+        if la["load_masked"] != lb["load_masked"] or la["store_masked"] != lb["store_masked"]:
+            self.masked_differs = True
+        mutant_args = {arg["name"]: (arg, arr) for arg, arr in zip(hb["args"], xb, strict=True)}
+        differing = False
+        for arg, arr in zip(ha["args"], xa, strict=True):
+            name = arg["name"]
+            other = mutant_args.get(name)
+            if arr is None or other is None or other[1] is None:
+                continue
+            diff = compare_arrays(arr, other[1])
+            if diff is None:
+                continue
+            differing = True
+            self.diff_total += 1
+            entry = {
+                "launch": index,
+                "kernel": kernel,
+                "argument": name,
+                "dtype": arg.get("torch_dtype", arg["dtype"]),
+                "numel": int(arr.size),
+                **diff,
+            }
+            if len(self.diffs) < MAX_DIFFS:
+                self.diffs.append(entry)
+            self._aggregate(f"{kernel}:{name}", entry)
+        if differing:
+            self.launches_differing += 1
+
+    def _aggregate(self, key: str, entry: dict) -> None:
+        agg = self.by_argument.get(key)
+        if agg is None:
+            self.by_argument[key] = {
+                "kernel": entry["kernel"],
+                "argument": entry["argument"],
+                "launches": 1,
+                "count": entry["count"],
+                "max_abs": entry["max_abs"],
+                "max_rel": entry["max_rel"],
+                "nonfinite": entry["nonfinite"],
+                "first_launch": entry["launch"],
+                "first_index": entry["first_index"],
+            }
+            return
+        agg["launches"] += 1
+        agg["count"] += entry["count"]
+        agg["nonfinite"] += entry["nonfinite"]
+        for k in ("max_abs", "max_rel"):
+            if entry[k] is not None and (agg[k] is None or entry[k] > agg[k]):
+                agg[k] = entry[k]
+
+    @property
+    def outputs_identical(self) -> bool:
+        return self.diff_total == 0 and not self.errors and self.divergence is None
+
+
+def run_pair(job: Job, files: dict, workdir: str, poison: bool, timeout_s: float) -> dict:
+    """Run original and mutant side by side; the comparison as JSON data."""
+    start = time.monotonic()
+    deadline = start + timeout_s
+    tag = "poisoned-" if poison else ""
+    streams = {}
+    for name in ("original", "mutant"):
+        pid, fd = _spawn(job, files[name], os.path.join(workdir, tag + name), poison)
+        streams[name] = _Stream(fd, pid, deadline)
+    a, b = streams["original"], streams["mutant"]
+    comparison = _Comparison()
+    extra = {"original": 0, "mutant": 0}
+    timed_out = False
+    try:
+        while True:
+            la, lb = a.next(), b.next()
+            if la is None and lb is None:
+                break
+            if la is None or lb is None:
+                extra["mutant" if la is None else "original"] += 1
+                continue
+            if comparison.divergence is None:
+                comparison.add(la, lb)
+            else:
+                extra["original"] += 1
+                extra["mutant"] += 1
+    except TimeoutError:
+        timed_out = True
+    finally:
+        for stream in streams.values():
+            os.close(stream.fd)
+            _reap(stream.pid, kill=True)
+    if comparison.divergence is None and (extra["original"] or extra["mutant"]):
+        comparison.divergence = (
+            f"the original made {comparison.launches + extra['original']} launches, "
+            f"the mutant {comparison.launches + extra['mutant']}"
+        )
+    return {
+        "launches": comparison.launches,
+        "launches_original": comparison.launches + extra["original"],
+        "launches_mutant": comparison.launches + extra["mutant"],
+        "kernels": comparison.kernels,
+        "identical": comparison.outputs_identical and not timed_out,
+        "diffs": comparison.diffs,
+        "diff_count": comparison.diff_total,
+        "launches_differing": comparison.launches_differing,
+        "by_argument": list(comparison.by_argument.values()),
+        "launch_errors": comparison.errors[:10],
+        "divergence": comparison.divergence,
+        "masked_only": (
+            comparison.outputs_identical
+            and comparison.masked_differs
+            and not comparison.active_differs
+        ),
+        "active_lanes_differ": comparison.active_differs,
+        "masked_lanes_differ": comparison.masked_differs,
+        "undefined_lanes": comparison.undefined,
+        "checks": {k: (s.ended or {}).get("status", "unknown") for k, s in streams.items()},
+        "check_errors": {
+            k: (s.ended or {}).get("error", "")
+            for k, s in streams.items()
+            if (s.ended or {}).get("status") not in ("passed", None)
+        },
+        "timed_out": timed_out,
+        "seconds": round(time.monotonic() - start, 3),
+    }
+
+
+def run(request: dict, workdir: str) -> dict:
+    """Harness entry ``oracle:run``. ``request``: ``job`` (the original's checks job),
+    ``kernel`` (the file the mutant replaces), ``mutant_source``, ``pair_timeout_s``."""
+    job = Job.from_json(request["job"])
+    kernel, mutant_source = request["kernel"], request["mutant_source"]
+    pair_timeout = float(request["pair_timeout_s"])
+    if kernel not in dict(job.files):
+        raise ValueError(f"oracle: {kernel!r} is not one of the job's files")
+    files = {
+        "original": job.files,
+        "mutant": tuple((p, mutant_source if p == kernel else t) for p, t in job.files),
+    }
+    normal = run_pair(job, files, workdir, poison=False, timeout_s=pair_timeout)
+    poisoned = None
+    if normal["identical"] and any(normal["undefined_lanes"].values()):
+        poisoned = run_pair(job, files, workdir, poison=True, timeout_s=pair_timeout)
+        for key in ("diffs", "launch_errors"):
+            poisoned[key] = poisoned[key][:10]
+    dependent = bool(
+        normal["identical"]
+        and (
+            normal["masked_only"]
+            or (
+                poisoned is not None
+                and not poisoned["timed_out"]
+                and (not poisoned["identical"] or poisoned["masked_only"])
+            )
+        )
+    )
+    return {**normal, "poisoned": poisoned, "interpreter_dependent": dependent}

@@ -1,0 +1,451 @@
+"""The probe writer's sandbox side: stdlib, torch, triton and numpy only.
+
+Two entry points, reached through a ``harness`` check (``runner._run_harness``):
+
+``capture``: import the kernel module, wrap its public functions (top-level, not
+``_private``, not ``test*``, not kernels), run the own check (the ``__main__`` block
+in the module's namespace, and/or its ``test_*`` functions under pytest) and record
+each outermost call: function, parameter names, every argument (tensors as shape,
+dtype and value range; scalars, tuples and dtypes as values), the kernel launches it
+made and their integer constexprs (block sizes), and its duration.
+
+``compare``: for each candidate input (a seeded setup snippet and a call, written by
+the tool), run the original and the mutant module on identical inputs and compare
+every output (the return value and any tensor argument the original changed) with
+``torch.testing.assert_close``'s dtype-aware defaults; a bounds violation or an
+exception only on the mutant side is a difference too. For the first difference
+(values first, then exceptions, then bounds) the original's outputs come back as
+golden values. Before each side starts a marker line is printed, so that when the
+job times out or crashes the output tail says which candidate on which side did it.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import inspect
+import math
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+from . import bounds
+
+VERSION = "1"
+MARKER = "mutant-gate-probe:"
+MAX_CALLS = 64
+MAX_GOLDEN_ELEMENTS = 1 << 16
+
+
+# -- describing values ---------------------------------------------------------
+def _dtype_name(dtype: Any) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def describe(value: Any) -> dict:
+    """A JSON description of one argument, enough to build a similar one."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        spec: dict = {
+            "kind": "tensor",
+            "shape": list(value.shape),
+            "dtype": _dtype_name(value.dtype),
+            "contiguous": bool(value.is_contiguous()),
+            "min": None,
+            "max": None,
+        }
+        if value.numel():
+            flat = value.detach().reshape(-1)
+            if flat.dtype == torch.bool:
+                spec["min"], spec["max"] = 0, 1
+            elif flat.is_floating_point():
+                finite = flat[torch.isfinite(flat)].double()
+                if finite.numel():
+                    spec["min"], spec["max"] = float(finite.min()), float(finite.max())
+            elif not flat.is_complex():
+                spec["min"], spec["max"] = int(flat.min()), int(flat.max())
+        return spec
+    if isinstance(value, torch.dtype):
+        return {"kind": "dtype", "value": _dtype_name(value)}
+    if value is None or isinstance(value, bool | int | float | str):
+        if isinstance(value, float) and not math.isfinite(value):
+            return {"kind": "opaque", "type": "float", "repr": repr(value)}
+        return {"kind": "value", "value": value}
+    if isinstance(value, tuple | list) and all(
+        isinstance(v, bool | int | float) and not isinstance(v, bool) for v in value
+    ):
+        return {"kind": "value", "value": list(value), "sequence": type(value).__name__}
+    return {"kind": "opaque", "type": type(value).__name__}
+
+
+# -- capture ---------------------------------------------------------------------
+class _Recorder:
+    def __init__(self) -> None:
+        self.calls: list[dict] = []
+        self.depth = 0
+        self.current: dict | None = None
+        self.keys: dict[str, dict] = {}
+
+    def wrap(self, name: str, fn: Any) -> Any:
+        recorder = self
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if recorder.depth:
+                recorder.depth += 1
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    recorder.depth -= 1
+            record = recorder.start(name, fn, args, kwargs)
+            recorder.depth, recorder.current = 1, record
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                recorder.depth, recorder.current = 0, None
+                if record is not None:
+                    record["duration_s"] = time.perf_counter() - start
+                    recorder.finish(record)
+
+        return wrapper
+
+    def start(self, name: str, fn: Any, args: tuple, kwargs: dict) -> dict | None:
+        try:
+            sig = inspect.signature(fn)
+            bound = sig.bind(*args, **kwargs)
+        except (TypeError, ValueError):
+            return None
+        positional: list[dict] = []
+        keywords: dict[str, dict] = {}
+        for pname, value in bound.arguments.items():
+            kind = sig.parameters[pname].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                positional.extend({"name": None, **describe(v)} for v in value)
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                keywords.update({k: describe(v) for k, v in value.items()})
+            elif pname in kwargs:
+                keywords[pname] = describe(value)
+            else:
+                positional.append({"name": pname, **describe(value)})
+        return {
+            "function": name,
+            "args": positional,
+            "kwargs": keywords,
+            "launches": 0,
+            "kernels": [],
+            "constexprs": {},
+        }
+
+    def finish(self, record: dict) -> None:
+        if not record["launches"]:
+            return  # a reference implementation or helper: nothing of the kernel ran
+        key = repr(
+            (
+                record["function"],
+                [_shape_key(a) for a in record["args"]],
+                sorted((k, _shape_key(v)) for k, v in record["kwargs"].items()),
+            )
+        )
+        seen = self.keys.get(key)
+        if seen is not None:  # the same shapes again: widen the value ranges
+            for old, new in zip(
+                seen["args"] + list(seen["kwargs"].values()),
+                record["args"] + list(record["kwargs"].values()),
+                strict=False,
+            ):
+                _widen(old, new)
+            seen["count"] += 1
+            return
+        if len(self.calls) < MAX_CALLS:
+            record["count"] = 1
+            self.keys[key] = record
+            self.calls.append(record)
+
+    def launched(self, kernel: str, constexprs: dict) -> None:
+        record = self.current
+        if record is None:
+            return
+        record["launches"] += 1
+        if kernel not in record["kernels"]:
+            record["kernels"].append(kernel)
+        for k, v in constexprs.items():
+            values = record["constexprs"].setdefault(k, [])
+            if v not in values:
+                values.append(v)
+
+
+def _shape_key(spec: dict) -> tuple:
+    if spec["kind"] == "tensor":
+        return ("tensor", tuple(spec["shape"]), spec["dtype"])
+    return (spec["kind"], repr(spec.get("value", spec.get("type"))))
+
+
+def _widen(old: dict, new: dict) -> None:
+    if old.get("kind") != "tensor" or new.get("kind") != "tensor":
+        return
+    for key, pick in (("min", min), ("max", max)):
+        if new.get(key) is None:
+            continue
+        old[key] = new[key] if old.get(key) is None else pick(old[key], new[key])
+
+
+def _public_functions(module: Any) -> dict[str, Any]:
+    return {
+        name: value
+        for name, value in vars(module).items()
+        if not name.startswith(("_", "test"))
+        and inspect.isfunction(value)
+        and value.__module__ == module.__name__
+    }
+
+
+def _count_launches(recorder: _Recorder) -> Any:
+    """Wrap the interpreter's launch so the recorder sees every kernel launch."""
+    try:
+        from triton.runtime.interpreter import GridExecutor
+    except ImportError:
+        return lambda: None
+    original = GridExecutor.__call__
+
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        ints = {k: v for k, v in kwargs.items() if isinstance(v, int) and not isinstance(v, bool)}
+        recorder.launched(getattr(self.fn, "__name__", "?"), ints)
+        return original(self, *args, **kwargs)
+
+    GridExecutor.__call__ = call
+
+    def undo() -> None:
+        GridExecutor.__call__ = original
+
+    return undo
+
+
+def _main_body(path: str) -> Any | None:
+    with open(path, encoding="utf-8") as fh:
+        source = fh.read()
+    tree = ast.parse(source, path)
+    for node in tree.body:
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Compare)
+            and isinstance(node.test.left, ast.Name)
+            and node.test.left.id == "__name__"
+            and isinstance(node.test.comparators[0], ast.Constant)
+            and node.test.comparators[0].value == "__main__"
+        ):
+            return compile(ast.Module(body=node.body, type_ignores=[]), path, "exec")
+    return None
+
+
+def capture(request: dict, workdir: str) -> dict:
+    """Run the own check with the module's public functions wrapped; return the calls."""
+    module_name = request["module"]
+    path = os.path.join(workdir, request["kernel"])
+    module = importlib.import_module(module_name)
+    recorder = _Recorder()
+    functions = _public_functions(module)
+    for name, fn in functions.items():
+        setattr(module, name, recorder.wrap(name, fn))
+    undo = _count_launches(recorder)
+    errors: list[str] = []
+    try:
+        if request.get("main"):
+            body = _main_body(path)
+            if body is not None:
+                saved = sys.argv[:]
+                sys.argv = [path]
+                try:
+                    exec(body, vars(module))
+                except SystemExit:
+                    pass
+                except BaseException:  # noqa: BLE001 - keep what was captured
+                    errors.append(traceback.format_exc(limit=-3))
+                finally:
+                    sys.argv = saved
+        if request.get("tests"):
+            import pytest
+
+            args = [path, "-q", "-p", "no:cacheprovider", "--rootdir", workdir, "-c", os.devnull]
+            pytest.main(args)
+    finally:
+        undo()
+        bounds.reset()
+    return {
+        "version": VERSION,
+        "functions": sorted(functions),
+        "calls": recorder.calls,
+        "errors": errors,
+    }
+
+
+# -- compare ----------------------------------------------------------------------
+def _execute(module: Any, candidate: dict) -> tuple[dict | None, str | None, dict | None]:
+    """(outputs, error, bounds violation) of one candidate on one module."""
+    import torch
+
+    namespace: dict = {"torch": torch, "math": math}
+    namespace[candidate["function"]] = getattr(module, candidate["function"])
+    bounds.reset()
+    try:
+        exec(candidate["setup"], namespace)
+        before = {
+            name: namespace[name].clone()
+            for name in candidate["tensors"]
+            if isinstance(namespace.get(name), torch.Tensor)
+        }
+        result = eval(candidate["call"], namespace)
+    except BaseException as exc:  # noqa: BLE001 - an exception is an observation
+        violations = bounds.violations()
+        bounds.reset()
+        if violations:
+            return None, None, violations[0]
+        line = (str(exc).strip().splitlines() or [""])[0]
+        return None, f"{type(exc).__name__}: {line}"[:300], None
+    violations = bounds.violations()
+    bounds.reset()
+    if violations:
+        return None, None, violations[0]
+    outputs = {"result": result}
+    for name in before:
+        outputs[name] = namespace[name]
+    return outputs, None, None
+
+
+def _difference(expected: Any, actual: Any) -> str | None:
+    import torch
+
+    if isinstance(expected, torch.Tensor) or isinstance(actual, torch.Tensor):
+        if not (isinstance(expected, torch.Tensor) and isinstance(actual, torch.Tensor)):
+            return f"{type(actual).__name__} instead of {type(expected).__name__}"
+        if expected.shape != actual.shape:
+            return f"shape {tuple(actual.shape)} instead of {tuple(expected.shape)}"
+        if expected.dtype != actual.dtype:
+            return f"dtype {_dtype_name(actual.dtype)} instead of {_dtype_name(expected.dtype)}"
+        try:
+            torch.testing.assert_close(actual, expected, equal_nan=True)
+        except AssertionError as exc:
+            return " ".join(str(exc).split())[:400]
+        return None
+    if isinstance(expected, tuple | list) and isinstance(actual, tuple | list):
+        if len(expected) != len(actual):
+            return f"{len(actual)} results instead of {len(expected)}"
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            why = _difference(e, a)
+            if why:
+                return f"[{i}] {why}"
+        return None
+    if isinstance(expected, float | int) and isinstance(actual, float | int):
+        try:
+            torch.testing.assert_close(actual, expected, equal_nan=True)
+        except AssertionError as exc:
+            return " ".join(str(exc).split())[:400]
+        return None
+    return None if expected == actual else f"{actual!r} instead of {expected!r}"
+
+
+def _changed(before: Any, after: Any) -> bool:
+    return _difference(before, after) is not None
+
+
+def golden(value: Any) -> dict:
+    """JSON form of an output (exact: every float dtype round-trips through a double)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu()
+        if t.is_floating_point():
+            values = t.double().reshape(-1).tolist()
+        elif t.dtype == torch.bool:
+            values = [bool(v) for v in t.reshape(-1).tolist()]
+        else:
+            values = t.reshape(-1).tolist()
+        return {
+            "kind": "tensor",
+            "dtype": _dtype_name(t.dtype),
+            "shape": list(t.shape),
+            "values": values,
+        }
+    if isinstance(value, tuple | list):
+        return {"kind": "sequence", "items": [golden(v) for v in value]}
+    if value is None:
+        return {"kind": "none"}
+    if isinstance(value, bool | int | float | str):
+        return {"kind": "scalar", "value": value}
+    raise TypeError(f"cannot write a {type(value).__name__} as an expected value")
+
+
+def _elements(value: dict) -> int:
+    if value["kind"] == "tensor":
+        return len(value["values"])
+    if value["kind"] == "sequence":
+        return sum(_elements(v) for v in value["items"])
+    return 1
+
+
+RANK = {"differs": 0, "mutant_error": 1, "bounds": 2}
+
+
+def compare(request: dict, workdir: str) -> dict:
+    """Run every candidate on the original and (if given) the mutant module."""
+    import torch
+
+    original = importlib.import_module(request["module"])
+    mutant = (
+        importlib.import_module(request["mutant_module"]) if request.get("mutant_module") else None
+    )
+    results: list[dict] = []
+    best: tuple[int, int, dict] | None = None  # (rank, order, candidate outputs)
+    for order, candidate in enumerate(request["candidates"]):
+        cid = candidate["id"]
+        print(f"{MARKER} {cid} original", flush=True)
+        outputs, error, violation = _execute(original, candidate)
+        if outputs is None:
+            why = error or (violation or {}).get("message", "bounds")
+            results.append({"id": cid, "status": "original_error", "detail": why[:300]})
+            continue
+        # Only what the original returned or changed is an output.
+        namespace: dict = {"torch": torch, "math": math}
+        exec(candidate["setup"], namespace)
+        kept = {"result": outputs["result"]}
+        for name in candidate["tensors"]:
+            if name in outputs and _changed(namespace.get(name), outputs[name]):
+                kept[name] = outputs[name]
+        if mutant is None:
+            status, detail = "original_only", ""
+        else:
+            print(f"{MARKER} {cid} mutant", flush=True)
+            m_outputs, m_error, m_violation = _execute(mutant, candidate)
+            if m_violation is not None:
+                status, detail = "bounds", m_violation.get("message", "out of bounds")
+            elif m_error is not None:
+                status, detail = "mutant_error", f"the mutant raises {m_error}"
+            else:
+                assert m_outputs is not None
+                diffs = [
+                    f"{name}: {why}"
+                    for name in kept
+                    if (why := _difference(kept[name], m_outputs.get(name)))
+                ]
+                status, detail = ("differs", "; ".join(diffs)) if diffs else ("same", "")
+        results.append({"id": cid, "status": status, "detail": detail[:600]})
+        rank = 0 if mutant is None else RANK.get(status)
+        if rank is not None and (best is None or rank < best[0]):
+            best = (rank, order, {"id": cid, "outputs": kept})
+    expected = None
+    if best is not None:
+        try:
+            values = {name: golden(v) for name, v in best[2]["outputs"].items()}
+        except TypeError as exc:
+            expected = {"id": best[2]["id"], "error": str(exc)}
+        else:
+            size = sum(_elements(v) for v in values.values())
+            if size <= MAX_GOLDEN_ELEMENTS:
+                expected = {"id": best[2]["id"], "outputs": values}
+            else:
+                expected = {"id": best[2]["id"], "error": f"{size} expected values: too many"}
+    return {"version": VERSION, "results": results, "golden": expected}

@@ -1,0 +1,137 @@
+"""The report's ``tests``: every check and test of a run, where it came from, what it killed.
+
+One entry per check outcome of the baseline (the own check, ``--tests`` files, tests a
+stage-1 writer added before the mutants ran), then one per test function added after
+the mutants ran (stage-2 and probe killer tests, verified on their own). Each entry has
+``origin`` (own | given | stage1 | stage2 | probe), the ``file`` it lives in, its
+``source`` (the test function, or the ``__main__`` block of an own check) and ``kills``:
+the mutants whose verdict names it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+
+from .kernel_file import EXTRA_TESTS, OWN_CHECK, KernelFile
+from .records import Mutant, MutantOutcome, Verdict
+from .sandbox.job import JobResult
+
+
+def test_functions(source: str) -> dict[str, str]:
+    """Top-level ``test*`` functions of ``source``: name -> source text (with decorators)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    lines = source.splitlines(keepends=True)
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+            "test"
+        ):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            found[node.name] = "".join(lines[start - 1 : node.end_lineno]).rstrip() + "\n"
+    return found
+
+
+def main_block(source: str) -> str | None:
+    """The ``if __name__ == "__main__":`` block of ``source``, as written."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Compare)
+            and isinstance(node.test.left, ast.Name)
+            and node.test.left.id == "__name__"
+            and len(node.test.comparators) == 1
+            and isinstance(node.test.comparators[0], ast.Constant)
+            and node.test.comparators[0].value == "__main__"
+        ):
+            return ast.get_source_segment(source, node)
+    return None
+
+
+def _function_of(node: str) -> str:
+    return node.split("[", 1)[0]
+
+
+def test_entries(
+    kernel: KernelFile,
+    baseline: JobResult,
+    mutants: Sequence[Mutant],
+    outcomes: dict[str, MutantOutcome],
+) -> list[dict]:
+    killed = [
+        outcomes[m.id]
+        for m in mutants
+        if m.id in outcomes and outcomes[m.id].verdict is Verdict.KILLED
+    ]
+    own_functions = test_functions(kernel.source)
+    index: dict[str, tuple[str, str, str]] = {}  # function -> (file, origin, source)
+    for test in kernel.tests:
+        for name, text in test_functions(test.source).items():
+            index.setdefault(name, (test.name, test.origin, text))
+
+    own_nodes = [
+        o.name.split("::", 1)[1] for o in baseline.outcomes if o.name.startswith(OWN_CHECK + "::")
+    ]
+
+    def own_node_of(outcome: MutantOutcome) -> str | None:
+        return next((n for n in own_nodes if outcome.reason.endswith(f"({n})")), None)
+
+    def kills_of(check_name: str) -> list[str]:
+        if check_name == OWN_CHECK:
+            return [o.mutant_id for o in killed if o.by == OWN_CHECK and own_node_of(o) is None]
+        node = check_name.split("::", 1)[1]
+        if check_name.startswith(OWN_CHECK + "::"):
+            return [
+                o.mutant_id for o in killed if o.by == OWN_CHECK and o.reason.endswith(f"({node})")
+            ]
+        return [o.mutant_id for o in killed if o.by == f"test:{node}"]
+
+    entries: list[dict] = []
+    seen: set[str] = set()
+    for outcome in baseline.outcomes:
+        name = outcome.name
+        if name == OWN_CHECK:
+            file, origin, source = kernel.name, "own", main_block(kernel.source)
+        elif name.startswith(OWN_CHECK + "::"):
+            function = _function_of(name.split("::", 1)[1])
+            file, origin, source = kernel.name, "own", own_functions.get(function)
+        else:
+            function = _function_of(name.split("::", 1)[-1])
+            file, origin, source = index.get(function, (None, "given", None))
+            seen.add(function)
+        entries.append(
+            {
+                "name": name,
+                "status": outcome.status,
+                "baseline_duration_s": round(outcome.duration_s, 4),
+                "origin": origin,
+                "file": file,
+                "source": source,
+                "kills": kills_of(name),
+            }
+        )
+    # Tests accepted after the mutants ran (killer tests): verified on their own.
+    for test in kernel.tests:
+        for function, source in test_functions(test.source).items():
+            if function in seen:
+                continue
+            name = f"{EXTRA_TESTS}::{function}"
+            entries.append(
+                {
+                    "name": name,
+                    "status": "passed",
+                    "baseline_duration_s": None,
+                    "origin": test.origin,
+                    "file": test.name,
+                    "source": source,
+                    "kills": kills_of(name),
+                }
+            )
+    return entries

@@ -1,0 +1,306 @@
+"""What every writer shares: reading code out of a reply, and proving a test by running it.
+
+Nothing here runs generated code in this process: ``ast`` reads it, the sandbox runs it.
+A test is believed only from sandbox results:
+- ``prove_on_original``: it passes the original ``runs`` times in a row, each with a
+  fresh job seed (flaky tests fail here);
+- ``prove_killer``: that, and it fails the mutant, with a time limit scaled from its
+  time on the original (a slow test is not a kill by timeout);
+- ``kill_others``: an accepted killer test is run against the other survivors too.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..kernel_file import EXTRA_TESTS, TestFile
+from ..records import Mutant, MutantOutcome, Verdict
+from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
+from ..testlist import test_functions
+from ..verdicts import attribute, decide, summarize_error
+
+if TYPE_CHECKING:
+    from ..pipeline import Run
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+FEEDBACK_CHARS = 1500
+
+
+# -- reading replies ---------------------------------------------------------------
+def extract_code(text: str) -> str | None:
+    """The Python code block of a reply (the longest one holding a test, if several)."""
+    blocks = [
+        body
+        for lang, body in _FENCE.findall(text or "")
+        if body.strip() and lang.lower() in ("", "python", "py", "python3", "pytest")
+    ]
+    if not blocks:
+        return None
+    with_tests = [b for b in blocks if re.search(r"^\s*(async\s+)?def\s+test", b, re.M)]
+    return max(with_tests or blocks, key=len).strip() + "\n"
+
+
+def static_problem(code: str, module: str) -> str | None:
+    """Why ``code`` cannot be a test file for ``module`` (read, never run), or None."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return f"the code is not valid Python (line {exc.lineno}: {exc.msg})"
+    if not test_functions(code):
+        return "the code has no top-level test_* function"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == module for a in node.names):
+            return None
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == module:
+            return None
+        if isinstance(node, ast.Constant) and node.value == module:
+            return None  # importlib.import_module("...")
+    return f"the tests never import the kernel module {module!r}"
+
+
+def rename_taken(code: str, taken: set[str]) -> str:
+    """Rename top-level test functions whose names another test file of the run uses,
+    so every kill names exactly one test."""
+    for name in test_functions(code):
+        if name not in taken:
+            continue
+        n = 2
+        while f"{name}_{n}" in taken:
+            n += 1
+        code = re.sub(
+            rf"^((?:async\s+)?def\s+){re.escape(name)}(\s*\()",
+            rf"\g<1>{name}_{n}\2",
+            code,
+            count=1,
+            flags=re.M,
+        )
+    return code
+
+
+def taken_names(run: Run) -> set[str]:
+    names = set(run.kernel.test_functions)
+    for test in run.kernel.tests:
+        names.update(test_functions(test.source))
+    return names
+
+
+def file_stem(run: Run) -> str:
+    return "test_" + re.sub(r"\W", "_", run.kernel.module) + "_mg"
+
+
+def failure_text(result: JobResult, limit: int = FEEDBACK_CHARS * 3) -> str:
+    """The failing tests and their error tails, for the model or a rejection reason."""
+    parts = []
+    for o in result.outcomes:
+        if o.status == "failed":
+            message = o.message.strip()
+            if len(message) > FEEDBACK_CHARS:
+                message = "..." + message[-FEEDBACK_CHARS:]
+            parts.append(f"{o.name.split('::', 1)[-1]}:\n{message}")
+    if not parts:
+        parts.append(result.error.strip()[-FEEDBACK_CHARS:] or result.status.value)
+    text = "\n\n".join(parts)
+    return text if len(text) <= limit else text[:limit] + "\n..."
+
+
+# -- running tests -------------------------------------------------------------------
+def test_job(
+    run: Run,
+    test: TestFile,
+    source: str | None,
+    seed: int,
+    timeout_s: float,
+    *,
+    with_checks: bool = False,
+) -> Job:
+    """``test`` against the original (``source`` None) or a mutant; ``with_checks``: after
+    the run's own checks and tests, exactly as it will run in every mutant's job."""
+    kernel = run.kernel
+    own = (
+        kernel.files(source)
+        if with_checks
+        else ((kernel.name, kernel.source if source is None else source),)
+    )
+    files = (*own, (test.name, test.source), *test.data)
+    check = Check(CheckKind.PYTEST, test.name, EXTRA_TESTS)
+    return Job(
+        files=files,
+        checks=(*kernel.checks, check) if with_checks else (check,),
+        mode=run.settings.mode,
+        seed=seed,
+        timeout_s=round(timeout_s, 1),
+        memory_mb=run.settings.memory_mb,
+        stop_on_first_failure=not with_checks,
+    )
+
+
+def run_all(run: Run, jobs: dict[str, Job]) -> dict[str, tuple[JobResult, bool]]:
+    """Run jobs in parallel, cache first; (result, cached) per key."""
+    results: dict[str, tuple[JobResult, bool]] = {}
+    for kind, key, result in run.run_jobs(jobs):
+        if kind != "started" and result is not None:
+            results[key] = (result, kind == "cached")
+    return results
+
+
+@dataclass
+class Proof:
+    ok: bool
+    why: str = ""  # the rejection reason, one line
+    feedback: str = ""  # what the model should read to fix it
+    original_s: float = 0.0  # slowest passing run on the original
+    mutant: JobResult | None = None
+    cached: bool = False
+    runs: list[JobResult] = field(default_factory=list)
+
+
+def seeds(run: Run) -> list[int]:
+    n = max(1, run.settings.writers.runs)
+    return [run.settings.seed + i for i in range(n)]
+
+
+def prove_on_original(run: Run, test: TestFile, *, with_checks: bool = False) -> Proof:
+    """Passes the original ``runs`` times in a row, a fresh seed each time."""
+    jobs = {
+        str(seed): test_job(run, test, None, seed, run.settings.timeout_s, with_checks=with_checks)
+        for seed in seeds(run)
+    }
+    results = run_all(run, jobs)
+    ordered = [(int(k), *results[k]) for k in jobs if k in results]
+    runs = [r for _, r, _ in ordered]
+    failed = [(seed, r) for seed, r, _ in ordered if r.status is not JobStatus.PASSED]
+    if len(ordered) < len(jobs):
+        return Proof(False, "the run was cancelled", runs=runs)
+    if not failed:
+        ran = [o for o in runs[0].outcomes if o.status == "passed"]
+        if not ran:
+            return Proof(False, "every test was skipped", "Every test was skipped.", runs=runs)
+        return Proof(True, original_s=max(r.duration_s for r in runs), runs=runs)
+    seed, first = failed[0]
+    if first.status is JobStatus.ERROR:
+        return Proof(
+            False, f"the sandbox could not run it: {summarize_error(first.error)}", runs=runs
+        )
+    summary = summarize_error(first.error) or first.status.value
+    if first.status is JobStatus.TIMEOUT:
+        summary = f"timed out after {jobs[str(seed)].timeout_s:g} s"
+    detail = failure_text(first)
+    if len(failed) < len(runs):
+        passed = len(runs) - len(failed)
+        return Proof(
+            False,
+            f"flaky on the original: passed {passed} of {len(runs)} runs "
+            f"(fresh seeds); with seed {seed}: {summary}",
+            f"The tests are flaky: they passed {passed} of {len(runs)} runs on the ORIGINAL "
+            f"kernel and failed with seed {seed}:\n{detail}",
+            runs=runs,
+        )
+    return Proof(
+        False,
+        f"fails the original: {summary}",
+        f"The tests fail on the ORIGINAL kernel, which is correct by definition:\n{detail}",
+        runs=runs,
+    )
+
+
+def mutant_limit(run: Run, original_s: float) -> float:
+    return original_s * run.settings.timeout_factor + run.settings.timeout_base_s
+
+
+def prove_killer(run: Run, test: TestFile, mutant: Mutant) -> Proof:
+    """Passes the original (every seed) and fails the mutant, both run in the sandbox."""
+    proof = prove_on_original(run, test)
+    if not proof.ok:
+        return proof
+    job = test_job(run, test, mutant.source, run.settings.seed, mutant_limit(run, proof.original_s))
+    result, cached = run_all(run, {"mutant": job}).get("mutant", (None, False))
+    if result is None:
+        return Proof(False, "the run was cancelled")
+    proof.mutant, proof.cached = result, cached
+    if result.status is JobStatus.PASSED:
+        proof.ok = False
+        proof.why = "passes on the mutant too: it does not kill it"
+        proof.feedback = (
+            "The test passed on the ORIGINAL kernel (good) but also passed on the MUTANT, so "
+            "it does not kill it. Find an input where the mutant's behaviour differs."
+        )
+    elif result.status is JobStatus.ERROR:
+        proof.ok = False
+        proof.why = f"the sandbox could not run it on the mutant: {summarize_error(result.error)}"
+    return proof
+
+
+def killed_outcome(test: TestFile, result: JobResult, cached: bool) -> MutantOutcome:
+    """The verdict for a mutant that ``test`` failed: attributed to the failing test."""
+    _, by, reason = decide(result)
+    failure = result.first_failure
+    if failure is not None:
+        name = attribute(failure.name)
+    else:
+        name = "test:" + next(iter(test_functions(test.source)), test.name)
+    if by and not by.startswith("test:"):
+        reason = f"{by}: {reason}"
+    return MutantOutcome("", Verdict.KILLED, name, reason, result.duration_s, cached)
+
+
+def kill_others(
+    run: Run, test: TestFile, others: Iterable[Mutant], original_s: float
+) -> list[tuple[Mutant, MutantOutcome]]:
+    """Run an accepted killer test against other survivors; the ones it fails."""
+    others = [m for m in others if run.outcomes[m.id].verdict is Verdict.SURVIVED]
+    if not others:
+        return []
+    limit = mutant_limit(run, original_s)
+    jobs = {m.id: test_job(run, test, m.source, run.settings.seed, limit) for m in others}
+    results = run_all(run, jobs)
+    killed = []
+    for m in others:
+        if m.id not in results:
+            continue
+        result, cached = results[m.id]
+        if result.status in (JobStatus.PASSED, JobStatus.ERROR):
+            continue
+        outcome = killed_outcome(test, result, cached)
+        killed.append((m, MutantOutcome(m.id, *_fields(outcome))))
+    return killed
+
+
+def _fields(o: MutantOutcome) -> tuple:
+    return (o.verdict, o.by, o.reason, o.duration_s, o.cached)
+
+
+def outcome_for(mutant: Mutant, outcome: MutantOutcome) -> MutantOutcome:
+    return MutantOutcome(mutant.id, *_fields(outcome))
+
+
+# -- per-mutant records ------------------------------------------------------------------
+def claims(run: Run, mutant_id: str) -> list[dict]:
+    return run.details.setdefault(mutant_id, {}).setdefault("claims", [])
+
+
+def attempts(run: Run, mutant_id: str) -> list[dict]:
+    return run.details.setdefault(mutant_id, {}).setdefault("attempts", [])
+
+
+# -- writing accepted tests out ------------------------------------------------------------
+WRITTEN = ("stage1", "stage2", "probe")
+
+
+def write_tests(tests: Iterable[TestFile], directory: str) -> list[str]:
+    """Write accepted tests (and their golden files) where the user can commit them."""
+    os.makedirs(directory, exist_ok=True)
+    written = []
+    for test in tests:
+        if test.origin not in WRITTEN:
+            continue
+        for name, text in ((test.name, test.source), *test.data):
+            path = os.path.join(directory, name)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            written.append(path)
+    return written

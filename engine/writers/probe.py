@@ -1,0 +1,295 @@
+"""The probe writer: no model, the default. Survivors meet inputs the own check never tried.
+
+1. capture: one sandbox job runs the own check with the kernel module's public
+   functions wrapped (``harness/probe.capture``): which function, what arguments.
+2. search: per survivor, candidates near those calls (``probe_inputs``) run on the
+   original and the mutant side by side, in batches, all survivors in parallel
+   (``harness/probe.compare``). A difference beyond the dtype's tolerance, an
+   exception only the mutant raises, or a bounds violation is a hit; the original's
+   outputs on that input come back as golden values.
+3. prove: the hit becomes an ordinary pytest file (+ a golden JSON file) that must
+   pass the original on every seed and fail the mutant in the sandbox, like any
+   killer test; then it runs against the other survivors too.
+A survivor the probe cannot separate keeps its verdict: "no difference found on N
+probes" is recorded as the probe's claim, never as equivalence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from ..events import Event, TestAccepted, TestRejected, WriterNote
+from ..harness import probe as harness
+from ..kernel_file import TestFile
+from ..records import Mutant, Verdict
+from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
+from ..verdicts import summarize_error
+from . import common
+from .probe_inputs import Candidate, candidates, describe_call, golden_text, render_test
+
+if TYPE_CHECKING:
+    from ..pipeline import Run
+
+BATCH = 8
+REQUEST = "_mg_probe.json"
+MUTANT_MODULE = "_mg_mutant"
+_MARKER = re.compile(re.escape(harness.MARKER) + r" (\S+) (original|mutant)")
+
+
+def _harness_job(run: Run, request: dict, files: tuple, timeout_s: float) -> Job:
+    return Job(
+        files=(*files, (REQUEST, json.dumps(request, sort_keys=True))),
+        checks=(Check(CheckKind.HARNESS, REQUEST, "probe"),),
+        mode=run.settings.mode,
+        seed=run.settings.seed,
+        timeout_s=round(timeout_s, 1),
+        memory_mb=run.settings.memory_mb,
+    )
+
+
+def _data(result: JobResult) -> dict | None:
+    data = (result.extra or {}).get("harness", {}).get("probe")
+    return data if isinstance(data, dict) else None
+
+
+def capture(run: Run) -> tuple[list[dict], str]:
+    """The own check's wrapper calls (replayable ones), and a note saying what was learned."""
+    kernel = run.kernel
+    request = {
+        "entry": "probe:capture",
+        "version": harness.VERSION,
+        "module": kernel.module,
+        "kernel": kernel.name,
+        "main": kernel.has_main,
+        "tests": bool(kernel.test_functions),
+    }
+    job = _harness_job(run, request, ((kernel.name, kernel.source),), run.settings.timeout_s)
+    result = common.run_all(run, {"capture": job}).get("capture")
+    if result is None:
+        return [], "the run was cancelled"
+    data = _data(result[0])
+    if data is None:
+        why = summarize_error(result[0].error) or result[0].status.value
+        return [], f"could not capture the own check's calls: {why}"
+    calls = [c for c in data.get("calls", []) if c.get("launches")]
+    if not calls:
+        functions = ", ".join(data.get("functions", [])) or "none"
+        return [], (
+            "the own check calls no public function of the kernel module that launches a "
+            f"kernel (public functions: {functions}); nothing to vary"
+        )
+    shown = "; ".join(describe_call(c) for c in calls[:4])
+    more = f" and {len(calls) - 4} more" if len(calls) > 4 else ""
+    return calls, f"learned {len(calls)} wrapper calls from the own check: {shown}{more}"
+
+
+def _compare_job(
+    run: Run, mutant: Mutant | None, batch: list[Candidate], module_source: str | None = None
+) -> Job:
+    kernel = run.kernel
+    request = {
+        "entry": "probe:compare",
+        "version": harness.VERSION,
+        "module": kernel.module,
+        "mutant_module": MUTANT_MODULE if mutant is not None else None,
+        "candidates": [c.request() for c in batch],
+    }
+    files: tuple = ((kernel.name, kernel.source),)
+    if mutant is not None:
+        files += ((MUTANT_MODULE + ".py", mutant.source),)
+    sides = 2 if mutant is not None else 1
+    work = sum(c.est_s for c in batch) * sides
+    limit = min(
+        max(10.0, work * run.settings.timeout_factor + run.settings.timeout_base_s + 2.0),
+        max(run.settings.timeout_s, 10.0),
+    )
+    return _harness_job(run, request, files, limit)
+
+
+class _Search:
+    """One survivor's search state."""
+
+    def __init__(self, mutant: Mutant, queue: list[Candidate]) -> None:
+        self.mutant = mutant
+        self.queue = queue
+        self.next = 0
+        self.probes = 0  # candidates the original accepted and both sides ran
+        self.hit: tuple[Candidate, dict, str] | None = None  # candidate, outputs, why
+        self.hang: tuple[Candidate, str] | None = None  # needs the original's outputs
+        self.done = False
+        self.note = ""
+
+    def batch(self) -> list[Candidate]:
+        return self.queue[self.next : self.next + BATCH]
+
+
+def _read_compare(
+    search: _Search, batch: list[Candidate], result: JobResult, kernel_name: str
+) -> None:
+    by_id = {c.id: c for c in batch}
+    search.next += len(batch)
+    data = _data(result)
+    if data is not None:
+        statuses = data.get("results", [])
+        search.probes += sum(1 for r in statuses if r["status"] != "original_error")
+        golden = data.get("golden") or {}
+        if golden.get("outputs") and golden.get("id") in by_id:
+            status = next(r for r in statuses if r["id"] == golden["id"])
+            why = {
+                "differs": "its outputs differ",
+                "mutant_error": "it raises where the original does not",
+                "bounds": "it accesses memory out of bounds",
+            }[status["status"]]
+            detail = status["detail"].replace(MUTANT_MODULE + ".py", kernel_name)
+            search.hit = (by_id[golden["id"]], golden["outputs"], f"{why}: {detail}")
+        return
+    if result.status in (JobStatus.TIMEOUT, JobStatus.CRASH):
+        markers = _MARKER.findall(result.error)
+        if markers and markers[-1][1] == "mutant" and markers[-1][0] in by_id:
+            what = "hangs" if result.status is JobStatus.TIMEOUT else "crashes"
+            search.hang = (by_id[markers[-1][0]], f"the mutant {what} on this input")
+            search.probes += 1
+        return
+    search.note = f"probe job failed: {summarize_error(result.error) or result.status.value}"
+    search.done = True
+
+
+def _test_for(run: Run, search: _Search, seq: int) -> TestFile:
+    assert search.hit is not None
+    candidate, outputs, why = search.hit
+    mutant = search.mutant
+    stem = f"{common.file_stem(run)}_probe_{mutant.id}"
+    taken = common.taken_names(run)
+    name = f"test_{candidate.function}_{candidate.slug}"
+    name = re.sub(r"\W", "_", name)
+    source = render_test(
+        module=run.kernel.module,
+        kernel_name=run.kernel.name,
+        candidate=candidate,
+        outputs=outputs,
+        golden_name=stem + ".json",
+        test_name=name,
+        why=(
+            f"Mutant {mutant.id} ({mutant.operator}, line {mutant.line}: "
+            f"`{mutant.before}` -> `{mutant.after}`) fails it: {why[:300]}"
+        ),
+    )
+    source = common.rename_taken(source, taken)
+    return TestFile(
+        path="",
+        name=stem + ".py",
+        source=source,
+        origin="probe",
+        data=((stem + ".json", golden_text(outputs)),),
+    )
+
+
+def probe_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
+    """Separate each survivor from the original with an input the own check never tried."""
+    budget = max(1, run.settings.writers.probes)
+    yield WriterNote("probe", f"probing {len(survivors)} survivors (up to {budget} inputs each)")
+    calls, note = capture(run)
+    yield WriterNote("probe", note, "info" if calls else "warning")
+    if not calls:
+        for m in survivors:
+            run.details.setdefault(m.id, {})["probe"] = {"probes": 0, "result": note}
+        return
+    searches = {
+        m.id: _Search(m, candidates(calls, m.family, budget, run.settings.seed)) for m in survivors
+    }
+    seq = 0
+    while True:
+        active = [
+            s
+            for s in searches.values()
+            if not s.done
+            and s.hit is None
+            and s.hang is None
+            and run.outcomes[s.mutant.id].verdict is Verdict.SURVIVED
+            and s.batch()
+        ]
+        if not active:
+            break
+        batches = {s.mutant.id: s.batch() for s in active}
+        jobs = {mid: _compare_job(run, searches[mid].mutant, b) for mid, b in batches.items()}
+        results = common.run_all(run, jobs)
+        if len(results) < len(jobs):
+            return  # cancelled
+        for mid, (result, _) in results.items():
+            _read_compare(searches[mid], batches[mid], result, run.kernel.name)
+        for search in searches.values():
+            if search.hang is not None and search.hit is None:
+                yield from _golden_for_hang(run, search)
+            if search.hit is None or run.outcomes[search.mutant.id].verdict is not Verdict.SURVIVED:
+                continue
+            seq += 1
+            yield from _prove(run, search, seq, survivors)
+    for search in searches.values():
+        mid = search.mutant.id
+        if run.outcomes[mid].verdict is not Verdict.SURVIVED:
+            continue
+        text = search.note or f"no difference found on {search.probes} probes"
+        run.details.setdefault(mid, {})["probe"] = {"probes": search.probes, "result": text}
+        if search.probes and not search.note:
+            common.claims(run, mid).append(
+                {
+                    "by": "probe",
+                    "claim": "equivalent",
+                    "reason": f"no difference found on {search.probes} probes "
+                    "(sizes, dtypes and values near the own check's)",
+                }
+            )
+        yield WriterNote("probe", text, mutant_id=mid)
+
+
+def _golden_for_hang(run: Run, search: _Search) -> Iterator[Event]:
+    """The mutant hung or crashed on a candidate: get the original's outputs for it."""
+    assert search.hang is not None
+    candidate, why = search.hang
+    search.hang = None
+    job = _compare_job(run, None, [candidate])
+    result = common.run_all(run, {"golden": job}).get("golden")
+    data = _data(result[0]) if result else None
+    golden = (data or {}).get("golden") or {}
+    if golden.get("outputs"):
+        search.hit = (candidate, golden["outputs"], why)
+    else:
+        yield WriterNote(
+            "probe",
+            f"{why}, but the original's outputs could not be recorded",
+            "warning",
+            search.mutant.id,
+        )
+
+
+def _prove(run: Run, search: _Search, seq: int, survivors: list[Mutant]) -> Iterator[Event]:
+    mutant = search.mutant
+    test = _test_for(run, search, seq)
+    proof = common.prove_killer(run, test, mutant)
+    if not proof.ok:
+        common.attempts(run, mutant.id).append(
+            {
+                "by": "probe",
+                "attempt": seq,
+                "file": test.name,
+                "source": test.source,
+                "why": proof.why,
+            }
+        )
+        yield TestRejected("probe", seq, proof.why, mutant.id)
+        search.hit = None  # search on with the next batch
+        return
+    assert proof.mutant is not None
+    run.add_tests([test])
+    outcome = common.outcome_for(mutant, common.killed_outcome(test, proof.mutant, proof.cached))
+    yield run.update(mutant, outcome)
+    kills = [mutant.id]
+    others = [m for m in survivors if m.id != mutant.id]
+    for other, other_outcome in common.kill_others(run, test, others, proof.original_s):
+        kills.append(other.id)
+        yield run.update(other, other_outcome)
+    functions = tuple(common.test_functions(test.source))
+    yield TestAccepted("probe", test.name, functions, mutant.id, tuple(kills))

@@ -1,0 +1,421 @@
+"""Probe inputs near the own check's, and the readable pytest test a hit becomes.
+
+A captured call (``harness/probe.capture``) is a function name and its arguments:
+tensors as shape, dtype and value range; scalars, tuples and dtypes as values. A
+*size* is any tensor dimension above 1; changing one changes it everywhere it
+appears (every tensor dimension, every equal int scalar or tuple element), so
+related arguments stay consistent (``x`` of (M, N) and ``weight`` of (N,)).
+
+Variations, in the order a family of mutants most likely needs them:
+- sizes: one off each captured size, one off each launch's block size, tiny and
+  odd (1, 3), a size that is not a power of two;
+- dtypes: the other float dtypes (float16, bfloat16, float32) for float tensors;
+- values: all negative, wide (x100), tiny (x1e-3), constant.
+Each candidate is a seeded setup snippet plus a call: the sandbox runs exactly that
+text on the original and on the mutant, and the test a hit becomes contains it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from dataclasses import dataclass
+
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+PROBE_DTYPES = ("float16", "bfloat16", "float32")
+MAX_ELEMENTS = 1 << 20  # per candidate, all tensors together
+#: value modes: (name, description)
+MODES = (
+    ("negative", "all negative values"),
+    ("constant", "constant values"),
+    ("tiny", "tiny values (x1e-3)"),
+    ("wide", "wide values (x100)"),
+)
+FAMILY_ORDER = {
+    "masks": ("base", "size", "block", "small", "npot", "dtype", "values"),
+    "boundaries": ("size", "block", "small", "base", "npot", "values", "dtype"),
+    "indexing": ("size", "block", "npot", "small", "base", "dtype", "values"),
+    "precision": ("dtype", "values", "base", "size", "block", "small", "npot"),
+    "arith": ("values", "base", "size", "dtype", "block", "small", "npot"),
+}
+DEFAULT_ORDER = ("base", "size", "block", "small", "npot", "values", "dtype")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    id: str
+    function: str
+    setup: str  # seeded statements that build the tensors
+    call: str  # the call expression, e.g. "add(x, y)"
+    tensors: tuple[str, ...]  # tensor variables the setup defines
+    describe: str  # what changed, for people
+    slug: str  # the same, for a test name
+    kind: str  # base | size | block | small | npot | dtype | values
+    elements: int
+    est_s: float  # expected seconds for one side
+
+    def request(self) -> dict:
+        return {
+            "id": self.id,
+            "function": self.function,
+            "setup": self.setup,
+            "call": self.call,
+            "tensors": list(self.tensors),
+        }
+
+
+def _nice(x: float, up: bool) -> float:
+    """``x`` rounded outward to 3 significant digits (readable ranges in tests)."""
+    if x == 0 or not math.isfinite(x):
+        return 0.0
+    exp = math.floor(math.log10(abs(x))) - 2
+    scale = 10.0**exp
+    value = (math.ceil if up else math.floor)(x / scale) * scale
+    return float(f"{value:.3g}")
+
+
+def _shape(shape: list[int]) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _tensor_code(spec: dict, shape: list[int], dtype: str, mode: str | None) -> str:
+    size = _shape(shape)
+    lo, hi = spec.get("min"), spec.get("max")
+    if dtype == "bool":
+        return f"torch.rand({size}) < 0.5"
+    if dtype not in FLOAT_DTYPES:
+        lo = int(lo) if lo is not None else 0
+        hi = int(hi) if hi is not None else 8
+        if lo == hi:
+            return f"torch.full({size}, {lo}, dtype=torch.{dtype})"
+        return f"torch.randint({lo}, {hi + 1}, {size}, dtype=torch.{dtype})"
+    lo = -1.0 if lo is None else float(lo)
+    hi = 1.0 if hi is None else float(hi)
+    m = max(abs(lo), abs(hi), 1.0)
+    cast = "" if dtype == "float32" else f".to(torch.{dtype})"
+    if mode == "negative":
+        lo, hi = -2 * m, -m / 4
+    elif mode == "wide":
+        w = min(100 * m, 1e4 if dtype in ("float16", "bfloat16") else 1e6)
+        lo, hi = -w, w
+    elif mode == "tiny":
+        lo, hi = -m * 1e-3, m * 1e-3
+    elif mode == "constant":
+        c = _nice((lo + hi) / 2, True) or 0.5
+        return f"torch.full({size}, {c!r}){cast}"
+    lo, hi = _nice(lo, False), _nice(hi, True)
+    if lo == hi:
+        return f"torch.full({size}, {lo!r}){cast}"
+    return f"torch.empty({size}).uniform_({lo!r}, {hi!r}){cast}"
+
+
+def _sizes(call: dict) -> list[int]:
+    dims: set[int] = set()
+    for spec in _all_args(call):
+        if spec["kind"] == "tensor":
+            dims.update(d for d in spec["shape"] if d > 1)
+    return sorted(dims, reverse=True)
+
+
+def _all_args(call: dict) -> list[dict]:
+    return list(call["args"]) + list(call["kwargs"].values())
+
+
+def _elements(call: dict, sizes: dict[int, int]) -> int:
+    total = 0
+    for spec in _all_args(call):
+        if spec["kind"] == "tensor":
+            total += math.prod(sizes.get(d, d) for d in spec["shape"])
+    return total
+
+
+def _value_code(spec: dict, sizes: dict[int, int], dtypes: dict[str, str]) -> str:
+    if spec["kind"] == "dtype":
+        return f"torch.{dtypes.get(spec['value'], spec['value'])}"
+    value = spec["value"]
+    if isinstance(value, list):
+        items = [sizes.get(v, v) if isinstance(v, int) else v for v in value]
+        if spec.get("sequence") == "list":
+            return repr(items)
+        return repr(tuple(items))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return repr(sizes.get(value, value))
+    return repr(value)
+
+
+def _variable(name: str | None, index: int, taken: set[str]) -> str:
+    base = name if name and name.isidentifier() else f"arg{index}"
+    var, n = base, 2
+    while var in taken:
+        var, n = f"{base}{n}", n + 1
+    taken.add(var)
+    return var
+
+
+def build(
+    call: dict,
+    cid: str,
+    kind: str,
+    seed: int,
+    sizes: dict[int, int] | None = None,
+    dtypes: dict[str, str] | None = None,
+    mode: str | None = None,
+    describe: str = "",
+    slug: str = "",
+) -> Candidate | None:
+    """One candidate from a captured call with some sizes, dtypes or values changed."""
+    sizes, dtypes = sizes or {}, dtypes or {}
+    function = call["function"]
+    taken = {"torch", "math", function, "result", "expected"}
+    lines = [f"torch.manual_seed({seed})"]
+    tensors: list[str] = []
+    positional: list[str] = []
+    keywords: list[str] = []
+    entries = [(a.get("name"), a, None) for a in call["args"]]
+    entries += [(k, v, k) for k, v in call["kwargs"].items()]
+    for index, (name, spec, keyword) in enumerate(entries):
+        if spec["kind"] == "opaque":
+            return None
+        if spec["kind"] == "tensor":
+            var = _variable(name, index, taken)
+            shape = [sizes.get(d, d) if d > 1 else d for d in spec["shape"]]
+            dtype = dtypes.get(spec["dtype"], spec["dtype"])
+            lines.append(f"{var} = {_tensor_code(spec, shape, dtype, mode)}")
+            tensors.append(var)
+            text = var
+        else:
+            text = _value_code(spec, sizes, dtypes)
+        if keyword is None:
+            positional.append(text)
+        else:
+            keywords.append(f"{keyword}={text}")
+    elements = _elements(call, sizes)
+    if elements > MAX_ELEMENTS:
+        return None
+    old = max(1, _elements(call, {}))
+    est = float(call.get("duration_s", 0.1)) * max(1.0, elements / old)
+    return Candidate(
+        id=cid,
+        function=function,
+        setup="\n".join(lines) + "\n",
+        call=f"{function}({', '.join(positional + keywords)})",
+        tensors=tuple(tensors),
+        describe=describe or "the own check's shapes with fresh values",
+        slug=slug or "fresh_values",
+        kind=kind,
+        elements=elements,
+        est_s=est + 0.05,
+    )
+
+
+def _signature(call: dict) -> str:
+    parts = []
+    for spec in _all_args(call):
+        if spec["kind"] == "tensor":
+            parts.append(f"{_shape(spec['shape'])} {spec['dtype']}")
+        elif spec["kind"] == "value":
+            parts.append(repr(spec["value"]))
+        else:
+            parts.append(spec.get("value") or spec.get("type", "?"))
+    return f"{call['function']}({', '.join(parts)})"
+
+
+def describe_call(call: dict) -> str:
+    return _signature(call)
+
+
+def _variants(call: dict) -> list[tuple[str, dict]]:
+    """(kind, build keyword arguments) for one call, most promising first per kind."""
+    dims = _sizes(call)
+    floats = sorted(
+        {s["dtype"] for s in _all_args(call) if s["kind"] == "tensor"} & set(FLOAT_DTYPES)
+    )
+    blocks = sorted(
+        {
+            v
+            for values in call.get("constexprs", {}).values()
+            for v in values
+            if isinstance(v, int) and v >= 8 and v & (v - 1) == 0
+        }
+    )
+    out: list[tuple[str, dict]] = [("base", {})]
+    for d in dims:
+        for new in (d - 1, d + 1):
+            if new >= 1:
+                out.append(
+                    (
+                        "size",
+                        {
+                            "sizes": {d: new},
+                            "describe": f"size {new} instead of {d} (one off)",
+                            "slug": f"size_{new}",
+                        },
+                    )
+                )
+    for b in blocks:
+        for d in dims[:2]:
+            if b > 4 * d:
+                continue
+            for new in (b - 1, b + 1, 2 * b + 1):
+                if new != d and new >= 1 and abs(new - d) > 1:
+                    out.append(
+                        (
+                            "block",
+                            {
+                                "sizes": {d: new},
+                                "describe": f"size {new} instead of {d} "
+                                f"(one off the block size {b})",
+                                "slug": f"size_{new}",
+                            },
+                        )
+                    )
+    if dims:
+        for small in (1, 3):
+            out.append(
+                (
+                    "small",
+                    {
+                        "sizes": {d: small for d in dims},
+                        "describe": f"every size {small} (tiny)",
+                        "slug": f"sizes_{small}",
+                    },
+                )
+            )
+        d = dims[0]
+        npot = d + d // 2 + 1 if d > 2 else 7
+        if npot & (npot - 1) == 0:
+            npot += 2
+        out.append(
+            (
+                "npot",
+                {
+                    "sizes": {d: npot},
+                    "describe": f"size {npot} instead of {d} (not a power of two)",
+                    "slug": f"size_{npot}",
+                },
+            )
+        )
+    for dtype in floats:
+        for other in PROBE_DTYPES:
+            if other != dtype:
+                out.append(
+                    (
+                        "dtype",
+                        {
+                            "dtypes": {dtype: other},
+                            "describe": f"{other} instead of {dtype}",
+                            "slug": other,
+                        },
+                    )
+                )
+    if floats:
+        for mode, text in MODES:
+            out.append(("values", {"mode": mode, "describe": text, "slug": f"{mode}_values"}))
+        if dims:
+            d = dims[0]
+            out.append(
+                (
+                    "values",
+                    {
+                        "mode": "negative",
+                        "sizes": {d: d - 1},
+                        "describe": f"all negative values, size {d - 1} instead of {d}",
+                        "slug": f"negative_values_size_{d - 1}",
+                    },
+                )
+            )
+    return out
+
+
+def candidates(calls: list[dict], family: str, budget: int, seed: int = 0) -> list[Candidate]:
+    """Up to ``budget`` distinct candidates over all captured calls, in the order that
+    the mutant's family makes most promising; smaller calls first within a kind."""
+    order = FAMILY_ORDER.get(family, DEFAULT_ORDER)
+    usable = sorted((c for c in calls if c.get("launches")), key=lambda c: _elements(c, {}))
+    per_call = [_variants(c) for c in usable]
+    out: list[Candidate] = []
+    seen: set[tuple[str, str]] = set()
+    for kind in order:
+        for ci, (call, variants) in enumerate(zip(usable, per_call, strict=True)):
+            for vi, (vkind, kwargs) in enumerate(variants):
+                if vkind != kind:
+                    continue
+                candidate = build(call, f"c{ci}v{vi}", kind, seed, **kwargs)
+                if candidate is None:
+                    continue
+                key = (candidate.setup, candidate.call)
+                if key in seen:
+                    continue
+                seen.add(key)
+                out.append(candidate)
+                if len(out) >= budget:
+                    return out
+    return out
+
+
+# -- the test a hit becomes ------------------------------------------------------------------
+def _import_line(module: str, function: str) -> str:
+    if module.isidentifier():
+        return f"from {module} import {function}"
+    return f"{function} = importlib.import_module({module!r}).{function}"
+
+
+def render_test(
+    *,
+    module: str,
+    kernel_name: str,
+    candidate: Candidate,
+    outputs: dict,
+    golden_name: str,
+    test_name: str,
+    why: str,
+) -> str:
+    """A plain pytest file: the probe input, the call, the original's outputs as expected."""
+    about = (
+        f"Input: {candidate.call} with {candidate.describe}. The expected values are the "
+        f"original kernel's outputs for this input (in {golden_name}). {why}"
+    )
+    about = about.replace("\\", "/").replace('"""', "'''")
+    lines = [
+        f'"""Probe test written by mutant-gate for {kernel_name}.',
+        "",
+        *textwrap.wrap(about, width=88),
+        '"""',
+        "",
+    ]
+    if not module.isidentifier():
+        lines.append("import importlib")
+    lines += ["import json", "import pathlib", "", "import torch", ""]
+    lines += [_import_line(module, candidate.function), "", ""]
+    lines += [
+        f"EXPECTED = json.loads(pathlib.Path(__file__).with_name({json.dumps(golden_name)}).read_text())",
+        "",
+        "",
+        "def _load(value):",
+        '    if value["kind"] == "tensor":',
+        '        data = torch.tensor(value["values"], dtype=getattr(torch, value["dtype"]))',
+        '        return data.reshape(value["shape"])',
+        '    if value["kind"] == "sequence":',
+        '        return tuple(_load(v) for v in value["items"])',
+        '    if value["kind"] == "none":',
+        "        return None",
+        '    return value["value"]',
+        "",
+        "",
+        f"def {test_name}():",
+    ]
+    lines += ["    " + line for line in candidate.setup.strip().splitlines()]
+    lines.append(f"    result = {candidate.call}")
+    for name, value in outputs.items():
+        if value.get("kind") == "none":
+            lines.append(f"    assert {name} is None")
+        else:
+            lines.append(
+                f'    torch.testing.assert_close({name}, _load(EXPECTED["{name}"]), equal_nan=True)'
+            )
+    return "\n".join(lines) + "\n"
+
+
+def golden_text(outputs: dict) -> str:
+    return json.dumps(outputs, separators=(",", ":")) + "\n"

@@ -1,0 +1,136 @@
+"""Stage 1: the model writes tests from the kernel file alone, never seeing a mutant.
+
+A reply's test file is kept only if it passes the original ``runs`` times in a row in
+the sandbox (fresh seeds, after the own check and the other tests, exactly as it will
+run in every mutant's job). Otherwise the failure goes back to the model, up to
+``attempts`` replies. If no reply passes whole, the best one is kept without the test
+functions that failed, when what is left passes every run. Accepted tests join every
+mutant's job, so the report says which of them killed what.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from ..events import Event, TestAccepted, TestRejected, WriterNote
+from ..kernel_file import TestFile
+from . import common, prompts
+from .llm import LLMError
+
+if TYPE_CHECKING:
+    from ..pipeline import Run
+    from . import Writers
+
+
+def passing_functions(proof: common.Proof, code: str) -> set[str]:
+    """Test functions whose every node passed in every run."""
+    names = set(common.test_functions(code))
+    for result in proof.runs:
+        for o in result.outcomes:
+            if not o.name.startswith("test::"):
+                continue
+            function = o.name.split("::", 1)[1].split("[", 1)[0]
+            if o.status != "passed":
+                names.discard(function)
+    seen = {
+        o.name.split("::", 1)[1].split("[", 1)[0]
+        for r in proof.runs
+        for o in r.outcomes
+        if o.name.startswith("test::")
+    }
+    return names & seen
+
+
+def drop_functions(code: str, keep: set[str]) -> str:
+    """``code`` without its top-level test functions not in ``keep``."""
+    tree = ast.parse(code)
+    lines = code.splitlines(keepends=True)
+    drop: list[tuple[int, int]] = []
+    for node in tree.body:
+        if (
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.name.startswith("test")
+            and node.name not in keep
+        ):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            drop.append((start - 1, node.end_lineno or node.lineno))
+    for start, end in sorted(drop, reverse=True):
+        del lines[start:end]
+    return "".join(lines)
+
+
+def stage1(run: Run, w: Writers) -> Iterator[Event]:
+    client = w.client
+    assert client is not None
+    settings = run.settings.writers
+    module = run.kernel.module
+    record = run.report_extra.setdefault("stage1", {"accepted": None, "attempts": []})
+    messages = prompts.stage1_messages(run.kernel)
+    name = f"{common.file_stem(run)}_stage1.py"
+    best: tuple[int, str, set[str]] | None = None  # (passing functions, code, names)
+    for attempt in range(1, settings.attempts + 1):
+        yield WriterNote(
+            "stage1", f"asking {client.settings.model} for tests ({attempt}/{settings.attempts})"
+        )
+        try:
+            reply = client.chat(messages)
+        except LLMError as exc:
+            yield w.model_failed("stage1", exc)
+            return
+        w.update_tokens()
+        messages.append({"role": "assistant", "content": reply.content})
+        code = common.extract_code(reply.content)
+        if code is None:
+            why = "no code: the reply has no ```python block"
+            if reply.finish_reason == "length":
+                why += " (it was cut off at the token limit)"
+            record["attempts"].append(
+                {"attempt": attempt, "why": why, "reply": reply.content[:2000]}
+            )
+            yield TestRejected("stage1", attempt, why)
+            messages.append({"role": "user", "content": prompts.NO_CODE})
+            continue
+        problem = common.static_problem(code, module)
+        if problem is not None:
+            record["attempts"].append({"attempt": attempt, "why": problem, "source": code})
+            yield TestRejected("stage1", attempt, problem)
+            messages.append(prompts.retry_message(problem[0].upper() + problem[1:] + "."))
+            continue
+        code = common.rename_taken(code, common.taken_names(run))
+        test = TestFile(path="", name=name, source=code, origin="stage1")
+        proof = common.prove_on_original(run, test, with_checks=True)
+        if proof.ok:
+            yield from _accept(run, record, test, attempt)
+            return
+        record["attempts"].append({"attempt": attempt, "why": proof.why, "source": code})
+        yield TestRejected("stage1", attempt, proof.why)
+        passing = passing_functions(proof, code)
+        if passing and (best is None or len(passing) > best[0]):
+            best = (len(passing), code, passing)
+        messages.append(prompts.retry_message(proof.feedback or proof.why))
+    if best is None:
+        yield WriterNote(
+            "stage1", "no test file passed the original; stage 1 added nothing", "warning"
+        )
+        return
+    _, code, passing = best
+    pruned = drop_functions(code, passing)
+    test = TestFile(path="", name=name, source=pruned, origin="stage1")
+    proof = common.prove_on_original(run, test, with_checks=True)
+    if proof.ok:
+        yield WriterNote(
+            "stage1", f"keeping the {len(passing)} test functions that passed every run"
+        )
+        yield from _accept(run, record, test, settings.attempts)
+    else:
+        record["attempts"].append({"attempt": "pruned", "why": proof.why, "source": pruned})
+        yield TestRejected("stage1", settings.attempts, f"pruned file: {proof.why}")
+
+
+def _accept(run: Run, record: dict, test: TestFile, attempt: int) -> Iterator[Event]:
+    run.add_tests([test])
+    functions = tuple(common.test_functions(test.source))
+    record["accepted"] = {"file": test.name, "attempt": attempt, "tests": list(functions)}
+    yield TestAccepted("stage1", test.name, functions)

@@ -1,0 +1,366 @@
+"""Stage 1 and stage 2 through the real command line, the real ``openai`` client, a
+loopback chat-completions server (tests/fake_openai.py) and the real sandbox.
+
+Each whole run checks several things at once (a run costs seconds of sandbox time):
+the scripted replies walk through what a model can get wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from .conftest import run_cli
+from .fake_openai import FakeOpenAI, Reply, python_reply
+
+pytestmark = pytest.mark.slow
+
+SECRET = "sk-test-secret-4242"
+
+SUM_KERNEL = textwrap.dedent("""
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+        tl.store(out_ptr, tl.sum(x, axis=0))
+
+
+    def total(x):
+        out = torch.empty(1)
+        sum_kernel[(1,)](x, out, x.numel(), BLOCK=64)
+        return out[0]
+
+
+    if __name__ == "__main__":
+        x = torch.randn(64)  # a block multiple: masked lanes never matter here
+        torch.testing.assert_close(total(x), x.sum())
+""")
+
+WRONG_TEST = """
+import torch
+
+from sum_kernel import total
+
+
+def test_total_plus_one():
+    torch.manual_seed(0)
+    x = torch.randn(50)
+    torch.testing.assert_close(total(x), x.sum() + 1.0)
+"""
+
+GOOD_TEST = f"""
+import os
+
+import torch
+
+from sum_kernel import total
+
+
+def test_odd_size():
+    torch.manual_seed(0)
+    x = torch.randn(50)
+    torch.testing.assert_close(total(x), x.sum())
+
+
+def test_no_key_in_sandbox():
+    assert "{SECRET}" not in repr(dict(os.environ))
+    try:
+        with open("/proc/self/environ", "rb") as fh:
+            assert b"{SECRET}" not in fh.read()
+    except PermissionError:
+        pass  # the sandbox's user cannot even read its own start environment
+"""
+
+
+def _env() -> dict:
+    return {"NEBIUS_API_KEY": SECRET, "OPENAI_API_KEY": ""}
+
+
+def _report(path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _by_after(report: dict, text: str) -> dict:
+    return next(m for m in report["mutants"] if m["after"].endswith(text))
+
+
+def _kernel(tmp_path):
+    (tmp_path / "sum_kernel.py").write_text(SUM_KERNEL)
+    return "sum_kernel.py"
+
+
+def test_stage1_retries_rejects_prose_and_a_wrong_test_then_accepts(tmp_path):
+    kernel = _kernel(tmp_path)
+    script = [
+        Reply("upstream overloaded", status=500, headers={"Retry-After": "0"}),
+        Reply("You should test odd sizes and negative values. Good luck!"),
+        python_reply(WRONG_TEST),
+        python_reply(GOOD_TEST),
+    ]
+    args = ["run", kernel, "--operators", "masks", "--writer", "llm", "--probes", "2"]
+    with FakeOpenAI(script) as fake:
+        args += ["--base-url", fake.base_url, "--write-tests", "written"]
+        proc = run_cli(*args, "--json", "r.json", cwd=tmp_path, env=_env())
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        report = _report(tmp_path / "r.json")
+        first = list(fake.requests)
+
+        # The same run again: every reply comes from the cache, nothing is asked.
+        again = run_cli(*args, "--json", "r2.json", cwd=tmp_path, env=_env())
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert fake.requests == first
+
+    chats = [r for r in first if r["method"] == "POST"]
+    assert [r["method"] for r in first].count("GET") == 1  # the model-list check
+    assert len(chats) == 4  # the 500, then three replies
+    assert all(r["authorization"] == f"Bearer {SECRET}" for r in first)
+    assert all(r["body"]["model"] == "nvidia/nemotron-3-super-120b-a12b" for r in chats)
+    # The model saw the kernel file and never a mutant.
+    prompt = json.dumps(chats[0]["body"]["messages"])
+    assert "sum_kernel" in prompt and "other=1.0" not in prompt and "diff" not in prompt
+    # The failure on the original went back to the model before the last reply.
+    last = chats[-1]["body"]["messages"]
+    assert "ORIGINAL" in last[-1]["content"] and "test_total_plus_one" in last[-1]["content"]
+    assert "python code block" in last[-3]["content"]  # after the prose reply
+
+    stage1 = report["stage1"]
+    assert stage1["accepted"]["file"] == "test_sum_kernel_mg_stage1.py"
+    whys = [a["why"] for a in stage1["attempts"]]
+    assert whys[0].startswith("no code") and whys[1].startswith("fails the original"), whys
+    tests = {t["name"]: t for t in report["tests"]}
+    odd = tests["test::test_odd_size"]
+    assert odd["origin"] == "stage1" and "x = torch.randn(50)" in odd["source"]
+    assert tests["test::test_no_key_in_sandbox"]["status"] == "passed"  # the key stayed out
+    assert tests["own-check"]["origin"] == "own"
+    # The accepted tests joined every mutant's job: other=1.0 is killed by test_odd_size.
+    other_one = _by_after(report, "other=1.0)")
+    assert (other_one["verdict"], other_one["by"]) == ("killed", "test:test_odd_size")
+    assert other_one["id"] in odd["kills"]
+    assert report["tokens"]["calls"] == 3 and report["tokens"]["prompt"] == 300
+    # The key reached the endpoint only: not the report, not the cache.
+    assert SECRET not in (tmp_path / "r.json").read_text()
+    for path in (tmp_path / ".mutant-gate").rglob("*"):
+        assert not path.is_file() or SECRET.encode() not in path.read_bytes(), path
+    assert report["tokens"]["model"] == "nvidia/nemotron-3-super-120b-a12b"
+    again_report = _report(tmp_path / "r2.json")
+    assert again_report["tokens"]["prompt"] == 0
+    assert again_report["tokens"]["cached_calls"] == 3
+    assert [(m["id"], m["verdict"]) for m in again_report["mutants"]] == [
+        (m["id"], m["verdict"]) for m in report["mutants"]
+    ]
+
+    # Written tests pass under plain pytest against the original file.
+    plain = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "written"],
+        cwd=tmp_path,
+        env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert "2 passed" in plain.stdout
+
+
+FLAKY_TEST = """
+import torch
+
+from sum_kernel import total
+
+
+def test_depends_on_the_seed():
+    x = torch.randn(50)
+    assert torch.initial_seed() == 0
+    torch.testing.assert_close(total(x), x.sum())
+"""
+
+SPARING_TEST = """
+import torch
+
+from sum_kernel import total
+
+
+def test_block_multiple_again():
+    torch.manual_seed(1)
+    x = torch.randn(64)
+    torch.testing.assert_close(total(x), x.sum())
+"""
+
+KILLER_TEST = """
+import torch
+
+from sum_kernel import total
+
+
+def test_tail_of_a_block():
+    torch.manual_seed(2)
+    x = torch.randn(37)
+    torch.testing.assert_close(total(x), x.sum())
+"""
+
+
+def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_records_claims(tmp_path):
+    kernel = _kernel(tmp_path)
+    asked: dict[str, int] = {}
+
+    def answer(body: dict) -> Reply:
+        diff = body["messages"][1]["content"]
+        if "+    x = tl.load(x_ptr + offs)\n" in diff:  # mask-drop
+            key = "mask-drop"
+            replies = [
+                python_reply(FLAKY_TEST),
+                python_reply(SPARING_TEST),
+                Reply("I cannot decide; the kernel looks fine to me."),
+            ]
+        elif "other=1.0" in diff:
+            key = "other-change"
+            replies = [python_reply(KILLER_TEST)]
+        else:  # other-drop
+            key = "other-drop"
+            replies = [
+                Reply(
+                    "EQUIVALENT: masked lanes are never stored and the interpreter "
+                    "fills them with zeros."
+                )
+            ]
+        n = asked.get(key, 0)
+        asked[key] = n + 1
+        return replies[min(n, len(replies) - 1)]
+
+    with FakeOpenAI(answer) as fake:
+        proc = run_cli(
+            "run",
+            kernel,
+            "--operators",
+            "masks",
+            "--writer",
+            "none",
+            "--stage2",
+            "--base-url",
+            fake.base_url,
+            "--json",
+            "r.json",
+            cwd=tmp_path,
+            env=_env(),
+        )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = _report(tmp_path / "r.json")
+    rows = {m["operator"]: m for m in report["mutants"]}
+    assert set(rows) == {"mask-drop", "other-drop", "other-change"}
+    # The model's killer for other=1.0 passed the original, failed the mutant.
+    change = rows["other-change"]
+    assert (change["verdict"], change["by"]) == ("killed", "test:test_tail_of_a_block")
+    killer = next(t for t in report["tests"] if t["name"] == "test::test_tail_of_a_block")
+    assert killer["origin"] == "stage2" and change["id"] in killer["kills"]
+    # mask-drop: a flaky test, a test that spares the mutant, prose: all rejected with why,
+    # unless the killer test (run against every survivor) killed it first.
+    drop = rows["mask-drop"]
+    whys = [a["why"] for a in drop["attempts"]]
+    if drop["verdict"] == "killed":
+        assert drop["by"] == "test:test_tail_of_a_block"
+    else:
+        assert len(whys) == 3, whys
+    assert whys[0].startswith("flaky on the original: passed 1 of 3 runs"), whys
+    assert all(a["by"] == "stage2" for a in drop["attempts"])
+    if len(whys) > 1:
+        assert whys[1] == "passes on the mutant too: it does not kill it"
+    # other-drop: the model's EQUIVALENT is a claim; the verdict stays survived.
+    same = rows["other-drop"]
+    assert same["verdict"] == "survived"
+    assert same["claims"] == [
+        {
+            "by": "stage2",
+            "claim": "equivalent",
+            "reason": "masked lanes are never stored and the interpreter fills them with zeros.",
+        }
+    ]
+    assert report["score"]["by_verdict"].get("equivalent") is None
+    assert report["tokens"]["calls"] == sum(asked.values())
+
+
+def test_reply_naming_another_model_stops_the_stage_not_the_run(tmp_path):
+    kernel = _kernel(tmp_path)
+    script = [python_reply(GOOD_TEST) for _ in range(3)]
+    for reply in script:
+        reply.model = "meta-llama/Llama-3.3-70B-Instruct"
+    with FakeOpenAI(script) as fake:
+        proc = run_cli(
+            "run",
+            kernel,
+            "--operators",
+            "masks",
+            "--writer",
+            "llm",
+            "--probes",
+            "2",
+            "--base-url",
+            fake.base_url,
+            "--json",
+            "r.json",
+            cwd=tmp_path,
+            env=_env(),
+        )
+        chats = fake.chats
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(chats) == 1  # stopped at the first substituted reply
+    out = " ".join(proc.stdout.split())
+    assert "names model 'meta-llama/Llama-3.3-70B-Instruct', not the requested" in out
+    report = _report(tmp_path / "r.json")
+    assert report["stage1"]["accepted"] is None
+    assert report["writers"]["notes"][0]["level"] == "error"
+    assert not any(t["origin"] == "stage1" for t in report["tests"])
+
+
+def test_bad_key_and_unknown_model_are_one_line(tmp_path):
+    kernel = _kernel(tmp_path)
+    with FakeOpenAI(models_status=401) as fake:
+        proc = run_cli(
+            "run", kernel, "--writer", "llm", "--base-url", fake.base_url, cwd=tmp_path, env=_env()
+        )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "refused the API key (401)" in lines[0], proc.stderr
+
+    with FakeOpenAI(models=("nvidia/Nemotron-3-Super-120B-A12B", "other/model")) as fake:
+        proc = run_cli(
+            "run", kernel, "--stage2", "--base-url", fake.base_url, cwd=tmp_path, env=_env()
+        )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "not in the model list" in lines[0]
+    assert "did you mean nvidia/Nemotron-3-Super-120B-A12B" in lines[0]
+
+
+def test_no_key_says_so_and_goes_on_with_the_probe(tmp_path):
+    kernel = _kernel(tmp_path)
+    env = {"NEBIUS_API_KEY": "", "OPENAI_API_KEY": ""}
+    proc = run_cli(
+        "run",
+        kernel,
+        "--operators",
+        "other-change",
+        "--writer",
+        "llm",
+        "--json",
+        "r.json",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = " ".join(proc.stdout.split())
+    assert "no API key (set NEBIUS_API_KEY or OPENAI_API_KEY): model stages skipped; the probe" in out
+    report = _report(tmp_path / "r.json")
+    assert report["tokens"]["calls"] == 0
+    assert all(m["verdict"] == "killed" for m in report["mutants"])  # the probe did it

@@ -1,0 +1,526 @@
+"""The Textual explorer: a live mutant grid, the inspector, actions on survivors, replay.
+
+``create_app`` builds the app for a live run (``settings``), a replayed report
+(``report``) or a list of cached runs to choose from (``runs``); the command
+line and the tests use the same factory. The app owns the model and the bridge
+and turns key presses into actions; widgets only show the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable, Iterable
+from functools import partial
+
+from textual import on
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from mutant_gate.cache import Store
+from mutant_gate.engine.errors import BadInput
+from mutant_gate.engine.pipeline import Run, RunSettings
+from mutant_gate.engine.sandbox import Sandbox
+from mutant_gate.tui.bridge import (
+    NEEDS_MODEL,
+    BaselineBegan,
+    BaselineDone,
+    EngineBridge,
+    EngineNote,
+    MutantJudged,
+    MutantRunning,
+    RunBegan,
+    RunDone,
+    model_key_present,
+)
+from mutant_gate.tui.model import Filters, RunModel
+from mutant_gate.tui.render import by_label
+from mutant_gate.tui.screens.explorer import ExplorerScreen
+from mutant_gate.tui.screens.export import ExportScreen
+from mutant_gate.tui.screens.filter import FilterScreen
+from mutant_gate.tui.screens.help import HelpScreen
+from mutant_gate.tui.screens.runs import RunPickerScreen
+
+REPLAY_READ_ONLY = (
+    "this is a replay (offline, read-only); open the kernel with `mutant-gate tui FILE` "
+    "to do this (finished jobs come from the cache)"
+)
+
+
+class MutantGateApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "mutant-gate"
+    BINDINGS = [
+        Binding(
+            "space",
+            "mark",
+            "mark",
+            tooltip="mark / unmark the survivor under the cursor for stage 2",
+        ),
+        Binding("M", "mark_all", "mark all shown survivors", show=False),
+        Binding("U", "unmark_all", "unmark all", show=False),
+        Binding(
+            "2", "stage2", "stage 2", tooltip="stage 2 on the marked survivors (needs a model key)"
+        ),
+        Binding(
+            "r", "rerun(False)", "rerun", tooltip="judge the mutant again (cached result first)"
+        ),
+        Binding("R", "rerun(True)", "rerun in the sandbox (skip the cache)", show=False),
+        Binding("c", "toggle_check('compile-check')", "compile-check on/off", show=False),
+        Binding("o", "toggle_check('diff-oracle')", "diff-oracle on/off", show=False),
+        Binding("f", "filter", "filter", tooltip="filter by verdict, operator / family, function"),
+        Binding("slash", "search", "search", tooltip="search id, operator, function, code, reason"),
+        Binding("s", "survivors", "survivors only on/off", show=False),
+        Binding("g", "group", "group", tooltip="group the grid by function or by operator family"),
+        Binding("e", "export", "export", tooltip="write the report as JSON"),
+        Binding("L", "toggle_log", "log on/off", show=False),
+        Binding("escape", "back", "back / clear filter", show=False),
+        Binding("question_mark,f1", "help", "help"),
+        Binding("q", "quit", "quit"),
+    ]
+
+    def __init__(
+        self,
+        *,
+        settings: RunSettings | None = None,
+        report: dict | None = None,
+        runs: list[dict] | None = None,
+        cache_dir: str | None = None,
+        json_path: str | None = None,
+        sandbox_factory: Callable[[RunSettings], Sandbox] | None = None,
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        self.model = RunModel.from_report(report) if report is not None else RunModel()
+        self.runs = runs
+        self.cache_dir = cache_dir
+        self.json_path = json_path
+        self.bridge = (
+            EngineBridge(self, settings, sandbox_factory=sandbox_factory) if settings else None
+        )
+        self.failure: BaseException | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.bridge is not None
+
+    def get_default_screen(self) -> Screen:
+        self._explorer = ExplorerScreen(self.model, live=self.live)
+        return self._explorer
+
+    @property
+    def explorer(self) -> ExplorerScreen:
+        """The main screen (also while a modal screen is on top of it)."""
+        return self._explorer
+
+    def on_ready(self) -> None:
+        """The explorer is composed: start the run, or show the replay or the run list."""
+        explorer = self.explorer
+        if self.bridge is not None:
+            explorer.header.checks = dict(self.bridge.checks)
+            self.bridge.progress_target = explorer.header
+            self.bridge.start()
+            explorer.log_view.say(f"starting {self.bridge.settings.kernel_path}")
+        elif self.runs is not None:
+            self.push_screen(RunPickerScreen(self.runs, self.cache_dir or ""), self._open_record)
+        else:
+            self._replayed()
+
+    def _open_record(self, record: dict | None) -> None:
+        if record and record.get("report"):
+            self.model.load(record["report"])
+            self.explorer.grid.rebuild()
+            self.explorer.header.refresh()
+            self._replayed()
+
+    def _replayed(self) -> None:
+        model = self.model
+        self.explorer.log_view.say(
+            f"replay of run {model.run_id}: {len(model.rows)} mutants of {model.kernel_path}"
+            f"{'' if model.finished else ' (incomplete)'}"
+        )
+
+    # -- engine messages ----------------------------------------------------
+    @on(RunBegan)
+    def _run_began(self, message: RunBegan) -> None:
+        self.model.begin(message.run_id, message.kernel_path, message.rows)
+        explorer = self.explorer
+        explorer.grid.rebuild()
+        explorer.header.refresh()
+        explorer.log_view.say(
+            f"run {message.run_id}: {len(message.rows)} mutants in "
+            f"{', '.join(message.functions) or 'no function'}"
+        )
+
+    @on(BaselineBegan)
+    def _baseline_began(self, message: BaselineBegan) -> None:
+        self.explorer.log_view.say(
+            f"running the original's own check (limit {message.timeout_s:g} s)"
+        )
+
+    @on(BaselineDone)
+    def _baseline_done(self, message: BaselineDone) -> None:
+        how = "from the cache" if message.cached else f"in {message.duration_s:.2f} s"
+        self.explorer.log_view.say(
+            f"the original passes its own check ({how}); mutant limit "
+            f"{message.mutant_timeout_s:.1f} s"
+        )
+
+    @on(MutantRunning)
+    def _mutant_running(self, message: MutantRunning) -> None:
+        i = self.model.set_state(message.mutant_id, "running")
+        self.explorer.grid.update_rows([i])
+
+    @on(MutantJudged)
+    def _mutant_judged(self, message: MutantJudged) -> None:
+        row = message.row
+        i = self.model.apply(row)
+        explorer = self.explorer
+        explorer.grid.update_rows([i])
+        if explorer.inspector.mutant_id == row["id"]:
+            explorer.inspector.show(row["id"])
+        if message.rejudged or not row.get("cached"):
+            explorer.log_view.say(log_line(row, message.rejudged))
+
+    @on(RunDone)
+    def _run_done(self, message: RunDone) -> None:
+        changed = self.model.finish(message.report)
+        explorer = self.explorer
+        explorer.grid.update_rows(changed)
+        explorer.header.refresh()
+        if explorer.inspector.mutant_id:
+            explorer.inspector.show(explorer.inspector.mutant_id)
+        if message.again:
+            return
+        score = self.model.score
+        cached = sum(1 for row in self.model.rows if row.get("cached"))
+        explorer.log_view.say(
+            f"done: {score.killed}/{score.total} killed, "
+            f"{score.counts.get('survived', 0)} survived; {cached} results from the cache"
+        )
+        if self.json_path:
+            self.write_report(self.json_path)
+
+    @on(EngineNote)
+    def _engine_note(self, message: EngineNote) -> None:
+        self.explorer.log_view.say(message.text)
+
+    @on(Worker.StateChanged)
+    def _worker_state(self, event: Worker.StateChanged) -> None:
+        """Every engine worker's failure becomes a visible error, never a traceback."""
+        if event.state is not WorkerState.ERROR:
+            return
+        worker, error = event.worker, event.worker.error
+        text = str(error) or type(error).__name__
+        if not isinstance(error, BadInput):
+            text = f"{type(error).__name__}: {text}"
+        explorer = self.explorer
+        explorer.log_view.say(f"{worker.description or worker.name} failed: {text}")
+        if worker.group == "engine":
+            self.failure = error
+            explorer.header.failure = text
+            explorer.header.refresh()
+            self.notify(text, title="the run stopped", severity="error", timeout=30)
+        else:
+            self.notify(text, title=worker.description or worker.name, severity="error")
+
+    # -- actions ------------------------------------------------------------
+    def _engine(self, what: str) -> EngineBridge | None:
+        if self.bridge is None:
+            self.notify(f"{what}: {REPLAY_READ_ONLY}", severity="warning")
+        return self.bridge
+
+    def _refresh_mutants(self, ids: Iterable[str]) -> None:
+        explorer = self.explorer
+        explorer.grid.update_rows([self.model.index[i] for i in ids])
+        if explorer.inspector.mutant_id:
+            explorer.inspector.show(explorer.inspector.mutant_id)
+        explorer.header.refresh()
+
+    def action_mark(self) -> None:
+        current = self.explorer.grid.current
+        if current is None:
+            return
+        marked = self.model.toggle_mark(current)
+        if marked is None:
+            self.notify("Only survivors can be marked for stage 2.", severity="warning")
+            return
+        self._refresh_mutants([current])
+
+    def action_mark_all(self) -> None:
+        grid = self.explorer.grid
+        shown = [i for i in grid.visible_ids if self.model.row(i)["verdict"] == "survived"]
+        fresh = [i for i in shown if i not in self.model.marked]
+        self.model.marked.update(fresh)
+        self._refresh_mutants(fresh)
+        self.notify(f"{len(self.model.marked)} survivors marked for stage 2.")
+
+    def action_unmark_all(self) -> None:
+        was = list(self.model.marked)
+        self.model.marked.clear()
+        self._refresh_mutants(was)
+
+    def action_stage2(self) -> None:
+        if not model_key_present():
+            self.notify(f"Stage 2 {NEEDS_MODEL}.", title="stage 2", severity="error", timeout=10)
+            return
+        bridge = self._engine("stage 2")
+        if bridge is None:
+            return
+        marked = [row["id"] for row in self.model.rows if row["id"] in self.model.marked]
+        refused = bridge.stage2(marked)
+        if refused:
+            self.notify(refused, title="stage 2", severity="warning")
+        else:
+            self.explorer.log_view.say(f"stage 2 on {len(marked)} marked survivors")
+
+    def action_rerun(self, force: bool = False) -> None:
+        current = self.explorer.grid.current
+        bridge = self._engine("rerun")
+        if bridge is None or current is None:
+            return
+        refused = bridge.rerun(current, force=force)
+        if refused:
+            self.notify(refused, title="rerun", severity="warning")
+            return
+        how = "in the sandbox" if force else "from the cache (or the sandbox when not cached)"
+        self.explorer.log_view.say(f"rerun {current} {how}")
+
+    def action_toggle_check(self, name: str) -> None:
+        bridge = self._engine(name)
+        if bridge is None:
+            return
+        turn_on = not bridge.checks[name]
+        survivors = [
+            row["id"] for i, row in enumerate(self.model.rows) if self.model.states[i] == "survived"
+        ]
+        refused = bridge.set_check(name, turn_on, survivors)
+        if refused:
+            self.notify(refused, title=name, severity="warning")
+            return
+        header = self.explorer.header
+        header.checks = dict(bridge.checks)
+        header.refresh()
+        self.explorer.log_view.say(f"{name} {'on' if turn_on else 'off'}")
+
+    def apply_filters(self, filters: Filters) -> None:
+        explorer = self.explorer
+        explorer.grid.rebuild(filters=filters)
+        explorer.header.filters_text = filters.describe()
+        explorer.header.refresh()
+        if filters.active and not explorer.grid.visible_ids:
+            self.notify("No mutant matches the filter (escape clears it).", severity="warning")
+
+    def action_filter(self) -> None:
+        def chosen(filters: Filters | None) -> None:
+            if filters is not None:
+                self.apply_filters(filters)
+
+        self.push_screen(FilterScreen(self.model, self.explorer.grid.filters), chosen)
+
+    def action_survivors(self) -> None:
+        filters = self.explorer.grid.filters
+        only = frozenset({"survived"})
+        self.apply_filters(
+            Filters(
+                verdicts=frozenset() if filters.verdicts == only else only,
+                operators=filters.operators,
+                functions=filters.functions,
+                text=filters.text,
+            )
+        )
+
+    def action_search(self) -> None:
+        self.explorer.search.open()
+
+    def on_search_bar_searched(self, event) -> None:
+        explorer = self.explorer
+        self.apply_filters(explorer.grid.filters.with_text(event.text))
+        if event.done:
+            explorer.grid.focus()
+
+    def action_back(self) -> None:
+        explorer = self.explorer
+        if self.screen is explorer and explorer.maximized is not None:
+            explorer.minimize()
+            explorer.grid.focus()
+        elif explorer.grid.filters.active:
+            explorer.search.value = ""
+            self.apply_filters(Filters())
+
+    def action_group(self) -> None:
+        grid = self.explorer.grid
+        grouping = "family" if grid.grouping == "function" else "function"
+        grid.rebuild(grouping=grouping)
+        self.explorer.log_view.say(f"grouped by {grouping}")
+
+    def action_toggle_log(self) -> None:
+        log = self.explorer.log_view
+        log.display = not log.display
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(list(self.BINDINGS)))
+
+    def action_export(self) -> None:
+        default = f"mutant-gate-{self.model.run_id or 'run'}.json"
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self.write_report(path)
+
+        self.push_screen(ExportScreen(default), chosen)
+
+    def write_report(self, path: str) -> bool:
+        try:
+            with open(path, "w") as fh:
+                json.dump(self.model.to_report(), fh, indent=2)
+        except OSError as exc:
+            self.notify(f"cannot write {path}: {exc.strerror or exc}", severity="error")
+            return False
+        self.explorer.log_view.say(f"report written to {path}")
+        self.notify(f"Report written to {path}.")
+        return True
+
+    async def action_quit(self) -> None:
+        """Close the sandbox (and with it the run) before leaving: the cache stays
+        consistent and the next run resumes."""
+        if self.bridge is not None and not self.bridge.stopped:
+            header = self.explorer.header
+            header.status = "closing the sandbox…"
+            header.refresh()
+            await asyncio.to_thread(self.bridge.stop)
+        self.exit(2 if self.failure else 0)
+
+    def on_unmount(self) -> None:
+        if self.bridge is not None:
+            self.bridge.stop()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for title, help_text, action in COMMANDS:
+            yield SystemCommand(title, help_text, partial(self.run_action, action))
+
+
+#: The command palette's entries: (title, help, action), the same actions as the keys.
+COMMANDS = [
+    ("Mark or unmark survivor", "mark the survivor under the cursor for stage 2", "mark"),
+    ("Mark all shown survivors", "mark every survivor the grid shows", "mark_all"),
+    ("Unmark all", "clear every mark", "unmark_all"),
+    ("Run stage 2 on marked survivors", "a model writes killer tests (needs a key)", "stage2"),
+    ("Rerun mutant", "judge the mutant under the cursor again (cache first)", "rerun(False)"),
+    ("Rerun mutant in the sandbox", "judge it again, skipping the cache", "rerun(True)"),
+    ("Toggle compile-check", "compile survivors for CUDA targets", "toggle_check('compile-check')"),
+    (
+        "Toggle diff-oracle",
+        "compare survivors' outputs with the original's",
+        "toggle_check('diff-oracle')",
+    ),
+    ("Filter mutants", "by verdict, operator or family, function", "filter"),
+    ("Show survivors only", "toggle a survived-only filter", "survivors"),
+    ("Search mutants", "by id, operator, function, code or reason", "search"),
+    ("Group by function / family", "switch the grid's grouping", "group"),
+    ("Export report JSON", "write the report as it stands", "export"),
+    ("Toggle log", "show or hide the event log", "toggle_log"),
+    ("Help", "keys and what the grid shows", "help"),
+]
+
+
+def log_line(row: dict, rejudged: bool) -> str:
+    verdict = row.get("verdict", "?")
+    what = f"{row['id']} {row.get('operator')} line {row.get('line')}: {verdict}"
+    if verdict == "killed":
+        what += f" by {by_label(row.get('by'))}"
+    elif verdict in ("error", "not_compilable", "equivalent"):
+        what += f": {row.get('reason', '')}"
+    return ("updated " if rejudged else "") + what
+
+
+def create_app(
+    *,
+    settings: RunSettings | None = None,
+    report: dict | None = None,
+    runs: list[dict] | None = None,
+    cache_dir: str | None = None,
+    json_path: str | None = None,
+    sandbox_factory: Callable[[RunSettings], Sandbox] | None = None,
+) -> MutantGateApp:
+    """The explorer for a live run (``settings``), a report (``report``) or a run list."""
+    if sum(x is not None for x in (settings, report, runs)) != 1:
+        raise ValueError("create_app needs exactly one of settings, report, runs")
+    return MutantGateApp(
+        settings=settings,
+        report=report,
+        runs=runs,
+        cache_dir=cache_dir,
+        json_path=json_path,
+        sandbox_factory=sandbox_factory,
+    )
+
+
+# -- the command line's entry points ---------------------------------------------
+def run_live(settings: RunSettings, json_path: str | None = None) -> int:
+    """``mutant-gate tui FILE``: bad input fails before the screen changes (exit 2)."""
+    Run(settings, None, None).load()  # type: ignore[arg-type]
+    if settings.use_cache:
+        Store(settings.cache_dir).close()
+    app = create_app(settings=settings, json_path=json_path)
+    try:
+        app.run()
+    finally:
+        if app.bridge is not None:
+            app.bridge.stop()
+    if app.failure is not None:
+        raise app.failure
+    return app.return_code or 0
+
+
+def load_replay(run: str | None, cache_dir: str) -> tuple[dict | None, list[dict]]:
+    """(report, []) for one run, or (None, records) to choose from; BadInput otherwise.
+
+    ``run`` is a run id, a unique prefix of one, or a JSON report file.
+    """
+    if run and run.endswith(".json") and os.path.isfile(run):
+        try:
+            with open(run) as fh:
+                report = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"{run}: not a readable JSON report ({exc})") from None
+        if not isinstance(report, dict) or not isinstance(report.get("mutants"), list):
+            raise BadInput(f"{run}: not a mutant-gate report (no mutants list)")
+        return report, []
+    if not os.path.isdir(cache_dir):
+        raise BadInput(f"no cache at {cache_dir}: run `mutant-gate run FILE` first")
+    with Store(cache_dir) as store:
+        ids = store.list_runs()
+        if not ids:
+            raise BadInput(f"no runs in the cache at {store.directory}")
+        if run is None:
+            records = [r for r in (store.get_run(i) for i in ids) if r]
+            return None, records
+        matches = [i for i in ids if i == run] or [i for i in ids if i.startswith(run)]
+        if not matches:
+            raise BadInput(f"no run {run!r} in {store.directory}; newest: {', '.join(ids[-3:])}")
+        if len(matches) > 1:
+            raise BadInput(f"run {run!r} is ambiguous: {', '.join(matches)}")
+        record = store.get_run(matches[0])
+    if not record or not record.get("report"):
+        raise BadInput(
+            f"run {matches[0]} stopped before it finished: it has no report to replay "
+            "(`mutant-gate run` or `tui` on the same file resumes it from the cache)"
+        )
+    return record["report"], []
+
+
+def run_replay(run: str | None, cache_dir: str) -> int:
+    """``mutant-gate replay [RUN]``: offline, no sandbox, no key."""
+    report, records = load_replay(run, cache_dir)
+    if report is not None:
+        app = create_app(report=report)
+    else:
+        app = create_app(runs=records, cache_dir=os.path.abspath(cache_dir))
+    app.run()
+    return app.return_code or 0

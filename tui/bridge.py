@@ -1,0 +1,467 @@
+"""The one place where the engine meets Textual.
+
+``Run(settings, sandbox, store).events()`` runs in a named thread worker; every
+engine event becomes a Textual message. Threads only call ``post_message``,
+which is thread-safe; widgets are touched on the UI thread alone. Progress goes
+to the header as a coalescable message (``can_replace``) so a burst of cached
+results repaints the header once, not two thousand times. Actions that need the
+engine (rerun one mutant, stage 2 on marked survivors, the compile-check and
+diff-oracle toggles) go through this module too.
+
+Quitting mid-run closes the sandbox first (jobs in flight end at once and are
+not stored), then the event generator in its own thread, then the cache: the
+same order as ``mutant-gate run`` on Ctrl-C, so the next run resumes.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+
+from textual.app import App
+from textual.message import Message
+from textual.message_pump import MessagePump
+from textual.worker import Worker
+
+from mutant_gate.cache import Store
+from mutant_gate.engine.events import (
+    BaselineFinished,
+    BaselineStarted,
+    Event,
+    MutantFinished,
+    MutantStarted,
+    MutantUpdated,
+    RunFinished,
+    RunStarted,
+)
+from mutant_gate.engine.pipeline import Run, RunSettings
+from mutant_gate.engine.records import Mutant
+from mutant_gate.engine.report import mutant_row
+from mutant_gate.engine.sandbox import Sandbox
+from mutant_gate.engine.sandbox.local import LocalSandbox
+from mutant_gate.engine.writers import run_stage2
+
+#: Environment variables that hold a model key (the writers read the same ones).
+MODEL_KEYS = ("NEBIUS_API_KEY", "OPENAI_API_KEY")
+NEEDS_MODEL = "needs a model: set NEBIUS_API_KEY or OPENAI_API_KEY"
+#: The survivor checks the explorer can toggle, by report name.
+CHECKS = ("compile-check", "diff-oracle")
+
+Stage = Callable[[Run, list[Mutant]], Iterator[Event]]
+
+
+def model_key_present() -> bool:
+    return any(os.environ.get(name) for name in MODEL_KEYS)
+
+
+# -- where the engine's later stages connect ----------------------------------
+def engine_stage2(settings: RunSettings) -> Stage | None:
+    """The engine's stage 2 on chosen survivors (``engine/writers``), as a survivor stage."""
+    return run_stage2
+
+
+def engine_check(name: str, settings: RunSettings) -> Stage | None:
+    """The engine's compile-check / diff-oracle as a survivor stage, or None while missing.
+
+    Connect here, like ``engine_stage2``: the stage fills ``run.details[id]``
+    (``compile`` {target: {ok, message}}, ``oracle`` {sentence, ...}) and yields
+    ``run.update(...)`` for survivors that become ``not_compilable``.
+    """
+    return None
+
+
+# -- messages -----------------------------------------------------------------
+class EngineMessage(Message):
+    """Base of everything the bridge posts (one hook in tests catches them all)."""
+
+
+class RunBegan(EngineMessage):
+    def __init__(self, run_id: str, kernel_path: str, functions: list[str], rows: list[dict]):
+        super().__init__()
+        self.run_id, self.kernel_path, self.functions, self.rows = (
+            run_id,
+            kernel_path,
+            functions,
+            rows,
+        )
+
+
+class BaselineBegan(EngineMessage):
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__()
+        self.timeout_s = timeout_s
+
+
+class BaselineDone(EngineMessage):
+    def __init__(self, duration_s: float, cached: bool, mutant_timeout_s: float) -> None:
+        super().__init__()
+        self.duration_s, self.cached, self.mutant_timeout_s = duration_s, cached, mutant_timeout_s
+
+
+class MutantRunning(EngineMessage):
+    def __init__(self, mutant_id: str) -> None:
+        super().__init__()
+        self.mutant_id = mutant_id
+
+
+class MutantJudged(EngineMessage):
+    """A verdict arrived (``rejudged``: a later stage or a rerun changed it)."""
+
+    def __init__(self, row: dict, rejudged: bool = False) -> None:
+        super().__init__()
+        self.row, self.rejudged = row, rejudged
+
+    @property
+    def mutant_id(self) -> str:
+        return self.row["id"]
+
+
+class RunDone(EngineMessage):
+    """The engine's report: at the end of the run, and ``again`` after a later action."""
+
+    def __init__(self, report: dict, again: bool = False) -> None:
+        super().__init__()
+        self.report, self.again = report, again
+
+
+class EngineNote(EngineMessage):
+    """Any other engine event (writers, checks), as one line for the log."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class Progress(EngineMessage):
+    """The header's numbers. Coalescable: only the newest one in a queue is painted."""
+
+    def __init__(
+        self,
+        *,
+        phase: str,
+        done: int,
+        total: int,
+        ran: int,
+        cached: int,
+        running: int,
+        started_at: float | None,
+        finished_at: float | None = None,
+        tokens: dict | None = None,
+    ) -> None:
+        super().__init__()
+        self.phase, self.done, self.total = phase, done, total
+        self.ran, self.cached, self.running = ran, cached, running
+        self.started_at, self.finished_at, self.tokens = started_at, finished_at, tokens
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, Progress)
+
+    @property
+    def elapsed_s(self) -> float | None:
+        if self.started_at is None:
+            return None
+        return (self.finished_at or time.monotonic()) - self.started_at
+
+    @property
+    def jobs_per_s(self) -> float | None:
+        elapsed = self.elapsed_s
+        return self.ran / elapsed if elapsed and self.ran else None
+
+
+# -- the bridge ---------------------------------------------------------------
+class EngineBridge:
+    """Drives one live run for the app; every engine call of the explorer goes through here."""
+
+    def __init__(
+        self,
+        app: App,
+        settings: RunSettings,
+        *,
+        sandbox_factory: Callable[[RunSettings], Sandbox] | None = None,
+    ) -> None:
+        self.app = app
+        self.settings = settings
+        self._sandbox_factory = sandbox_factory or (
+            lambda s: LocalSandbox(s.workers, s.mode)  # type: ignore[return-value]
+        )
+        #: Where Progress goes (the header); the app until one is attached.
+        self.progress_target: MessagePump = app
+        self.run: Run | None = None
+        self.sandbox: Sandbox | None = None
+        self.store: Store | None = None
+        self.checks: dict[str, bool] = dict.fromkeys(CHECKS, False)
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Event] = []
+        self._mutants: dict[str, Mutant] = {}
+        self._running: set[str] = set()
+        self._phase = "starting"
+        self._done = self._total = self._ran = self._cached = 0
+        self._started_at: float | None = None
+        self._finished_at: float | None = None
+        self.finished = False
+        self.baseline_done = False
+
+    # -- the run --------------------------------------------------------------
+    def start(self) -> Worker:
+        return self._worker(
+            self._drive,
+            name="engine-run",
+            group="engine",
+            description=f"mutant-gate run {self.settings.kernel_path}",
+        )
+
+    def _worker(self, work: Callable[[], None], *, name: str, group: str, description: str):
+        done = threading.Event()
+        self._threads.append(done)
+
+        def body() -> None:
+            try:
+                work()
+            finally:
+                done.set()
+
+        return self.app.run_worker(
+            body,
+            name=name,
+            group=group,
+            description=description,
+            thread=True,
+            exit_on_error=False,
+        )
+
+    def _drive(self) -> None:
+        self.store = Store(self.settings.cache_dir) if self.settings.use_cache else None
+        self.sandbox = self._sandbox_factory(self.settings)
+        self.run = Run(self.settings, self.sandbox, self.store)
+        for name, on in self.checks.items():
+            if on:
+                self._register_check(name)
+        events = self.run.events()
+        try:
+            for event in events:
+                if self._stopping.is_set():
+                    break
+                self._post_event(event)
+        except Exception:
+            if not self._stopping.is_set():
+                raise
+        finally:
+            if self._stopping.is_set():
+                self.sandbox.close()  # first, so jobs in flight end at once (never stored)
+            events.close()
+
+    def _post(self, message: Message) -> None:
+        if not self._stopping.is_set():
+            self.app.post_message(message)
+
+    def _progress(self) -> None:
+        if self._stopping.is_set():
+            return
+        tokens = self.run.report_extra.get("tokens") if self.run is not None else None
+        with self._lock:
+            message = Progress(
+                phase=self._phase,
+                done=self._done,
+                total=self._total,
+                ran=self._ran,
+                cached=self._cached,
+                running=len(self._running),
+                started_at=self._started_at,
+                finished_at=self._finished_at,
+                tokens=tokens,
+            )
+        self.progress_target.post_message(message)
+
+    def _row(self, mutant: Mutant) -> dict:
+        assert self.run is not None
+        outcome = self.run.outcomes.get(mutant.id)
+        return mutant_row(mutant, outcome, self.run.details.get(mutant.id))
+
+    def _post_event(self, event: Event | object) -> None:
+        """Adapt one engine event (from any engine thread) into messages."""
+        if isinstance(event, RunStarted):
+            self._mutants = {m.id: m for m in event.mutants}
+            with self._lock:
+                self._total = len(event.mutants)
+                self._phase = "loading"
+            rows = [mutant_row(m, None) for m in event.mutants]
+            functions = [f.name for f in event.kernel.jit_functions]
+            self._post(RunBegan(event.run_id, event.kernel.path, functions, rows))
+        elif isinstance(event, BaselineStarted):
+            with self._lock:
+                self._phase = "original"
+            self._post(BaselineBegan(event.timeout_s))
+        elif isinstance(event, BaselineFinished):
+            self.baseline_done = True
+            with self._lock:
+                self._phase = "mutants"
+                self._started_at = time.monotonic()
+            self._post(BaselineDone(event.result.duration_s, event.cached, event.mutant_timeout_s))
+        elif isinstance(event, MutantStarted):
+            with self._lock:
+                self._running.add(event.mutant.id)
+            self._post(MutantRunning(event.mutant.id))
+        elif isinstance(event, MutantFinished):
+            with self._lock:
+                self._running.discard(event.mutant.id)
+                self._done = event.done
+                if event.outcome.cached:
+                    self._cached += 1
+                else:
+                    self._ran += 1
+            self._post(MutantJudged(self._row(event.mutant)))
+        elif isinstance(event, MutantUpdated):
+            with self._lock:
+                self._running.discard(event.mutant.id)
+                if not event.outcome.cached:
+                    self._ran += 1
+            self._post(MutantJudged(self._row(event.mutant), rejudged=True))
+        elif isinstance(event, RunFinished):
+            self.finished = True
+            with self._lock:
+                self._phase = "finished"
+                self._finished_at = time.monotonic()
+            self._post(RunDone(event.report))
+        else:
+            self._post(EngineNote(describe(event)))
+        self._progress()
+
+    # -- actions --------------------------------------------------------------
+    def rerun(self, mutant_id: str, *, force: bool = False) -> str | None:
+        """Judge one mutant again in a worker; returns why not, or None when started."""
+        run = self.run
+        if run is None or not self.baseline_done:
+            return "the original has not passed its own check yet"
+        if mutant_id not in run.outcomes:
+            return "this mutant has no verdict yet; it is still queued"
+        mutant = self._mutants[mutant_id]
+        how = "in the sandbox" if force else "from the cache"
+        self._worker(
+            partial(self._run_stage_events, partial(run.rerun, mutant, force=force)),
+            name=f"rerun-{mutant_id}",
+            group="rerun",
+            description=f"rerun mutant {mutant_id} {how}",
+        )
+        return None
+
+    def stage2(self, mutant_ids: list[str]) -> str | None:
+        """Run stage 2 on the given survivors; returns why not, or None when started."""
+        if not model_key_present():
+            return f"stage 2 {NEEDS_MODEL}"
+        if not mutant_ids:
+            return "mark survivors first (space), then run stage 2 on them"
+        run = self.run
+        if run is None or not self.baseline_done:
+            return "the original has not passed its own check yet"
+        stage = engine_stage2(self.settings)
+        if stage is None:
+            return "stage 2 is not connected to this engine yet (engine/writers)"
+        mutants = [self._mutants[i] for i in mutant_ids]
+        self._worker(
+            partial(self._run_stage_events, partial(stage, run, mutants)),
+            name="stage2",
+            group="stage2",
+            description=f"stage 2 on {len(mutants)} survivors",
+        )
+        return None
+
+    def set_check(self, name: str, on: bool, survivors: list[str]) -> str | None:
+        """Turn a survivor check on or off: at once on ``survivors`` and for the rest of
+        the run. Returns why not, or None when done."""
+        if engine_check(name, self.settings) is None:
+            return f"{name} is not connected to this engine yet (engine/checks)"
+        self.checks[name] = on
+        if self.run is None:
+            return None  # registered when the run starts
+        if not on:
+            self.run.survivor_stages[:] = [
+                s for s in self.run.survivor_stages if getattr(s, "check_name", None) != name
+            ]
+            return None
+        stage = self._register_check(name)
+        if survivors and self.baseline_done:
+            mutants = [self._mutants[i] for i in survivors]
+            self._worker(
+                partial(self._run_stage_events, partial(stage, self.run, mutants)),
+                name=f"check-{name}",
+                group="checks",
+                description=f"{name} on {len(mutants)} survivors",
+            )
+        return None
+
+    def _register_check(self, name: str) -> Stage:
+        stage = engine_check(name, self.settings)
+        assert stage is not None and self.run is not None
+        stage.check_name = name  # type: ignore[attr-defined]
+        if not self.finished:
+            self.run.survivor_stages.append(stage)
+        return stage
+
+    def _run_stage_events(self, events: Callable[[], Iterator[Event]]) -> None:
+        """Drive a rerun or a stage; once the run is over, the report and the run record
+        are rebuilt by the engine so replay shows what the user did here."""
+        for event in events():
+            if self._stopping.is_set():
+                return
+            self._post_event(event)
+        if self.finished and self.run is not None and not self._stopping.is_set():
+            report = self.run.report()
+            self.run.save(report)
+            self._post(RunDone(report, again=True))
+
+    # -- quitting -------------------------------------------------------------
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Close the sandbox, let every engine thread close its generator, close the cache.
+
+        Safe to call twice and from any thread but the engine's own.
+        """
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        if self.run is not None:
+            self.run.cancel.set()
+        if self.sandbox is not None:
+            self.sandbox.close()
+        deadline = time.monotonic() + timeout_s
+        for done in list(self._threads):
+            done.wait(max(0.0, deadline - time.monotonic()))
+        if self.store is not None:
+            self.store.close()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopping.is_set()
+
+
+def describe(event: object) -> str:
+    """One line for an engine event the explorer has no view of its own for (writers,
+    checks). Known shapes read as sentences; any other event as its fields."""
+    name = type(event).__name__
+    get = partial(getattr, event)
+    if name == "WriterNote":
+        where = f" [{get('mutant_id')}]" if get("mutant_id", None) else ""
+        return f"{get('writer')}{where}: {get('message')}"
+    if name == "TestAccepted":
+        kills = get("kills", ())
+        return (
+            f"{get('origin')} test accepted: {get('file')} "
+            f"({len(get('tests', ()))} tests, kills {len(kills)})"
+        )
+    if name == "TestRejected":
+        where = f" for {get('mutant_id')}" if get("mutant_id", None) else ""
+        return f"{get('origin')} test rejected{where} (attempt {get('attempt')}): {get('reason')}"
+    fields = getattr(event, "__dataclass_fields__", None)
+    if not fields:
+        return name
+    parts = []
+    for key in fields:
+        value = getattr(event, key)
+        if isinstance(value, Mutant):
+            parts.append(f"{key}={value.id}")
+        elif isinstance(value, str | int | float | bool) or value is None:
+            parts.append(f"{key}={value}")
+    return f"{name} " + " ".join(parts)

@@ -1,0 +1,69 @@
+"""How the command line shows the compile-check and the diff-oracle (rich markup)."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+
+from mutant_gate.engine.events import CheckFinished
+
+
+def event_line(event: CheckFinished) -> str:
+    """One log line for a check's result on a mutant, or for the whole check."""
+    text = escape(event.summary)
+    if event.mutant is None:
+        return f"[bold]{text}[/]"
+    where = f"{event.check} {event.mutant.id}"
+    if event.summary.startswith("CONTRADICTION"):
+        return f"[bold red]{where}: {text}[/]"
+    if event.summary.startswith("not compilable"):
+        return f"[magenta]{where}: {text}[/]"
+    return f"[dim]{where}: {text}[/]"
+
+
+def summary_lines(report: dict) -> list[str]:
+    """Per-mutant check results, then the counts line; nothing when no check ran."""
+    checks = report.get("checks") or {}
+    if not checks:
+        return []
+    lines = []
+    rows = report["mutants"]
+    for m in rows:
+        if m["verdict"] == "not_compilable":
+            lines.append(
+                f"[magenta]not_compilable[/] {m['id']} {m['operator']} line {m['line']}: "
+                f"{escape(m['reason'])}"
+            )
+    for m in rows:
+        oracle = m.get("oracle")
+        if not oracle:
+            continue
+        style = "bold red" if oracle.get("contradiction") else "dim"
+        lines.append(f"[{style}]oracle {m['id']} ({m['verdict']}): {escape(oracle['sentence'])}[/]")
+    compiled, oracle = checks.get("compile"), checks.get("oracle")
+    counts = []
+    if compiled is not None:
+        if compiled.get("skipped"):
+            counts.append(f"compile-check skipped ({escape(compiled['skipped'])})")
+        else:
+            targets = ", ".join(compiled["checked_targets"])
+            counts.append(f"{compiled['not_compilable']} not_compilable ({targets})")
+    if oracle is not None:
+        dependent = oracle["interpreter_dependent"]
+        counts.append(
+            f"{oracle['identical']} oracle-identical ({dependent} interpreter-dependent), "
+            f"{oracle['differs']} oracle-differs"
+        )
+        if oracle["errors"]:
+            counts.append(f"{oracle['errors']} not compared")
+        if oracle["contradictions"]:
+            counts.append(f"[bold red]{oracle['contradictions']} EQUIVALENT claims contradicted[/]")
+    checked = compiled["survivors"] if compiled is not None else oracle["mutants"]
+    lines.append(f"checks on {checked} survivors: " + "; ".join(counts))
+    timing = []
+    if compiled is not None and compiled.get("seconds_per_survivor") is not None:
+        timing.append(f"compile {compiled['seconds_per_survivor']:.2f} s")
+    if oracle is not None and oracle.get("seconds_per_mutant") is not None:
+        timing.append(f"oracle {oracle['seconds_per_mutant']:.2f} s")
+    if timing:
+        lines.append(f"[dim]check time per survivor: {', '.join(timing)}[/]")
+    return lines

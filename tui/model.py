@@ -1,0 +1,278 @@
+"""What the explorer shows, as plain data: one run's rows, their states, marks and filters.
+
+A live run and a replay fill the same model (a live run row by row as results
+stream in, a replay from a finished report), so every widget reads one thing
+and replay looks exactly like the end of a live run. No Textual here: the
+model is tested and benchmarked on its own.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from mutant_gate.engine.records import MutantOutcome, Verdict
+from mutant_gate.engine.report import EXCLUDED, score
+
+#: Every state a cell can show, in legend order; the last five are verdicts.
+STATES = (
+    "pending",
+    "running",
+    "killed",
+    "survived",
+    "equivalent",
+    "not_compilable",
+    "error",
+)
+VERDICTS = STATES[2:]
+_EXCLUDED = frozenset(v.value for v in EXCLUDED)
+GROUPINGS = ("function", "family")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which mutants the grid shows; an empty set means "any"."""
+
+    verdicts: frozenset[str] = frozenset()
+    operators: frozenset[str] = frozenset()  # operator or family names
+    functions: frozenset[str] = frozenset()
+    text: str = ""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.verdicts or self.operators or self.functions or self.text)
+
+    def with_text(self, text: str) -> Filters:
+        return replace(self, text=text.strip())
+
+    def describe(self) -> str:
+        parts = []
+        if self.verdicts:
+            parts.append("verdict " + "|".join(sorted(self.verdicts)))
+        if self.operators:
+            parts.append("operator " + "|".join(sorted(self.operators)))
+        if self.functions:
+            parts.append("function " + "|".join(sorted(self.functions)))
+        if self.text:
+            parts.append(f'"{self.text}"')
+        return ", ".join(parts)
+
+
+@dataclass
+class Score:
+    """The header's numbers: the engine's score, kept incrementally while results stream."""
+
+    done: int = 0
+    total: int = 0
+    killed: int = 0
+    excluded: int = 0
+    counts: Counter = field(default_factory=Counter)
+
+    @property
+    def raw(self) -> float | None:
+        return round(100.0 * self.killed / self.done, 2) if self.done else None
+
+    @property
+    def adjusted(self) -> float | None:
+        counted = self.done - self.excluded
+        return round(100.0 * self.killed / counted, 2) if counted else None
+
+
+class RunModel:
+    """Rows of one run (report-shaped dicts), each mutant's state, and the marked survivors."""
+
+    def __init__(self) -> None:
+        self.run_id = ""
+        self.kernel_path = ""
+        #: The report's top-level fields except ``mutants`` (tests, tokens, settings...).
+        self.report: dict = {}
+        self.rows: list[dict] = []
+        self.index: dict[str, int] = {}
+        self.states: list[str] = []
+        self.marked: set[str] = set()
+        self.score = Score()
+        self.finished = False
+        self._haystack: dict[int, str] = {}
+
+    # -- filling -------------------------------------------------------------
+    @classmethod
+    def from_report(cls, report: dict) -> RunModel:
+        model = cls()
+        model.load(report)
+        return model
+
+    def load(self, report: dict) -> None:
+        """Show a finished (or saved) report: a replay."""
+        self.begin(
+            report.get("run_id", ""), report.get("kernel", {}).get("path", ""), report["mutants"]
+        )
+        self.finish(report)
+
+    def begin(self, run_id: str, kernel_path: str, rows: list[dict]) -> None:
+        self.run_id, self.kernel_path = run_id, kernel_path
+        self.rows = [dict(row) for row in rows]
+        self.index = {row["id"]: i for i, row in enumerate(self.rows)}
+        self.states = ["pending"] * len(self.rows)
+        self.marked.clear()
+        self._haystack.clear()
+        self._recount()
+
+    def set_state(self, mutant_id: str, state: str) -> int:
+        """Show a transient state (``running``); returns the row's index."""
+        i = self.index[mutant_id]
+        if self.states[i] in ("pending", "running"):
+            self.states[i] = state
+        return i
+
+    def apply(self, row: dict) -> int:
+        """A verdict arrived or changed for ``row["id"]``; returns the row's index."""
+        i = self.index[row["id"]]
+        self._count(self.states[i], -1)
+        self.rows[i] = {**self.rows[i], **row}
+        self.states[i] = self.rows[i].get("verdict", "pending")
+        self._count(self.states[i], +1)
+        self._haystack.pop(i, None)
+        if self.states[i] != "survived":
+            self.marked.discard(row["id"])
+        return i
+
+    def finish(self, report: dict) -> list[int]:
+        """The finished report is authoritative; returns the indexes whose state changed."""
+        self.report = {k: v for k, v in report.items() if k != "mutants"}
+        self.run_id = report.get("run_id", self.run_id)
+        self.kernel_path = report.get("kernel", {}).get("path", self.kernel_path)
+        changed = []
+        for row in report.get("mutants", []):
+            i = self.index.get(row["id"])
+            if i is None:
+                continue
+            before = self.states[i]
+            self.rows[i] = dict(row)
+            self.states[i] = row.get("verdict", "pending")
+            self._haystack.pop(i, None)
+            if self.states[i] != before:
+                changed.append(i)
+        self.marked &= {self.rows[i]["id"] for i in self.indexes_in("survived")}
+        self.finished = bool(report.get("complete", True))
+        self._recount()
+        return changed
+
+    def _recount(self) -> None:
+        self.score = Score(total=len(self.rows))
+        for state in self.states:
+            self._count(state, +1)
+
+    def _count(self, state: str, sign: int) -> None:
+        if state not in VERDICTS:
+            return
+        s = self.score
+        s.counts[state] += sign
+        s.done += sign
+        if state == Verdict.KILLED:
+            s.killed += sign
+        if state in _EXCLUDED:
+            s.excluded += sign
+
+    # -- reading -------------------------------------------------------------
+    def row(self, mutant_id: str) -> dict:
+        return self.rows[self.index[mutant_id]]
+
+    def indexes_in(self, state: str) -> list[int]:
+        return [i for i, s in enumerate(self.states) if s == state]
+
+    def group_key(self, i: int, grouping: str) -> str:
+        row = self.rows[i]
+        return str(row.get("function") if grouping == "function" else row.get("family")) or "?"
+
+    def matches(self, i: int, filters: Filters) -> bool:
+        row = self.rows[i]
+        if filters.verdicts and self.states[i] not in filters.verdicts:
+            return False
+        if filters.operators and not (
+            row.get("operator") in filters.operators or row.get("family") in filters.operators
+        ):
+            return False
+        if filters.functions and row.get("function") not in filters.functions:
+            return False
+        if filters.text:
+            needle = filters.text.lower()
+            if needle not in self._search_text(i):
+                return False
+        return True
+
+    def _search_text(self, i: int) -> str:
+        text = self._haystack.get(i)
+        if text is None:
+            row = self.rows[i]
+            fields = ("id", "operator", "family", "function", "before", "after", "by", "reason")
+            text = " ".join(str(row.get(k) or "") for k in fields)
+            text = f"{text} line {row.get('line')} {self.states[i]}".lower()
+            self._haystack[i] = text
+        return text
+
+    def values(self, key: str) -> list[str]:
+        """Distinct values of a row field, sorted (for the filter screen)."""
+        return sorted({str(row.get(key)) for row in self.rows if row.get(key) is not None})
+
+    # -- marking -------------------------------------------------------------
+    def toggle_mark(self, mutant_id: str) -> bool | None:
+        """Mark or unmark a survivor; None when the mutant is not a survivor."""
+        if self.states[self.index[mutant_id]] != "survived":
+            return None
+        if mutant_id in self.marked:
+            self.marked.discard(mutant_id)
+            return False
+        self.marked.add(mutant_id)
+        return True
+
+    # -- tests ---------------------------------------------------------------
+    def tests(self) -> list[dict]:
+        return list(self.report.get("tests") or [])
+
+    def killing_test(self, row: dict) -> dict | None:
+        """The accepted test named by ``by = test:NAME``, when the report holds it."""
+        by = row.get("by") or ""
+        if by.startswith("test:"):
+            name = by[len("test:") :]
+        elif by == "own-check":
+            name = "own-check"
+        else:
+            return None
+        for test in self.tests():
+            if test.get("name") == name or str(test.get("name", "")).endswith("::" + name):
+                return test
+        return None
+
+    def candidate_tests(self, row: dict) -> list[dict]:
+        """Accepted tests that name this mutant in their ``kills`` (other than the killer)."""
+        killer = self.killing_test(row)
+        return [
+            t
+            for t in self.tests()
+            if row["id"] in (t.get("kills") or []) and t is not killer and t.get("source")
+        ]
+
+    # -- export --------------------------------------------------------------
+    def to_report(self) -> dict:
+        """The run as a JSON report: the engine's own report with the current rows."""
+        outcomes = [
+            MutantOutcome(
+                row["id"],
+                Verdict(state),
+                row.get("by"),
+                row.get("reason", ""),
+                row.get("duration_s") or 0.0,
+                bool(row.get("cached")),
+            )
+            for row, state in zip(self.rows, self.states, strict=True)
+            if state in VERDICTS
+        ]
+        rows = []
+        for row, state in zip(self.rows, self.states, strict=True):
+            rows.append({**row, "verdict": state if state in VERDICTS else "pending"})
+        report = dict(self.report)
+        report.setdefault("run_id", self.run_id)
+        report["mutants"] = rows
+        report["score"] = score(outcomes)
+        report["complete"] = len(outcomes) == len(rows)
+        return report
