@@ -57,7 +57,9 @@ class RunSettings:
     cache_dir: str = ".mutant-gate"
     use_cache: bool = True
     fail_under: float | None = None
-    mode: str = "interpret"
+    mode: str = "interpret"  # interpret (CPU, Triton's interpreter) | compiled (CUDA device)
+    sanitize: bool = False  # compiled mode under compute-sanitizer memcheck
+    compare_modes: bool = False  # run every mutant in both modes
     backend: str = "local"  # local | contree (engine/sandbox/contree.py)
     contree_image: str | None = None  # None: contree.DEFAULT_IMAGE
     extra: dict = field(default_factory=dict)
@@ -99,6 +101,8 @@ class Run:
         self.cancel = threading.Event()
         self.toolchain = toolchain(settings.mode)
         self.outcomes: dict[str, MutantOutcome] = {}
+        #: ``--compare-modes``: a sandbox of the other mode (set by the caller)
+        self.other_sandbox: Sandbox | None = None
         #: Extra report fields per mutant id (compile, oracle, claims...), filled by later stages.
         self.details: dict[str, dict] = {}
         #: Extra top-level report fields (tokens, check summaries...).
@@ -125,14 +129,18 @@ class Run:
         mutants = generate_mutants(kernel.source, kernel.path, operators)
         return kernel, mutants, time.perf_counter() - start
 
-    def job_for(self, kernel: KernelFile, source: str | None, timeout_s: float) -> Job:
+    def job_for(
+        self, kernel: KernelFile, source: str | None, timeout_s: float, mode: str | None = None
+    ) -> Job:
+        mode = mode or self.settings.mode
         return Job(
             files=kernel.files(source),
             checks=kernel.checks,
-            mode=self.settings.mode,
+            mode=mode,
             seed=self.settings.seed,
             timeout_s=round(timeout_s, 1),
             memory_mb=self.settings.memory_mb,
+            sanitize=self.settings.sanitize and mode == "compiled",
         )
 
     def cached(self, job: Job) -> JobResult | None:
@@ -148,12 +156,12 @@ class Run:
             data["extra"] = {**data.get("extra", {}), "timeout_s": job.timeout_s}
             self.store.put_result(job.cache_key(self.toolchain), data)
 
-    def execute(self, job: Job) -> tuple[JobResult, bool]:
+    def execute(self, job: Job, sandbox: Sandbox | None = None) -> tuple[JobResult, bool]:
         """Serve from the cache or run in the sandbox (and store what arrives)."""
         cached = self.cached(job)
         if cached is not None:
             return cached, True
-        result = self.sandbox.run(job)
+        result = (sandbox or self.sandbox).run(job)
         self.store_result(job, result)
         return result, False
 
@@ -203,6 +211,8 @@ class Run:
         self.baseline_result, self.generation_s = baseline, generation_s
 
         yield from self.run_mutants(kernel, mutants)
+        if self.other_sandbox is not None:
+            yield from self.compare_modes(kernel, mutants)
         for stage in self.survivor_stages:
             # A stage may also take other verdicts (the oracle checks equivalence claims).
             wanted = getattr(stage, "verdicts", (Verdict.SURVIVED,))
@@ -255,11 +265,14 @@ class Run:
     def workers(self) -> int:
         return max(1, self.settings.workers or getattr(self.sandbox, "size", 1))
 
-    def run_jobs(self, jobs: dict[str, Job]) -> Iterator[tuple[str, str, JobResult | None]]:
+    def run_jobs(
+        self, jobs: dict[str, Job], sandbox: Sandbox | None = None
+    ) -> Iterator[tuple[str, str, JobResult | None]]:
         """Run jobs in parallel (cache first); yield ("started"|"finished", key, result).
 
-        Each result is stored the moment it arrives.
+        Each result is stored the moment it arrives. ``sandbox`` defaults to the run's.
         """
+        sandbox = sandbox or self.sandbox
         pending: list[str] = []
         for key, job in jobs.items():
             cached = self.cached(job)
@@ -274,7 +287,7 @@ class Run:
                 return
             finished.put(("started", key, None))
             try:
-                result = self.sandbox.run(jobs[key])
+                result = sandbox.run(jobs[key])
             except Exception as exc:  # noqa: BLE001 - a failure is data
                 result = JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}")
             finished.put(("finished", key, result))
@@ -307,6 +320,49 @@ class Run:
             done += 1
             outcome = self._outcome(mutant, result, kind == "cached")
             yield MutantFinished(mutant, outcome, done, len(mutants))
+
+    def compare_modes(self, kernel: KernelFile, mutants: list[Mutant]) -> Iterator[Event]:
+        """``--compare-modes``: every mutant again in the other mode; report disagreements.
+
+        The verdicts stay the primary mode's; each mutant's row gets ``modes``
+        and the report ``modes`` {compared, agree, disagreements}.
+        """
+        primary = self.settings.mode
+        other = "compiled" if primary == "interpret" else "interpret"
+        baseline, _ = self.execute(
+            self.job_for(kernel, None, self.settings.timeout_s, other), self.other_sandbox
+        )
+        if baseline.status is not JobStatus.PASSED:
+            self.report_extra["modes"] = {
+                "compared": [primary, other],
+                "skipped": f"the original fails its own check in {other} mode: "
+                + (summarize_error(baseline.error) or baseline.status.value),
+            }
+            return
+        timeout = self.mutant_timeout(baseline)
+        by_id = {m.id: m for m in mutants}
+        jobs = {m.id: self.job_for(kernel, m.source, timeout, other) for m in mutants}
+        disagreements = []
+        for kind, mutant_id, result in self.run_jobs(jobs, self.other_sandbox):
+            if kind == "started":
+                continue
+            verdict, by, reason = decide(result)
+            mine = self.outcomes[mutant_id]
+            modes = {
+                primary: {"verdict": mine.verdict.value, "by": mine.by, "reason": mine.reason},
+                other: {"verdict": verdict.value, "by": by, "reason": reason},
+            }
+            self.details.setdefault(mutant_id, {})["modes"] = modes
+            killed = [v["verdict"] == "killed" for v in modes.values()]
+            if killed[0] != killed[1]:
+                m = by_id[mutant_id]
+                disagreements.append({"id": m.id, "operator": m.operator, "line": m.line, **modes})
+        self.report_extra["modes"] = {
+            "compared": [primary, other],
+            "agree": len(mutants) - len(disagreements),
+            "disagreements": disagreements,
+        }
+        yield from ()
 
     def update(self, mutant: Mutant, outcome: MutantOutcome) -> MutantUpdated:
         """A later stage changes a verdict (a killer test, a compile failure)."""

@@ -56,5 +56,5 @@ if __name__ == "__main__":
         x = torch.randn(size, device=DEVICE)
         y = torch.randn(size, device=DEVICE)
         out = axpy(2.5, x, y)
-        assert torch.allclose(out, 2.5 * x + y)
+        torch.testing.assert_close(out, 2.5 * x + y)
     print("axpy_autotune: ok")

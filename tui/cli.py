@@ -107,6 +107,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--seed", type=int, default=0)
     run.add_argument(
+        "--mode",
+        choices=("interpret", "compiled"),
+        default="interpret",
+        help="interpret: Triton's interpreter on the CPU (default); compiled: the local CUDA device",
+    )
+    run.add_argument(
+        "--sanitize",
+        action="store_true",
+        help="compiled mode under compute-sanitizer memcheck (caching allocator off)",
+    )
+    run.add_argument(
+        "--compare-modes",
+        action="store_true",
+        help="run every mutant in both modes and report where they disagree",
+    )
+    run.add_argument(
         "--backend",
         choices=("local", "contree"),
         default="local",
@@ -235,6 +251,8 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         raise BadInput("--timeout must be positive")
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise BadInput("--fail-under must be between 0 and 100")
+    if args.sanitize and args.mode != "compiled" and not args.compare_modes:
+        raise BadInput("--sanitize needs --mode compiled (or --compare-modes)")
     if args.backend != "contree" and (args.contree_image or args.contree_url):
         raise BadInput("--contree-image and --contree-url need --backend contree")
     return RunSettings(
@@ -254,6 +272,9 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         writers=_writer_settings(args),
         backend=args.backend,
         contree_image=args.contree_image,
+        mode=args.mode,
+        sanitize=args.sanitize,
+        compare_modes=args.compare_modes,
         compile_check=args.compile_check or args.compile_target is not None,
         compile_targets=(
             parse_targets(args.compile_target)
@@ -273,6 +294,28 @@ def _sandbox(settings: RunSettings, args: argparse.Namespace):
             settings.workers, settings.mode, image=settings.contree_image, base_url=args.contree_url
         )
     return LocalSandbox(settings.workers, settings.mode)
+
+
+def _modes_summary(console: Console, modes: dict | None) -> None:
+    """``--compare-modes``: every mutant whose verdict depends on the mode, with both reasons."""
+    if not modes:
+        return
+    first, second = modes["compared"]
+    if "skipped" in modes:
+        console.print(f"[yellow]modes not compared: {modes['skipped']}[/]", highlight=False)
+        return
+    total = modes["agree"] + len(modes["disagreements"])
+    console.print(
+        f"modes: {first} and {second} agree on {modes['agree']}/{total} mutants", highlight=False
+    )
+    for d in modes["disagreements"]:
+        a, b = d[first], d[second]
+        console.print(
+            f"  [bold yellow]{d['id']}[/] {d['operator']} line {d['line']}: "
+            f"{first} {a['verdict']} ({a['by'] or a['reason']}), "
+            f"{second} {b['verdict']} ({b['by'] or b['reason']})",
+            highlight=False,
+        )
 
 
 def _summary(console: Console, report: dict) -> None:
@@ -310,6 +353,7 @@ def _summary(console: Console, report: dict) -> None:
     excluded = ", ".join(f"{e['id']} ({e['verdict']})" for e in s["excluded"]) or "none"
     raw = "n/a" if s["raw"] is None else f"{s['raw']:.1f}%"
     adjusted = "n/a" if s["adjusted"] is None else f"{s['adjusted']:.1f}%"
+    _modes_summary(console, report.get("modes"))
     console.print(
         f"score: [bold]{s['killed']}/{s['total']}[/] killed, raw {raw}, adjusted {adjusted} "
         f"(excluded: {excluded})",
@@ -418,6 +462,9 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     )
     counts: dict[str, int] = {}
     run = Run(settings, sandbox, store)
+    if settings.compare_modes:
+        other = "compiled" if settings.mode == "interpret" else "interpret"
+        run.other_sandbox = LocalSandbox(settings.workers, other)
     events = run.events()
     baselines = 0
     verdicts: dict[str, str] = {}
@@ -475,6 +522,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                     report = event.report
     finally:
         sandbox.close()  # first: jobs in flight end at once instead of running out their time
+        if run.other_sandbox is not None:
+            run.other_sandbox.close()
         events.close()
         if store is not None:
             store.close()

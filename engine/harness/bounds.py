@@ -445,28 +445,26 @@ def _locate(launch: _Launch, mod: Any) -> tuple[str | None, int | None, str]:
 # wrappers for InterpreterBuilder methods
 
 
-def _masked_load(
-    self: Any, ptrs: Any, mask: Any, other: Any, cache_policy: Any, is_volatile: Any
-) -> Any:
+# The trailing arguments (cache policy, volatility, ...) differ between Triton
+# releases (3.6 passes one more than 3.9): take what comes, pass it on.
+def _masked_load(self: Any, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
     _check(ptrs, mask, "load")
-    return _orig("InterpreterBuilder.create_masked_load")(
-        self, ptrs, mask, other, cache_policy, is_volatile
-    )
+    return _orig("InterpreterBuilder.create_masked_load")(self, ptrs, mask, other, *rest)
 
 
-def _masked_store(self: Any, ptrs: Any, value: Any, mask: Any, cache_policy: Any) -> Any:
+def _masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
     _check(ptrs, mask, "store")
-    return _orig("InterpreterBuilder.create_masked_store")(self, ptrs, value, mask, cache_policy)
+    return _orig("InterpreterBuilder.create_masked_store")(self, ptrs, value, mask, *rest)
 
 
-def _atomic_rmw(self: Any, rmwOp: Any, ptr: Any, val: Any, mask: Any, sem: Any, scope: Any) -> Any:  # noqa: N803
+def _atomic_rmw(self: Any, rmwOp: Any, ptr: Any, val: Any, mask: Any, *rest: Any) -> Any:  # noqa: N803
     _check(ptr, mask, "atomic_rmw")
-    return _orig("InterpreterBuilder.create_atomic_rmw")(self, rmwOp, ptr, val, mask, sem, scope)
+    return _orig("InterpreterBuilder.create_atomic_rmw")(self, rmwOp, ptr, val, mask, *rest)
 
 
-def _atomic_cas(self: Any, ptr: Any, cmp: Any, val: Any, sem: Any, scope: Any) -> Any:
+def _atomic_cas(self: Any, ptr: Any, cmp: Any, val: Any, *rest: Any) -> Any:
     _check(ptr, None, "atomic_cas")
-    return _orig("InterpreterBuilder.create_atomic_cas")(self, ptr, cmp, val, sem, scope)
+    return _orig("InterpreterBuilder.create_atomic_cas")(self, ptr, cmp, val, *rest)
 
 
 def _plain_load(self: Any, ptr: Any, cache_policy: Any, is_volatile: Any) -> Any:

@@ -155,6 +155,21 @@ def _run_harness(check: Check, workdir: str) -> tuple[CheckOutcome, dict | None]
     return CheckOutcome(check.name, "passed", time.perf_counter() - start), data
 
 
+#: CUDA errors after which the process's context is unusable: a crash, not a failed check.
+_CUDA_FATAL = (
+    "illegal memory access",
+    "misaligned address",
+    "unspecified launch failure",
+    "illegal instruction",
+    "CUDA error: an illegal",
+    "device-side assert triggered",
+)
+
+
+def _lost_cuda_context(message: str) -> bool:
+    return any(marker in message for marker in _CUDA_FATAL)
+
+
 def prepare() -> None:
     """Install the bounds check and the shims (idempotent) and clear their records.
 
@@ -172,7 +187,8 @@ def run_checks(job: Job, workdir: str) -> JobResult:
     write_files(job, workdir)
     sys.path.insert(0, workdir)
     seed_everything(job.seed)
-    prepare()
+    if job.mode == "interpret":
+        prepare()
     outcomes: list[CheckOutcome] = []
     harness_data: dict = {}
     for check in job.checks:
@@ -190,6 +206,9 @@ def run_checks(job: Job, workdir: str) -> JobResult:
     first_failure = next((o for o in outcomes if o.status == "failed"), None)
     if violations:
         status, error = JobStatus.BOUNDS, violations[0]["message"]
+    elif first_failure is not None and _lost_cuda_context(first_failure.message):
+        # The kernel faulted on the GPU: the context is gone, whatever the check caught.
+        status, error = JobStatus.CRASH, first_failure.message
     elif first_failure is not None:
         status, error = JobStatus.FAILED, first_failure.message
     else:

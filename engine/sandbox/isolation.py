@@ -83,10 +83,15 @@ def _vm_size_bytes() -> int:
     return 0
 
 
-def apply_limits(memory_mb: int, cpu_s: float, output_limit_bytes: int) -> None:
-    """Address space (on top of what the warm worker already maps), CPU time, file size."""
-    address_space = _vm_size_bytes() + memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+def apply_limits(memory_mb: int | None, cpu_s: float, output_limit_bytes: int) -> None:
+    """Address space (on top of what the warm worker already maps), CPU time, file size.
+
+    ``memory_mb`` None sets no address-space limit: a CUDA context reserves far
+    more virtual memory than it uses, so compiled mode cannot be bounded that way.
+    """
+    if memory_mb is not None:
+        address_space = _vm_size_bytes() + memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
     cpu = int(cpu_s) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
     resource.setrlimit(resource.RLIMIT_FSIZE, (output_limit_bytes, output_limit_bytes))
@@ -103,6 +108,9 @@ def enter_workdir(workdir: str, env: dict[str, str]) -> None:
     os.environ.update(env)
     os.environ["HOME"] = workdir
     os.environ["TMPDIR"] = workdir
+    # Triton reads its home at import time (the worker's); point it here.
+    os.environ["TRITON_HOME"] = workdir
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(workdir, ".triton", "cache")
     import tempfile
 
     tempfile.tempdir = workdir

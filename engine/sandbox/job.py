@@ -68,6 +68,7 @@ class Job:
     output_limit_bytes: int = 4 * 1024 * 1024
     stop_on_first_failure: bool = True
     max_processes: int = 64  # per job, where the sandbox can drop to an unprivileged user
+    sanitize: bool = False  # compiled mode: run under compute-sanitizer memcheck
 
     def to_json(self) -> dict:
         return {
@@ -80,6 +81,7 @@ class Job:
             "output_limit_bytes": self.output_limit_bytes,
             "stop_on_first_failure": self.stop_on_first_failure,
             "max_processes": self.max_processes,
+            "sanitize": self.sanitize,
         }
 
     @staticmethod
@@ -94,6 +96,7 @@ class Job:
             output_limit_bytes=data["output_limit_bytes"],
             stop_on_first_failure=data["stop_on_first_failure"],
             max_processes=data.get("max_processes", 64),
+            sanitize=data.get("sanitize", False),
         )
 
     def cache_key(self, toolchain: dict) -> str:

@@ -42,20 +42,40 @@ def worker_env(mode: str = "interpret") -> dict[str, str]:
     }
     if mode == "interpret":
         extra["TRITON_INTERPRET"] = "1"
-    return scrubbed_env(dict(os.environ), extra)
+        # Interpreted jobs run on the CPU even on a GPU machine: the same verdicts
+        # everywhere, and no CUDA context in a worker that forks.
+        extra["CUDA_VISIBLE_DEVICES"] = ""
+    env = scrubbed_env(dict(os.environ), extra)
+    if mode != "interpret":
+        env.pop("TRITON_INTERPRET", None)
+    return env
+
+
+def visible_gpus() -> list[str]:
+    """GPU ids a compiled-mode pool spreads its workers over (no CUDA context is made)."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [g for g in listed.split(",") if g.strip()]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
 
 
 class _Worker:
     """One warm worker process. Construction starts it; ``wait_ready`` waits for its imports."""
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, gpu: str | None = None) -> None:
         self.versions: dict = {}
+        self.gpu = gpu
+        env = worker_env(mode)
+        if gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = gpu
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mutant_gate.engine.sandbox.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=worker_env(mode),
+            env=env,
             text=True,
             bufsize=1,
             start_new_session=True,
@@ -124,7 +144,13 @@ class LocalSandbox:
                 raise SandboxStartError("the sandbox is closed")
             if self._started:
                 return
-            launched = [_Worker(self.mode) for _ in range(self.size)]
+            gpus = visible_gpus() if self.mode == "compiled" else []
+            if self.mode == "compiled" and not gpus:
+                raise SandboxStartError("--mode compiled needs a CUDA device; none is visible")
+            # Compiled mode: one worker pool per visible GPU, workers dealt round-robin.
+            launched = [
+                _Worker(self.mode, gpus[i % len(gpus)] if gpus else None) for i in range(self.size)
+            ]
             try:
                 workers = [w.wait_ready() for w in launched]
             except SandboxStartError:
@@ -164,7 +190,7 @@ class LocalSandbox:
         with self._lock:
             if worker in self._all:
                 self._all.remove(worker)
-        fresh = _Worker(self.mode).wait_ready()
+        fresh = _Worker(self.mode, worker.gpu).wait_ready()
         with self._lock:
             self._all.append(fresh)
         self._idle.put(fresh)

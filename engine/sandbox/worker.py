@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -48,10 +49,13 @@ def _warm_imports() -> dict:
             pass
     # Seeding once here pays the generators' first-use cost before any fork;
     # each child seeds again with its job's seed (cheap from then on).
-    runner.seed_everything(0)
-    # Patch the interpreter once; children inherit the patches and reset the records.
-    runner.prepare()
-    compiler.warm()  # the compile-check's one-off cost per process, paid before forking
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        runner.seed_everything(0)
+        # Patch the interpreter once; children inherit the patches and reset the records.
+        runner.prepare()
+        compiler.warm()  # the compile-check's one-off cost per process, paid before forking
+    # Compiled mode: nothing here may touch CUDA. A CUDA context does not survive
+    # fork, so each child initialises its own.
 
     return {
         "torch": torch.__version__,
@@ -90,7 +94,10 @@ def _child(job_data: dict, workdir: str, log_path: str, wfd: int) -> None:
         if report["isolation"]["filesystem"] == "private":
             workdir = report["isolation"].pop("workdir")
         isolation.enter_workdir(workdir, env)
-        isolation.apply_limits(job.memory_mb, job.timeout_s, job.output_limit_bytes)
+        if job.sanitize:
+            _exec_sanitized(job_data, workdir, env, wfd, report)  # never returns
+        memory = job.memory_mb if job.mode == "interpret" else None
+        isolation.apply_limits(memory, job.timeout_s, job.output_limit_bytes)
         result = run_checks(job, workdir).to_json()
         result["network_cut"] = report.pop("network_cut")
         result.setdefault("extra", {})["isolation"] = report["isolation"]
@@ -107,6 +114,29 @@ def _child(job_data: dict, workdir: str, log_path: str, wfd: int) -> None:
             view = view[os.write(wfd, view) :]
     finally:  # whatever happens (a dead worker: broken pipe), never return into the worker's loop
         os._exit(code)
+
+
+#: memcheck's exit code when it found errors (chosen to be unlike any check's).
+SANITIZER_ERROR_EXIT = 86
+
+
+def _exec_sanitized(job_data: dict, workdir: str, env: dict, wfd: int, report: dict) -> None:
+    """Replace this child with compute-sanitizer running the job (see harness/sanitized.py)."""
+    import shutil as _shutil
+
+    tool = _shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    job_path = os.path.join(workdir, ".mutant-gate-job.json")
+    with open(job_path, "w", encoding="utf-8") as fh:
+        json.dump(job_data, fh)
+    os.set_inheritable(wfd, True)
+    # Small over-reads hide inside the caching allocator's blocks: turn it off.
+    env = {**env, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    argv = [
+        tool, "--tool", "memcheck", "--error-exitcode", str(SANITIZER_ERROR_EXIT),
+        "--print-limit", "20", sys.executable, "-m", "mutant_gate.engine.harness.sanitized",
+        job_path, str(wfd), json.dumps(report),
+    ]  # fmt: skip
+    os.execve(tool, argv, env)
 
 
 def _harden(isolation, job) -> dict:
@@ -207,11 +237,20 @@ def run_job(job_data: dict) -> dict:
         if chunk.endswith(b"\n"):
             break
     os.close(rfd)
+    status = None
+    if job_data.get("sanitize"):
+        # memcheck reports (and sets the exit code) after the job wrote its result.
+        while status is None and time.monotonic() < deadline:
+            done, code = os.waitpid(pid, os.WNOHANG)
+            status = code if done else None
+            if status is None:
+                time.sleep(0.05)
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    _, status = os.waitpid(pid, 0)
+    if status is None:
+        _, status = os.waitpid(pid, 0)
     _sweep(_sandbox_uid())
     duration = time.monotonic() - start
     output = _read_tail(log_path)
@@ -223,6 +262,19 @@ def run_job(job_data: dict) -> dict:
             "error": f"timed out after {timeout:.1f} s\n{output}".strip(),
             "duration_s": duration,
         }
+    summary = re.search(r"ERROR SUMMARY: (\d+) error", output) if job_data.get("sanitize") else None
+    if job_data.get("sanitize"):
+        exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+        if exit_code == SANITIZER_ERROR_EXIT or (summary and int(summary.group(1)) > 0):
+            invalid = [ln.strip("= ") for ln in output.splitlines() if "Invalid" in ln]
+            count = int(summary.group(1)) if summary else len(invalid)
+            first = invalid[0] if invalid else output[-500:]
+            return {
+                "status": "bounds",
+                "error": f"compute-sanitizer memcheck: {count} errors; first: {first}",
+                "duration_s": duration,
+                "extra": {"sanitizer": {"errors": count, "caching_allocator": "off"}},
+            }
     if chunks:
         try:
             result = json.loads(b"".join(chunks))

@@ -1,0 +1,127 @@
+"""Compiled mode on a real CUDA device (marked gpu: skipped where there is none)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+
+import pytest
+
+from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
+from mutant_gate.engine.sandbox.local import LocalSandbox, visible_gpus
+
+from .conftest import EXAMPLES, run_cli
+
+pytestmark = pytest.mark.gpu
+
+FAULTY = textwrap.dedent("""
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def poke(out_ptr, offset):
+        tl.store(out_ptr + offset, 1.0)
+
+
+    out = torch.zeros(16, device="cuda")
+    poke[(1,)](out, {offset})
+    torch.cuda.synchronize()
+    assert out.sum().item() == {expected}
+""")
+
+ROWSUM = textwrap.dedent("""
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def rowsum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs {cmp} n, other=0.0)
+        tl.store(out_ptr, tl.sum(x, axis=0))
+
+
+    x = torch.ones(1000, device="cuda")
+    out = torch.empty(1, device="cuda")
+    rowsum[(1,)](x, out, 1000, BLOCK=1024)
+    torch.cuda.synchronize()
+    print(out.item())
+""")
+
+
+def job(source: str, **kw) -> Job:
+    return Job(
+        files=(("k.py", source),),
+        checks=(Check(CheckKind.MAIN, "k.py", "own-check"),),
+        mode="compiled",
+        timeout_s=120,
+        **kw,
+    )
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    box = LocalSandbox(workers=2, mode="compiled")
+    box.start()
+    yield box
+    box.close()
+
+
+def test_compiled_job_runs_on_the_gpu(compiled):
+    result = compiled.run(job(FAULTY.format(offset=3, expected=1.0)))
+    assert result.status is JobStatus.PASSED, result.error
+    failing = compiled.run(job(FAULTY.format(offset=3, expected=2.0)))
+    assert failing.status is JobStatus.FAILED, failing.error
+
+
+def test_illegal_memory_access_is_a_crash_and_the_pool_goes_on(compiled):
+    result = compiled.run(job(FAULTY.format(offset=1 << 40, expected=1.0)))
+    assert result.status is JobStatus.CRASH, result
+    assert "illegal" in result.error.lower() or "cuda error" in result.error.lower()
+    assert compiled.run(job(FAULTY.format(offset=3, expected=1.0))).status is JobStatus.PASSED
+
+
+def test_workers_spread_over_visible_gpus(compiled):
+    gpus = visible_gpus()
+    assert [w.gpu for w in compiled._all] == [
+        gpus[i % len(gpus)] for i in range(len(compiled._all))
+    ]
+
+
+@pytest.mark.skipif(
+    shutil.which("compute-sanitizer") is None, reason="compute-sanitizer not installed"
+)
+def test_sanitize_catches_a_widened_mask(compiled):
+    clean = compiled.run(job(ROWSUM.format(cmp="<"), sanitize=True))
+    assert clean.status is JobStatus.PASSED, clean.error
+    widened = compiled.run(job(ROWSUM.format(cmp="<="), sanitize=True))
+    assert widened.status is JobStatus.BOUNDS, widened
+    assert "compute-sanitizer memcheck" in widened.error
+    assert widened.extra["sanitizer"]["errors"] >= 1
+
+
+def test_compare_modes_reports_every_disagreement(tmp_path):
+    proc = run_cli(
+        "run",
+        str(EXAMPLES / "vector_add.py"),
+        "--compare-modes",
+        "--writer",
+        "none",
+        "--json",
+        "r.json",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    modes = report["modes"]
+    assert modes["compared"] == ["interpret", "compiled"]
+    assert modes["agree"] + len(modes["disagreements"]) == len(report["mutants"])
+    for row in report["mutants"]:
+        assert set(row["modes"]) == {"interpret", "compiled"}
+    # Dropped masks die by the interpreter's bounds check; on the GPU they may pass silently.
+    for d in modes["disagreements"]:
+        assert d["interpret"]["verdict"] != "error" and d["compiled"]["verdict"] != "error"
