@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from .kernel_file import KernelFile
 from .records import Mutant, MutantOutcome, Verdict
 from .sandbox.job import JobResult
-from .testlist import test_entries
+from .testlist import report_tests
 
 SCHEMA_VERSION = 1
 #: Verdicts excluded from the adjusted score (each exclusion is listed).
@@ -82,7 +82,7 @@ def build_report(
         "toolchain": toolchain,
         "settings": settings,
         "sandbox": sandbox,
-        "tests": test_entries(kernel, baseline, mutants, outcomes),
+        "tests": report_tests(kernel, baseline, mutants, outcomes),
         "baseline": {"duration_s": round(baseline.duration_s, 4), "shims": list(baseline.shims)},
         "mutants": rows,
         "score": score(finished),

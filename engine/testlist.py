@@ -18,7 +18,7 @@ from .records import Mutant, MutantOutcome, Verdict
 from .sandbox.job import JobResult
 
 
-def test_functions(source: str) -> dict[str, str]:
+def find_test_functions(source: str) -> dict[str, str]:
     """Top-level ``test*`` functions of ``source``: name -> source text (with decorators)."""
     try:
         tree = ast.parse(source)
@@ -59,7 +59,7 @@ def _function_of(node: str) -> str:
     return node.split("[", 1)[0]
 
 
-def test_entries(
+def report_tests(
     kernel: KernelFile,
     baseline: JobResult,
     mutants: Sequence[Mutant],
@@ -70,10 +70,10 @@ def test_entries(
         for m in mutants
         if m.id in outcomes and outcomes[m.id].verdict is Verdict.KILLED
     ]
-    own_functions = test_functions(kernel.source)
+    own_functions = find_test_functions(kernel.source)
     index: dict[str, tuple[str, str, str]] = {}  # function -> (file, origin, source)
     for test in kernel.tests:
-        for name, text in test_functions(test.source).items():
+        for name, text in find_test_functions(test.source).items():
             index.setdefault(name, (test.name, test.origin, text))
 
     own_nodes = [
@@ -119,7 +119,7 @@ def test_entries(
         )
     # Tests accepted after the mutants ran (killer tests): verified on their own.
     for test in kernel.tests:
-        for function, source in test_functions(test.source).items():
+        for function, source in find_test_functions(test.source).items():
             if function in seen:
                 continue
             name = f"{EXTRA_TESTS}::{function}"

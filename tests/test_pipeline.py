@@ -177,6 +177,8 @@ def test_sigkill_mid_run_then_resume(tmp_path):
         "-j",
         "1",
         "-q",
+        "--writer",
+        "none",  # counts cached mutant jobs: no writer's verdicts on top
         "--cache-dir",
         str(cache_dir),
     ]
@@ -205,6 +207,8 @@ def test_sigkill_mid_run_then_resume(tmp_path):
         target,
         "-j",
         "2",
+        "--writer",
+        "none",
         "--cache-dir",
         str(cache_dir),
         "--json",
@@ -220,7 +224,18 @@ def test_sigkill_mid_run_then_resume(tmp_path):
     assert report["complete"]
     # Same verdicts as an uninterrupted run.
     clean_path = tmp_path / "clean.json"
-    clean = run_cli("run", target, "-j", "2", "--no-cache", "--json", str(clean_path), cwd=tmp_path)
+    clean = run_cli(
+        "run",
+        target,
+        "-j",
+        "2",
+        "--writer",
+        "none",
+        "--no-cache",
+        "--json",
+        str(clean_path),
+        cwd=tmp_path,
+    )
     assert clean.returncode == 0, clean.stderr
     assert verdicts(read_report(clean_path)) == verdicts(report)
 
@@ -237,6 +252,8 @@ def test_ctrl_c_stops_promptly_and_the_next_run_resumes(tmp_path):
         "-j",
         "2",
         "-q",
+        "--writer",
+        "none",  # counts cached mutant jobs: no writer's verdicts on top
         "--cache-dir",
         str(cache_dir),
     ]
@@ -256,7 +273,15 @@ def test_ctrl_c_stops_promptly_and_the_next_run_resumes(tmp_path):
     stored = _count_results(cache_dir)
     report_path = tmp_path / "resumed.json"
     resumed = run_cli(
-        "run", target, "--cache-dir", str(cache_dir), "--json", str(report_path), cwd=tmp_path
+        "run",
+        target,
+        "--writer",
+        "none",
+        "--cache-dir",
+        str(cache_dir),
+        "--json",
+        str(report_path),
+        cwd=tmp_path,
     )
     assert resumed.returncode == 0, resumed.stderr
     report = read_report(report_path)

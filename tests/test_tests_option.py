@@ -50,7 +50,7 @@ ODD_SIZE_TEST = textwrap.dedent("""
 def test_extra_tests_kill_what_the_own_check_misses(tmp_path):
     (tmp_path / "sum_kernel.py").write_text(SUM_KERNEL)
     (tmp_path / "test_sum.py").write_text(ODD_SIZE_TEST)
-    base = ["run", "sum_kernel.py", "--operators", "masks"]
+    base = ["run", "sum_kernel.py", "--operators", "masks", "--writer", "none"]
     alone = run_cli(*base, "--json", "alone.json", cwd=tmp_path)
     assert alone.returncode == 0, alone.stderr
     both = run_cli(*base, "--tests", "test_sum.py", "--json", "both.json", cwd=tmp_path)
@@ -99,7 +99,9 @@ KERNEL_WITH_TEST_FUNCTIONS = textwrap.dedent("""
 def test_own_check_as_test_functions(tmp_path):
     kernel = tmp_path / "scale.py"
     kernel.write_text(KERNEL_WITH_TEST_FUNCTIONS)
-    proc = run_cli("run", str(kernel), "--json", str(tmp_path / "r.json"), cwd=tmp_path)
+    proc = run_cli(
+        "run", str(kernel), "--writer", "none", "--json", str(tmp_path / "r.json"), cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     assert [t["name"] for t in report["tests"]] == [

@@ -7,6 +7,7 @@ the scripted replies walk through what a model can get wrong.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -58,7 +59,12 @@ def test_total_plus_one():
     torch.testing.assert_close(total(x), x.sum() + 1.0)
 """
 
+SECRET_SHA256 = hashlib.sha256(SECRET.encode()).hexdigest()
+
+# The last test looks for the key (by its digest: the test's own text must not hold it)
+# in the sandbox's environment and in the environment its process started with.
 GOOD_TEST = f"""
+import hashlib
 import os
 
 import torch
@@ -73,12 +79,16 @@ def test_odd_size():
 
 
 def test_no_key_in_sandbox():
-    assert "{SECRET}" not in repr(dict(os.environ))
+    values = list(os.environ.values())
     try:
         with open("/proc/self/environ", "rb") as fh:
-            assert b"{SECRET}" not in fh.read()
+            start = fh.read().decode("utf-8", "replace").split("\\0")
+        values += [entry.partition("=")[2] for entry in start]
     except PermissionError:
-        pass  # the sandbox's user cannot even read its own start environment
+        pass  # the sandbox's user cannot even read it
+    digests = {{hashlib.sha256(v.encode()).hexdigest() for v in values}}
+    assert "{SECRET_SHA256}" not in digests
+    assert not {{"NEBIUS_API_KEY", "OPENAI_API_KEY"}} & set(os.environ)
 """
 
 
@@ -262,21 +272,24 @@ def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_records_cla
     assert (change["verdict"], change["by"]) == ("killed", "test:test_tail_of_a_block")
     killer = next(t for t in report["tests"] if t["name"] == "test::test_tail_of_a_block")
     assert killer["origin"] == "stage2" and change["id"] in killer["kills"]
-    # mask-drop: a flaky test, a test that spares the mutant, prose: all rejected with why,
-    # unless the killer test (run against every survivor) killed it first.
+    # mask-drop (asked first): a flaky test, a test that spares the mutant, prose: each
+    # rejected with why. The killer accepted later for other=1.0 then killed it too.
     drop = rows["mask-drop"]
     whys = [a["why"] for a in drop["attempts"]]
-    if drop["verdict"] == "killed":
-        assert drop["by"] == "test:test_tail_of_a_block"
-    else:
-        assert len(whys) == 3, whys
-    assert whys[0].startswith("flaky on the original: passed 1 of 3 runs"), whys
+    assert len(whys) == 3, whys
+    assert whys[0].startswith("flaky on the original: passed 1 of 3 runs (fresh seeds)"), whys
+    assert whys[1] == "passes on the mutant too: it does not kill it"
+    assert whys[2] == "no code and no EQUIVALENT in the reply"
+    assert drop["attempts"][2]["reply"].startswith("I cannot decide")
+    assert "initial_seed" in drop["attempts"][0]["source"]
     assert all(a["by"] == "stage2" for a in drop["attempts"])
-    if len(whys) > 1:
-        assert whys[1] == "passes on the mutant too: it does not kill it"
-    # other-drop: the model's EQUIVALENT is a claim; the verdict stays survived.
+    assert (drop["verdict"], drop["by"]) == ("killed", "test:test_tail_of_a_block")
+    assert drop["reason"].startswith("bounds: out-of-bounds load")
+    assert set(killer["kills"]) == {drop["id"], change["id"]}
+    # other-drop: the model's EQUIVALENT is a claim: verdict equivalent, listed as excluded.
     same = rows["other-drop"]
-    assert same["verdict"] == "survived"
+    assert same["verdict"] == "equivalent" and same["by"] is None
+    assert same["reason"].startswith("claimed by the model (stage 2): masked lanes")
     assert same["claims"] == [
         {
             "by": "stage2",
@@ -284,7 +297,8 @@ def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_records_cla
             "reason": "masked lanes are never stored and the interpreter fills them with zeros.",
         }
     ]
-    assert report["score"]["by_verdict"].get("equivalent") is None
+    assert report["score"]["excluded"] == [{"id": same["id"], "verdict": "equivalent"}]
+    assert report["score"]["raw"] == round(100 * 2 / 3, 2) and report["score"]["adjusted"] == 100
     assert report["tokens"]["calls"] == sum(asked.values())
 
 
@@ -298,7 +312,7 @@ def test_reply_naming_another_model_stops_the_stage_not_the_run(tmp_path):
             "run",
             kernel,
             "--operators",
-            "masks",
+            "other-change",
             "--writer",
             "llm",
             "--probes",
@@ -360,7 +374,44 @@ def test_no_key_says_so_and_goes_on_with_the_probe(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = " ".join(proc.stdout.split())
-    assert "no API key (set NEBIUS_API_KEY or OPENAI_API_KEY): model stages skipped; the probe" in out
+    assert (
+        "no API key (set NEBIUS_API_KEY or OPENAI_API_KEY): model stages skipped; the probe" in out
+    )
     report = _report(tmp_path / "r.json")
     assert report["tokens"]["calls"] == 0
     assert all(m["verdict"] == "killed" for m in report["mutants"])  # the probe did it
+
+
+def test_run_stage2_on_chosen_survivors_for_the_tui(tmp_path, sandbox, monkeypatch):
+    """The API the explorer calls on marked survivors: run_stage2(run, ids) after a run."""
+    from mutant_gate.cache import Store
+    from mutant_gate.engine.events import MutantUpdated, RunFinished, TestAccepted
+    from mutant_gate.engine.pipeline import Run, RunSettings
+    from mutant_gate.engine.writers import LLMSettings, WriterSettings, run_stage2
+
+    monkeypatch.setenv("NEBIUS_API_KEY", SECRET)
+    (tmp_path / "sum_kernel.py").write_text(SUM_KERNEL)
+    with FakeOpenAI([python_reply(KILLER_TEST)]) as fake:
+        settings = RunSettings(
+            kernel_path=str(tmp_path / "sum_kernel.py"),
+            operators="other-change",
+            cache_dir=str(tmp_path / "cache"),
+            writers=WriterSettings(writer="none", llm=LLMSettings(base_url=fake.base_url)),
+        )
+        with Store(settings.cache_dir) as store:
+            run = Run(settings, sandbox, store)
+            events = list(run.events())
+            assert isinstance(events[-1], RunFinished)
+            (survivor,) = [m for m in run.mutants if m.id in run.outcomes]
+            assert events[-1].report["mutants"][0]["verdict"] == "survived"
+            assert events[-1].report["tokens"]["calls"] == 0  # no model before it was asked
+            got = list(run_stage2(run, [survivor.id]))
+            report = run.report()
+    accepted = [e for e in got if isinstance(e, TestAccepted)]
+    assert [(e.origin, e.kills) for e in accepted] == [("stage2", (survivor.id,))]
+    assert any(isinstance(e, MutantUpdated) and e.mutant.id == survivor.id for e in got)
+    (row,) = report["mutants"]
+    assert (row["verdict"], row["by"]) == ("killed", "test:test_tail_of_a_block")
+    assert report["tokens"]["calls"] == 1
+    assert [t["origin"] for t in report["tests"]] == ["own", "stage2"]
+    assert len(fake.chats) == 1

@@ -1,1 +1,1 @@
-"""Command line and (later) the Textual explorer."""
+"""The command line and the Textual explorer (app, bridge, screens, widgets)."""

@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from mutant_gate.cache import Store
+from mutant_gate.cache import CacheUnavailable, Store
 from mutant_gate.engine.errors import BadInput
 from mutant_gate.engine.pipeline import Run, RunSettings
 from mutant_gate.engine.sandbox import Sandbox
@@ -173,6 +173,10 @@ class MutantGateApp(App[int]):
     def _mutant_running(self, message: MutantRunning) -> None:
         i = self.model.set_state(message.mutant_id, "running")
         self.explorer.grid.update_rows([i])
+        row = self.model.rows[i]
+        self.explorer.log_view.say(
+            f"{row['id']} {row.get('operator')} line {row.get('line')}: started", style="dim"
+        )
 
     @on(MutantJudged)
     def _mutant_judged(self, message: MutantJudged) -> None:
@@ -294,10 +298,7 @@ class MutantGateApp(App[int]):
         if bridge is None:
             return
         turn_on = not bridge.checks[name]
-        survivors = [
-            row["id"] for i, row in enumerate(self.model.rows) if self.model.states[i] == "survived"
-        ]
-        refused = bridge.set_check(name, turn_on, survivors)
+        refused = bridge.set_check(name, turn_on)
         if refused:
             self.notify(refused, title=name, severity="warning")
             return
@@ -393,7 +394,7 @@ class MutantGateApp(App[int]):
             header.status = "closing the sandbox…"
             header.refresh()
             await asyncio.to_thread(self.bridge.stop)
-        self.exit(2 if self.failure else 0)
+        self.exit(return_code=2 if self.failure else 0)
 
     def on_unmount(self) -> None:
         if self.bridge is not None:
@@ -462,12 +463,25 @@ def create_app(
 
 
 # -- the command line's entry points ---------------------------------------------
-def run_live(settings: RunSettings, json_path: str | None = None) -> int:
-    """``mutant-gate tui FILE``: bad input fails before the screen changes (exit 2)."""
+def run_live(
+    settings: RunSettings,
+    json_path: str | None = None,
+    sandbox_factory: Callable[[RunSettings], Sandbox] | None = None,
+) -> int:
+    """``mutant-gate tui FILE``: bad input fails before the screen changes (exit 2);
+    a run that fails later (the original fails its own check) exits 2 after it."""
+    if getattr(settings, "compare_modes", False):
+        raise BadInput("--compare-modes is not in the explorer yet; use `mutant-gate run`")
     Run(settings, None, None).load()  # type: ignore[arg-type]
+    if json_path and not os.path.isdir(os.path.dirname(os.path.abspath(json_path))):
+        raise BadInput(f"--json: directory does not exist: {os.path.dirname(json_path)}")
     if settings.use_cache:
-        Store(settings.cache_dir).close()
-    app = create_app(settings=settings, json_path=json_path)
+        try:
+            Store(settings.cache_dir).close()
+        except CacheUnavailable as exc:
+            if getattr(exc, "fatal", True):
+                raise
+    app = create_app(settings=settings, json_path=json_path, sandbox_factory=sandbox_factory)
     try:
         app.run()
     finally:

@@ -26,7 +26,8 @@ from textual.message import Message
 from textual.message_pump import MessagePump
 from textual.worker import Worker
 
-from mutant_gate.cache import Store
+from mutant_gate.cache import CacheUnavailable, Store
+from mutant_gate.engine.checks import compile_check_stage, diff_oracle_stage
 from mutant_gate.engine.events import (
     BaselineFinished,
     BaselineStarted,
@@ -38,17 +39,18 @@ from mutant_gate.engine.events import (
     RunStarted,
 )
 from mutant_gate.engine.pipeline import Run, RunSettings
-from mutant_gate.engine.records import Mutant
+from mutant_gate.engine.records import Mutant, Verdict
 from mutant_gate.engine.report import mutant_row
 from mutant_gate.engine.sandbox import Sandbox
 from mutant_gate.engine.sandbox.local import LocalSandbox
-from mutant_gate.engine.writers import run_stage2
+from mutant_gate.engine.writers import run_stage2, write_tests
 
 #: Environment variables that hold a model key (the writers read the same ones).
 MODEL_KEYS = ("NEBIUS_API_KEY", "OPENAI_API_KEY")
 NEEDS_MODEL = "needs a model: set NEBIUS_API_KEY or OPENAI_API_KEY"
-#: The survivor checks the explorer can toggle, by report name.
-CHECKS = ("compile-check", "diff-oracle")
+#: The survivor checks the explorer can toggle: name -> the engine's stage.
+CHECK_STAGES = {"compile-check": compile_check_stage, "diff-oracle": diff_oracle_stage}
+CHECKS = tuple(CHECK_STAGES)
 
 Stage = Callable[[Run, list[Mutant]], Iterator[Event]]
 
@@ -63,14 +65,9 @@ def engine_stage2(settings: RunSettings) -> Stage | None:
     return run_stage2
 
 
-def engine_check(name: str, settings: RunSettings) -> Stage | None:
-    """The engine's compile-check / diff-oracle as a survivor stage, or None while missing.
-
-    Connect here, like ``engine_stage2``: the stage fills ``run.details[id]``
-    (``compile`` {target: {ok, message}}, ``oracle`` {sentence, ...}) and yields
-    ``run.update(...)`` for survivors that become ``not_compilable``.
-    """
-    return None
+def engine_check(name: str) -> Stage | None:
+    """The engine's survivor check for a toggle name (``engine/checks``)."""
+    return CHECK_STAGES.get(name)
 
 
 # -- messages -----------------------------------------------------------------
@@ -192,7 +189,11 @@ class EngineBridge:
         self.run: Run | None = None
         self.sandbox: Sandbox | None = None
         self.store: Store | None = None
-        self.checks: dict[str, bool] = dict.fromkeys(CHECKS, False)
+        #: Which checks are on: from the flags, then the user's toggles.
+        self.checks = {
+            "compile-check": bool(getattr(settings, "compile_check", False)),
+            "diff-oracle": bool(getattr(settings, "diff_oracle", False)),
+        }
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._threads: list[threading.Event] = []
@@ -234,12 +235,16 @@ class EngineBridge:
         )
 
     def _drive(self) -> None:
-        self.store = Store(self.settings.cache_dir) if self.settings.use_cache else None
+        try:
+            self.store = Store(self.settings.cache_dir) if self.settings.use_cache else None
+        except CacheUnavailable as exc:
+            if getattr(exc, "fatal", True):
+                raise
+            self._post(EngineNote(f"warning: {exc}; running without the cache"))
         self.sandbox = self._sandbox_factory(self.settings)
         self.run = Run(self.settings, self.sandbox, self.store)
-        for name, on in self.checks.items():
-            if on:
-                self._register_check(name)
+        for name in CHECKS:  # toggled before the run existed
+            self._register_check(name, self.checks[name])
         events = self.run.events()
         try:
             for event in events:
@@ -326,6 +331,10 @@ class EngineBridge:
                 self._phase = "finished"
                 self._finished_at = time.monotonic()
             self._post(RunDone(event.report))
+            directory = getattr(self.settings.writers, "write_tests", None)
+            if directory and self.run is not None:
+                written = write_tests(self.run.kernel.tests, directory)
+                self._post(EngineNote(f"{len(written)} accepted test files written to {directory}"))
         else:
             self._post(EngineNote(describe(event)))
         self._progress()
@@ -369,37 +378,39 @@ class EngineBridge:
         )
         return None
 
-    def set_check(self, name: str, on: bool, survivors: list[str]) -> str | None:
-        """Turn a survivor check on or off: at once on ``survivors`` and for the rest of
-        the run. Returns why not, or None when done."""
-        if engine_check(name, self.settings) is None:
-            return f"{name} is not connected to this engine yet (engine/checks)"
+    def set_check(self, name: str, on: bool) -> str | None:
+        """Turn a survivor check on or off: at once on the mutants it applies to (survivors)
+        and for the rest of the run. Returns why not, or None when done."""
+        stage = engine_check(name)
+        if stage is None:
+            return f"{name} is not connected to this engine"
         self.checks[name] = on
-        if self.run is None:
+        run = self.run
+        if run is None:
             return None  # registered when the run starts
-        if not on:
-            self.run.survivor_stages[:] = [
-                s for s in self.run.survivor_stages if getattr(s, "check_name", None) != name
-            ]
+        self._register_check(name, on)
+        if not on or not self.baseline_done:
             return None
-        stage = self._register_check(name)
-        if survivors and self.baseline_done:
-            mutants = [self._mutants[i] for i in survivors]
+        wanted = getattr(stage, "verdicts", (Verdict.SURVIVED,))
+        targets = [self._mutants[i] for i, o in list(run.outcomes.items()) if o.verdict in wanted]
+        if targets:
             self._worker(
-                partial(self._run_stage_events, partial(stage, self.run, mutants)),
+                partial(self._run_stage_events, partial(stage, run, targets)),
                 name=f"check-{name}",
                 group="checks",
-                description=f"{name} on {len(mutants)} survivors",
+                description=f"{name} on {len(targets)} survivors",
             )
         return None
 
-    def _register_check(self, name: str) -> Stage:
-        stage = engine_check(name, self.settings)
-        assert stage is not None and self.run is not None
-        stage.check_name = name  # type: ignore[attr-defined]
-        if not self.finished:
-            self.run.survivor_stages.append(stage)
-        return stage
+    def _register_check(self, name: str, on: bool) -> None:
+        """Keep ``name``'s stage in the run's survivor stages iff it is on (and the run
+        has not reached them yet)."""
+        stage = CHECK_STAGES[name]
+        stages = self.run.survivor_stages if self.run is not None else []
+        if on and stage not in stages and not self.finished:
+            stages.append(stage)
+        elif not on and stage in stages:
+            stages.remove(stage)
 
     def _run_stage_events(self, events: Callable[[], Iterator[Event]]) -> None:
         """Drive a rerun or a stage; once the run is over, the report and the run record

@@ -246,7 +246,8 @@ def run(request: dict, workdir: str) -> dict:
         )
         detail = tail(traceback.format_exc(), DETAIL_CHARS)
         for target in request["targets"]:
-            results[target] = {"ok": False, "message": message, "detail": detail, "seconds": 0.0}
+            # Not the compiler's verdict: say so (ok None) rather than "not compilable".
+            results[target] = {"ok": None, "message": message, "detail": detail, "seconds": 0.0}
         return {"compile": results, "load_s": 0.0}
     load_s = time.perf_counter() - load_start
     for target in request["targets"]:

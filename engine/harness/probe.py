@@ -30,6 +30,7 @@ import os
 import sys
 import time
 import traceback
+import types
 from typing import Any
 
 from . import bounds
@@ -55,6 +56,7 @@ def describe(value: Any) -> dict:
             "shape": list(value.shape),
             "dtype": _dtype_name(value.dtype),
             "contiguous": bool(value.is_contiguous()),
+            "device": value.device.type,
             "min": None,
             "max": None,
         }
@@ -194,79 +196,122 @@ def _widen(old: dict, new: dict) -> None:
         old[key] = new[key] if old.get(key) is None else pick(old[key], new[key])
 
 
-def _public_functions(module: Any) -> dict[str, Any]:
-    return {
-        name: value
-        for name, value in vars(module).items()
-        if not name.startswith(("_", "test"))
-        and inspect.isfunction(value)
-        and value.__module__ == module.__name__
-    }
-
-
 def _count_launches(recorder: _Recorder) -> Any:
-    """Wrap the interpreter's launch so the recorder sees every kernel launch."""
+    """Wrap the launch paths (interpreter and compiled) so the recorder sees every launch."""
+    undo: list[Any] = []
+
+    def ints(kwargs: dict) -> dict:
+        return {k: v for k, v in kwargs.items() if isinstance(v, int) and not isinstance(v, bool)}
+
     try:
         from triton.runtime.interpreter import GridExecutor
+
+        grid_call = GridExecutor.__call__
+
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            recorder.launched(getattr(self.fn, "__name__", "?"), ints(kwargs))
+            return grid_call(self, *args, **kwargs)
+
+        GridExecutor.__call__ = call
+        undo.append(lambda: setattr(GridExecutor, "__call__", grid_call))
     except ImportError:
-        return lambda: None
-    original = GridExecutor.__call__
+        pass
+    try:
+        from triton.runtime.jit import JITFunction
 
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        ints = {k: v for k, v in kwargs.items() if isinstance(v, int) and not isinstance(v, bool)}
-        recorder.launched(getattr(self.fn, "__name__", "?"), ints)
-        return original(self, *args, **kwargs)
+        jit_run = JITFunction.run
 
-    GridExecutor.__call__ = call
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            recorder.launched(getattr(self, "__name__", "?"), ints(kwargs))
+            return jit_run(self, *args, **kwargs)
 
-    def undo() -> None:
-        GridExecutor.__call__ = original
+        JITFunction.run = run
+        undo.append(lambda: setattr(JITFunction, "run", jit_run))
+    except ImportError:
+        pass
 
-    return undo
+    def restore() -> None:
+        for step in reversed(undo):
+            step()
+
+    return restore
 
 
-def _main_body(path: str) -> Any | None:
+def _is_main_guard(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+        and len(node.test.comparators) == 1
+        and isinstance(node.test.comparators[0], ast.Constant)
+        and node.test.comparators[0].value == "__main__"
+    )
+
+
+def _run_wrapped(module_name: str, path: str, recorder: _Recorder, main: bool) -> tuple:
+    """Execute the kernel file statement by statement as module ``module_name``,
+    wrapping each public function as soon as it is defined, so checks at module level
+    and in the ``__main__`` block (run last, when ``main``) call the wrappers.
+    Returns (module, names wrapped, errors)."""
     with open(path, encoding="utf-8") as fh:
         source = fh.read()
     tree = ast.parse(source, path)
+    future = importlib.import_module("__future__")
+    flags = 0
     for node in tree.body:
-        if (
-            isinstance(node, ast.If)
-            and isinstance(node.test, ast.Compare)
-            and isinstance(node.test.left, ast.Name)
-            and node.test.left.id == "__name__"
-            and isinstance(node.test.comparators[0], ast.Constant)
-            and node.test.comparators[0].value == "__main__"
-        ):
-            return compile(ast.Module(body=node.body, type_ignores=[]), path, "exec")
-    return None
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            for alias in node.names:
+                feature = getattr(future, alias.name, None)
+                flags |= getattr(feature, "compiler_flag", 0)
+    module = types.ModuleType(module_name)
+    module.__file__ = path
+    sys.modules[module_name] = module
+    namespace = vars(module)
+    wrapped: list[str] = []
+    errors: list[str] = []
+    guard = None
+    saved = sys.argv[:]
+    sys.argv = [path]
+    try:
+        for node in tree.body:
+            if _is_main_guard(node):
+                guard = node
+                continue
+            code = compile(ast.Module(body=[node], type_ignores=[]), path, "exec", flags, True)
+            try:
+                exec(code, namespace)
+            except SystemExit:
+                continue
+            except BaseException:  # noqa: BLE001 - keep what was captured, go on
+                if len(errors) < 5:
+                    errors.append(traceback.format_exc(limit=-3))
+                continue
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith(("_", "test")):
+                fn = namespace.get(node.name)
+                if inspect.isfunction(fn):
+                    namespace[node.name] = recorder.wrap(node.name, fn)
+                    wrapped.append(node.name)
+        if main and guard is not None:
+            code = compile(ast.Module(body=guard.body, type_ignores=[]), path, "exec", flags, True)
+            try:
+                exec(code, namespace)
+            except SystemExit:
+                pass
+            except BaseException:  # noqa: BLE001
+                errors.append(traceback.format_exc(limit=-3))
+    finally:
+        sys.argv = saved
+    return module, wrapped, errors
 
 
 def capture(request: dict, workdir: str) -> dict:
     """Run the own check with the module's public functions wrapped; return the calls."""
-    module_name = request["module"]
     path = os.path.join(workdir, request["kernel"])
-    module = importlib.import_module(module_name)
     recorder = _Recorder()
-    functions = _public_functions(module)
-    for name, fn in functions.items():
-        setattr(module, name, recorder.wrap(name, fn))
     undo = _count_launches(recorder)
-    errors: list[str] = []
     try:
-        if request.get("main"):
-            body = _main_body(path)
-            if body is not None:
-                saved = sys.argv[:]
-                sys.argv = [path]
-                try:
-                    exec(body, vars(module))
-                except SystemExit:
-                    pass
-                except BaseException:  # noqa: BLE001 - keep what was captured
-                    errors.append(traceback.format_exc(limit=-3))
-                finally:
-                    sys.argv = saved
+        _, wrapped, errors = _run_wrapped(request["module"], path, recorder, request.get("main"))
         if request.get("tests"):
             import pytest
 
@@ -277,7 +322,7 @@ def capture(request: dict, workdir: str) -> dict:
         bounds.reset()
     return {
         "version": VERSION,
-        "functions": sorted(functions),
+        "functions": sorted(wrapped),
         "calls": recorder.calls,
         "errors": errors,
     }

@@ -55,7 +55,7 @@ __all__ = [
 #: Part of every trace-using job's inputs: bump when traces or their use change.
 TRACE_VERSION = 1
 #: Distinct signatures kept per kernel (a parametrised check can make hundreds).
-MAX_SIGNATURES_PER_KERNEL = 32
+MAX_SIGNATURES_PER_KERNEL = 16
 _MAX_ERRORS = 50
 
 _ORIGINALS: dict[str, tuple[type, str, Any]] = {}

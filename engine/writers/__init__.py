@@ -165,6 +165,8 @@ def run_stage2(run: Run, mutants: Iterable[Mutant | str]) -> Iterator[Event]:
     objects or ids; ones no longer ``survived`` are skipped. Yields the usual events
     (``WriterNote``, ``TestRejected``, ``TestAccepted``, ``MutantUpdated``); afterwards
     ``run.report()`` is the updated report. Without a key it yields one error note.
+    Call it once the run's mutants are judged (after ``RunFinished``, or at least after
+    the last ``MutantFinished``), not while another of the run's stages is running jobs.
     """
     w: Writers = run.writers
     by_id = {m.id: m for m in run.mutants}

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ..kernel_file import EXTRA_TESTS, TestFile
 from ..records import Mutant, MutantOutcome, Verdict
 from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
-from ..testlist import test_functions
+from ..testlist import find_test_functions
 from ..verdicts import attribute, decide, summarize_error
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def static_problem(code: str, module: str) -> str | None:
         tree = ast.parse(code)
     except SyntaxError as exc:
         return f"the code is not valid Python (line {exc.lineno}: {exc.msg})"
-    if not test_functions(code):
+    if not find_test_functions(code):
         return "the code has no top-level test_* function"
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == module for a in node.names):
@@ -66,7 +66,7 @@ def static_problem(code: str, module: str) -> str | None:
 def rename_taken(code: str, taken: set[str]) -> str:
     """Rename top-level test functions whose names another test file of the run uses,
     so every kill names exactly one test."""
-    for name in test_functions(code):
+    for name in find_test_functions(code):
         if name not in taken:
             continue
         n = 2
@@ -85,7 +85,7 @@ def rename_taken(code: str, taken: set[str]) -> str:
 def taken_names(run: Run) -> set[str]:
     names = set(run.kernel.test_functions)
     for test in run.kernel.tests:
-        names.update(test_functions(test.source))
+        names.update(find_test_functions(test.source))
     return names
 
 
@@ -109,7 +109,7 @@ def failure_text(result: JobResult, limit: int = FEEDBACK_CHARS * 3) -> str:
 
 
 # -- running tests -------------------------------------------------------------------
-def test_job(
+def job_with_test(
     run: Run,
     test: TestFile,
     source: str | None,
@@ -167,7 +167,9 @@ def seeds(run: Run) -> list[int]:
 def prove_on_original(run: Run, test: TestFile, *, with_checks: bool = False) -> Proof:
     """Passes the original ``runs`` times in a row, a fresh seed each time."""
     jobs = {
-        str(seed): test_job(run, test, None, seed, run.settings.timeout_s, with_checks=with_checks)
+        str(seed): job_with_test(
+            run, test, None, seed, run.settings.timeout_s, with_checks=with_checks
+        )
         for seed in seeds(run)
     }
     results = run_all(run, jobs)
@@ -217,7 +219,9 @@ def prove_killer(run: Run, test: TestFile, mutant: Mutant) -> Proof:
     proof = prove_on_original(run, test)
     if not proof.ok:
         return proof
-    job = test_job(run, test, mutant.source, run.settings.seed, mutant_limit(run, proof.original_s))
+    job = job_with_test(
+        run, test, mutant.source, run.settings.seed, mutant_limit(run, proof.original_s)
+    )
     result, cached = run_all(run, {"mutant": job}).get("mutant", (None, False))
     if result is None:
         return Proof(False, "the run was cancelled")
@@ -242,7 +246,7 @@ def killed_outcome(test: TestFile, result: JobResult, cached: bool) -> MutantOut
     if failure is not None:
         name = attribute(failure.name)
     else:
-        name = "test:" + next(iter(test_functions(test.source)), test.name)
+        name = "test:" + next(iter(find_test_functions(test.source)), test.name)
     if by and not by.startswith("test:"):
         reason = f"{by}: {reason}"
     return MutantOutcome("", Verdict.KILLED, name, reason, result.duration_s, cached)
@@ -251,12 +255,16 @@ def killed_outcome(test: TestFile, result: JobResult, cached: bool) -> MutantOut
 def kill_others(
     run: Run, test: TestFile, others: Iterable[Mutant], original_s: float
 ) -> list[tuple[Mutant, MutantOutcome]]:
-    """Run an accepted killer test against other survivors; the ones it fails."""
-    others = [m for m in others if run.outcomes[m.id].verdict is Verdict.SURVIVED]
+    """Run an accepted killer test against the other survivors (and mutants claimed
+    equivalent: a kill refutes the claim); the ones it fails."""
+    open_verdicts = (Verdict.SURVIVED, Verdict.EQUIVALENT)
+    others = [
+        m for m in others if m.id in run.outcomes and run.outcomes[m.id].verdict in open_verdicts
+    ]
     if not others:
         return []
     limit = mutant_limit(run, original_s)
-    jobs = {m.id: test_job(run, test, m.source, run.settings.seed, limit) for m in others}
+    jobs = {m.id: job_with_test(run, test, m.source, run.settings.seed, limit) for m in others}
     results = run_all(run, jobs)
     killed = []
     for m in others:

@@ -157,7 +157,7 @@ def _read_compare(
     search.done = True
 
 
-def _test_for(run: Run, search: _Search, seq: int) -> TestFile:
+def _test_for(run: Run, search: _Search) -> TestFile:
     assert search.hit is not None
     candidate, outputs, why = search.hit
     mutant = search.mutant
@@ -200,7 +200,6 @@ def probe_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
     searches = {
         m.id: _Search(m, candidates(calls, m.family, budget, run.settings.seed)) for m in survivors
     }
-    seq = 0
     while True:
         active = [
             s
@@ -225,8 +224,7 @@ def probe_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
                 yield from _golden_for_hang(run, search)
             if search.hit is None or run.outcomes[search.mutant.id].verdict is not Verdict.SURVIVED:
                 continue
-            seq += 1
-            yield from _prove(run, search, seq, survivors)
+            yield from _prove(run, search, survivors)
     for search in searches.values():
         mid = search.mutant.id
         if run.outcomes[mid].verdict is not Verdict.SURVIVED:
@@ -265,21 +263,23 @@ def _golden_for_hang(run: Run, search: _Search) -> Iterator[Event]:
         )
 
 
-def _prove(run: Run, search: _Search, seq: int, survivors: list[Mutant]) -> Iterator[Event]:
+def _prove(run: Run, search: _Search, survivors: list[Mutant]) -> Iterator[Event]:
     mutant = search.mutant
-    test = _test_for(run, search, seq)
+    test = _test_for(run, search)
     proof = common.prove_killer(run, test, mutant)
     if not proof.ok:
-        common.attempts(run, mutant.id).append(
+        tried = common.attempts(run, mutant.id)
+        attempt = 1 + sum(1 for a in tried if a.get("by") == "probe")
+        tried.append(
             {
                 "by": "probe",
-                "attempt": seq,
+                "attempt": attempt,
                 "file": test.name,
                 "source": test.source,
                 "why": proof.why,
             }
         )
-        yield TestRejected("probe", seq, proof.why, mutant.id)
+        yield TestRejected("probe", attempt, proof.why, mutant.id)
         search.hit = None  # search on with the next batch
         return
     assert proof.mutant is not None
@@ -291,5 +291,5 @@ def _prove(run: Run, search: _Search, seq: int, survivors: list[Mutant]) -> Iter
     for other, other_outcome in common.kill_others(run, test, others, proof.original_s):
         kills.append(other.id)
         yield run.update(other, other_outcome)
-    functions = tuple(common.test_functions(test.source))
+    functions = tuple(common.find_test_functions(test.source))
     yield TestAccepted("probe", test.name, functions, mutant.id, tuple(kills))

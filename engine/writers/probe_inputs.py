@@ -80,6 +80,12 @@ def _shape(shape: list[int]) -> str:
 
 
 def _tensor_code(spec: dict, shape: list[int], dtype: str, mode: str | None) -> str:
+    code = _values_code(spec, shape, dtype, mode)
+    device = spec.get("device") or "cpu"
+    return code if device == "cpu" else f"({code}).to({device!r})"
+
+
+def _values_code(spec: dict, shape: list[int], dtype: str, mode: str | None) -> str:
     size = _shape(shape)
     lo, hi = spec.get("min"), spec.get("max")
     if dtype == "bool":

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 def passing_functions(proof: common.Proof, code: str) -> set[str]:
     """Test functions whose every node passed in every run."""
-    names = set(common.test_functions(code))
+    names = set(common.find_test_functions(code))
     for result in proof.runs:
         for o in result.outcomes:
             if not o.name.startswith("test::"):
@@ -131,6 +131,6 @@ def stage1(run: Run, w: Writers) -> Iterator[Event]:
 
 def _accept(run: Run, record: dict, test: TestFile, attempt: int) -> Iterator[Event]:
     run.add_tests([test])
-    functions = tuple(common.test_functions(test.source))
+    functions = tuple(common.find_test_functions(test.source))
     record["accepted"] = {"file": test.name, "attempt": attempt, "tests": list(functions)}
     yield TestAccepted("stage1", test.name, functions)

@@ -4,8 +4,9 @@ It sees the survivor's diff, the kernel file and the current tests. A killer tes
 counts only when the sandbox shows it passing the original (every seed) and failing
 the mutant; every rejected attempt is kept on the mutant (``attempts``, with why) and
 its reason goes back to the model, up to ``attempts`` replies. EQUIVALENT is recorded
-as the model's claim (``claims``); the verdict stays ``survived`` until a check
-weighs the evidence.
+as the model's claim (``claims``) and the verdict becomes ``equivalent``, which is a
+claim too: excluded from the adjusted score and listed there, never a kill; the
+diff-oracle weighs it next, and a killer test accepted later still kills it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..events import Event, TestAccepted, TestRejected, WriterNote
 from ..kernel_file import TestFile
-from ..records import Mutant, Verdict
+from ..records import Mutant, MutantOutcome, Verdict
 from . import common, prompts
 from .llm import LLMError
 
@@ -83,6 +84,20 @@ def stage2(run: Run, w: Writers, survivors: list[Mutant]) -> Iterator[Event]:
                 common.claims(run, mutant.id).append(
                     {"by": "stage2", "claim": "equivalent", "reason": reason}
                 )
+                # The verdict ``equivalent`` is a claim (excluded from the adjusted score and
+                # listed there); the diff-oracle, after the writers, weighs it.
+                old = run.outcomes[mutant.id]
+                yield run.update(
+                    mutant,
+                    MutantOutcome(
+                        mutant.id,
+                        Verdict.EQUIVALENT,
+                        None,
+                        f"claimed by the model (stage 2): {reason}",
+                        old.duration_s,
+                        old.cached and reply.cached,
+                    ),
+                )
                 yield WriterNote(
                     "stage2",
                     f"the model claims {mutant.id} is equivalent: {reason}",
@@ -135,5 +150,5 @@ def _accept(run: Run, test: TestFile, mutant: Mutant, proof: common.Proof) -> It
     for other, outcome in common.kill_others(run, test, pool, proof.original_s):
         kills.append(other.id)
         yield run.update(other, outcome)
-    functions = tuple(common.test_functions(test.source))
+    functions = tuple(common.find_test_functions(test.source))
     yield TestAccepted("stage2", test.name, functions, mutant.id, tuple(kills))

@@ -59,11 +59,11 @@ class HelpScreen(ModalScreen[None]):
 
     def __init__(self, bindings: list[Binding]) -> None:
         super().__init__()
-        self._bindings = bindings
+        self.app_bindings = bindings
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Markdown(INTRO + keys_table(self._bindings))
+            yield Markdown(INTRO + keys_table(self.app_bindings))
 
     def action_dismiss(self) -> None:
         self.dismiss(None)

@@ -1,0 +1,258 @@
+"""Compile-check and diff-oracle end to end: real sandbox, real interpreter, real triton.compile."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mutant_gate.engine.checks.common import harness_data, harness_job
+from mutant_gate.engine.events import CheckFinished, RunFinished
+from mutant_gate.engine.kernel_file import load_kernel_file
+from mutant_gate.engine.pipeline import Run, RunSettings
+from mutant_gate.engine.sandbox.job import Job
+from mutant_gate.engine.writers import WriterSettings
+
+from .conftest import EXAMPLES, run_cli
+
+pytestmark = pytest.mark.slow
+
+NO_WRITER = WriterSettings(writer="none")
+
+
+def drive(run: Run) -> tuple[dict, list]:
+    events = list(run.events())
+    assert isinstance(events[-1], RunFinished)
+    return events[-1].report, events
+
+
+def rows_by(report: dict, operator: str) -> list[dict]:
+    return sorted(
+        (m for m in report["mutants"] if m["operator"] == operator), key=lambda m: m["line"]
+    )
+
+
+def test_oracle_names_mean_and_rstd_differences_the_check_lets_through(tmp_path, sandbox):
+    # The layer-norm example with the Triton tutorial's tolerance (atol=1e-2): its check
+    # compares Y only, so Mean and Rstd may drift unnoticed.
+    source = (EXAMPLES / "layer_norm.py").read_text()
+    strict = "torch.testing.assert_close(y_tri, y_ref)"
+    assert strict in source
+    path = tmp_path / "layer_norm.py"
+    path.write_text(
+        source.replace(strict, "torch.testing.assert_close(y_tri, y_ref, atol=1e-2, rtol=0)")
+    )
+    settings = RunSettings(
+        kernel_path=str(path),
+        operators="epsilon-change,cast-fp16",
+        use_cache=False,
+        writers=NO_WRITER,
+        diff_oracle=True,
+    )
+    run = Run(settings, sandbox, None)
+
+    def claim_equivalence(run: Run, survivors):
+        """Stands where a writer's stage runs: claims the epsilon mutant equivalent."""
+        for m in survivors:
+            if m.operator == "epsilon-change":
+                run.details.setdefault(m.id, {}).setdefault("claims", []).append(
+                    {"by": "stage2", "claim": "equivalent", "reason": "eps is negligible"}
+                )
+        yield from ()
+
+    run.survivor_stages.insert(0, claim_equivalence)
+    report, events = drive(run)
+    json.dumps(report, allow_nan=False)
+
+    (eps,) = rows_by(report, "epsilon-change")
+    assert eps["verdict"] == "survived"
+    oracle = eps["oracle"]
+    assert oracle["identical"] is False and oracle["launches"] == 2
+    rstd = [d for d in oracle["diffs"] if d["argument"] == "Rstd"]
+    assert rstd and rstd[0]["kernel"] == "_layer_norm_fwd_fused"
+    assert rstd[0]["max_abs"] > 0 and rstd[0]["count"] >= 1 and len(rstd[0]["first_index"]) == 1
+    assert "Rstd (max abs" in oracle["sentence"] and "the test passes anyway" in oracle["sentence"]
+    # The claim is shown with the oracle's evidence and contradicted, loudly.
+    assert oracle["contradiction"] is True
+    assert oracle["sentence"].startswith("CONTRADICTION: stage2 claims this mutant is equivalent")
+    assert "Rstd" in eps["claims"][0]["oracle"]
+
+    mean_loop = rows_by(report, "cast-fp16")[0]  # the cast in the mean loop
+    assert mean_loop["verdict"] == "survived"
+    assert "Mean" in {d["argument"] for d in mean_loop["oracle"]["diffs"]}
+    assert mean_loop["oracle"]["contradiction"] is False
+
+    summary = report["checks"]["oracle"]
+    assert summary["differs"] >= 2 and summary["contradictions"] == 1
+    finished = [e for e in events if isinstance(e, CheckFinished) and e.mutant is not None]
+    assert {e.mutant.id for e in finished} >= {eps["id"], mean_loop["id"]}
+    assert all(e.check == "oracle" for e in finished)
+
+
+def test_other_change_on_masked_off_lanes_is_identical_and_interpreter_dependent(tmp_path):
+    path = tmp_path / "r.json"
+    proc = run_cli(
+        "run",
+        str(EXAMPLES / "layer_norm.py"),
+        "--diff-oracle",
+        "--writer",
+        "none",
+        "--operators",
+        "other-change,other-drop",
+        "--json",
+        str(path),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(path.read_text())
+    # other=0.0 -> 1.0 in the normalisation loop: those lanes are never stored.
+    change = [m for m in rows_by(report, "other-change") if "mask=mask" in m["after"]]
+    assert len(change) == 1 and change[0]["verdict"] == "survived"
+    oracle = change[0]["oracle"]
+    assert oracle["identical"] is True and oracle["diffs"] == []
+    assert oracle["interpreter_dependent"] is True and oracle["masked_only"] is True
+    assert "masked-off lanes" in oracle["sentence"]
+    # other= dropped in the mean loop: identical only thanks to the interpreter's zero fill;
+    # with undefined lanes poisoned, Mean differs (on a GPU it would be garbage).
+    drop = rows_by(report, "other-drop")[0]
+    assert drop["verdict"] == "survived"
+    assert drop["oracle"]["identical"] is True and drop["oracle"]["interpreter_dependent"] is True
+    assert drop["oracle"]["poisoned"]["identical"] is False
+    assert "Mean" in {d["argument"] for d in drop["oracle"]["poisoned"]["diffs"]}
+    assert "poisoned" in drop["oracle"]["sentence"]
+    assert "oracle-identical" in proc.stdout and "interpreter-dependent" in proc.stdout
+
+
+def test_fp16_accumulator_in_matmul_is_compiled_and_recorded(tmp_path):
+    path = tmp_path / "r.json"
+    proc = run_cli(
+        "run",
+        str(EXAMPLES / "matmul.py"),
+        "--compile-target",
+        "sm_75,sm_80",
+        "--writer",
+        "none",
+        "--operators",
+        "accumulator-fp16",
+        "--json",
+        str(path),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(path.read_text())
+    (mutant,) = report["mutants"]
+    assert "dtype=tl.float16" in mutant["after"]
+    compiled = mutant["compile"]
+    assert set(compiled) == {"sm_75", "sm_80"}
+    for result in compiled.values():
+        assert isinstance(result["ok"], bool) and result["seconds"] > 0
+        assert isinstance(result["message"], str)
+    failed = [t for t, r in compiled.items() if not r["ok"]]
+    assert (mutant["verdict"] == "not_compilable") == bool(failed)
+    summary = report["checks"]["compile"]
+    assert summary["checked_targets"] == ["sm_75", "sm_80"] and summary["skipped"] is None
+    assert all(r["ok"] for r in summary["original"].values())
+    # Compiled with the signatures of the check's real launches.
+    (first, *_) = summary["signatures"]
+    assert first["kernel"] == "matmul_kernel"
+    assert "a_ptr: *fp16 (divisible by 16)" in first["arguments"]
+    assert "BLOCK_SIZE_M=32" in first["arguments"]
+    assert "checks on 1 survivors" in proc.stdout
+
+
+ROW_SUM = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + cols, mask=cols < n, other=0.0).to(tl.float32)
+    tl.store(out_ptr, tl.sum(acc, axis=0))
+
+
+def row_sum(x):
+    out = torch.empty(1, dtype=torch.float32)
+    row_sum_kernel[(1,)](x, out, x.numel(), BLOCK=64)
+    return out
+
+
+if __name__ == "__main__":
+    x = torch.randn(300)
+    torch.testing.assert_close(row_sum(x)[0], x.sum())
+"""
+
+
+def test_a_mutant_only_the_compiler_rejects_is_not_compilable(tmp_path):
+    # fp16 accumulator: the interpreter promotes acc to fp32 and the check passes; the
+    # compiler refuses a loop-carried variable that changes type.
+    kernel = tmp_path / "row_sum.py"
+    kernel.write_text(ROW_SUM)
+    path = tmp_path / "r.json"
+    proc = run_cli(
+        "run",
+        str(kernel),
+        "--compile-check",
+        "--writer",
+        "none",
+        "--operators",
+        "accumulator-fp16",
+        "--json",
+        str(path),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(path.read_text())
+    (mutant,) = report["mutants"]
+    assert mutant["verdict"] == "not_compilable", mutant
+    assert "does not compile for sm_75" in mutant["reason"]
+    assert "Loop-carried variable acc" in mutant["reason"]
+    assert "\n" not in mutant["reason"]
+    result = mutant["compile"]["sm_75"]
+    assert result["ok"] is False and "Loop-carried variable acc" in result["message"]
+    assert "CompilationError" in result["detail"]
+    assert report["score"]["excluded"] == [{"id": mutant["id"], "verdict": "not_compilable"}]
+    assert "not_compilable" in proc.stdout and "Loop-carried" in proc.stdout
+
+
+def test_an_original_the_compiler_rejects_skips_the_compile_check(tmp_path, sandbox):
+    kernel = tmp_path / "row_sum.py"
+    kernel.write_text(ROW_SUM.replace("dtype=tl.float32", "dtype=tl.float16"))
+    settings = RunSettings(
+        kernel_path=str(kernel),
+        operators="upcast-drop",
+        use_cache=False,
+        writers=NO_WRITER,
+        compile_check=True,
+    )
+    report, events = drive(Run(settings, sandbox, None))
+    (mutant,) = report["mutants"]
+    assert mutant["verdict"] == "survived" and "compile" not in mutant
+    skipped = report["checks"]["compile"]["skipped"]
+    assert "the original does not compile" in skipped and "Loop-carried variable acc" in skipped
+    overall = [e for e in events if isinstance(e, CheckFinished) and e.mutant is None]
+    assert overall and overall[-1].summary.startswith("compile-check skipped")
+
+
+def test_trace_captures_the_autotune_config_and_constexprs(sandbox):
+    kernel = load_kernel_file(str(EXAMPLES / "axpy_autotune.py"))
+    inner = Job(files=kernel.files(None), checks=kernel.checks, timeout_s=120)
+    run = Run(RunSettings(kernel_path=str(EXAMPLES / "axpy_autotune.py")), sandbox, None)
+    job = harness_job(run, "trace:capture", "trace", {"job": inner.to_json()}, 120)
+    data = harness_data(sandbox.run(job), "trace")
+    assert data is not None and data["status"] == "passed"
+    traced = data["trace"]
+    assert traced["launches"] == 2 and not traced["internal_errors"]
+    sigs = traced["signatures"]
+    assert {s["kernel"] for s in sigs} == {"axpy_kernel"}
+    for sig in sigs:
+        assert sig["autotune"]["BLOCK_SIZE"] == 128  # the first config: deterministic on CPU
+        assert sig["constexprs"]["BLOCK_SIZE"] == 128
+        assert sig["options"]["num_warps"] == sig["autotune"]["num_warps"]
+        types = dict(zip(sig["params"], sig["types"], strict=True))
+        assert types["x_ptr"] == "*fp32" and types["alpha"] == "fp32"
+        assert types["n_elements"] == "i32"

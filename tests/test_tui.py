@@ -1,0 +1,380 @@
+"""The explorer on a replayed run: the real app, driven by Pilot, no sandbox.
+
+The report is a real one (``mutant-gate run examples/layer_norm.py``, probe writer on),
+saved with a fixed run id. Assertions are on the app's state and on the messages
+it posted (``run_test(message_hook=...)``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input, SelectionList
+
+from mutant_gate.cache import Store
+from mutant_gate.engine.errors import BadInput
+from mutant_gate.tui.app import COMMANDS, create_app, load_replay
+from mutant_gate.tui.bridge import Progress
+from mutant_gate.tui.model import Filters, RunModel
+from mutant_gate.tui.screens.filter import FilterScreen
+from mutant_gate.tui.screens.help import HelpScreen
+from mutant_gate.tui.widgets.mutant_grid import MutantGrid
+
+from .conftest import run_cli
+
+DATA = Path(__file__).parent / "data"
+SIZE = (140, 40)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # Textual runs on asyncio
+
+
+@pytest.fixture
+def report() -> dict:
+    return json.loads((DATA / "tui_layer_norm_report.json").read_text())
+
+
+def survivors(report: dict) -> list[str]:
+    return [m["id"] for m in report["mutants"] if m["verdict"] == "survived"]
+
+
+def notifications(app) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+@pytest.mark.anyio
+async def test_replay_shows_every_mutant_and_follows_the_cursor(report):
+    app = create_app(report=report)
+    seen = []
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await pilot.pause()
+        grid, inspector = app.explorer.grid, app.explorer.inspector
+        assert sorted(grid.visible_ids) == sorted(m["id"] for m in report["mutants"])
+        assert Counter(app.model.states) == Counter(report["score"]["by_verdict"])
+        assert app.model.score.raw == report["score"]["raw"]
+        assert app.model.score.adjusted == report["score"]["adjusted"]
+        first = grid.current
+        assert inspector.mutant_id == first
+        await pilot.press("right", "down")
+        await pilot.pause()
+        assert grid.current not in (None, first)
+        assert inspector.mutant_id == grid.current
+        moved = [m.mutant_id for m in seen if isinstance(m, MutantGrid.Highlighted)]
+        assert moved[-1] == grid.current and len(set(moved)) >= 3
+        row = app.model.row(grid.current)
+        assert inspector.section_text("diff").startswith("--- a/layer_norm.py")
+        assert row["after"].strip() in inspector.section_text("diff")
+        # A mouse click selects the cell under it.
+        await pilot.click(MutantGrid, offset=(1, 1))
+        await pilot.pause()
+        assert grid.current == grid.visible_ids[0]
+        # The replay is offline: no engine, no sandbox.
+        assert app.bridge is None
+
+
+@pytest.mark.anyio
+async def test_inspector_explains_a_kill_with_the_test_that_did_it(report):
+    app = create_app(report=report)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        bounds = next(m for m in report["mutants"] if m["by"] == "bounds")
+        own = next(m for m in report["mutants"] if m["by"] == "own-check")
+        inspector = app.explorer.inspector
+        assert app.explorer.grid.select(bounds["id"])
+        await pilot.pause()
+        assert "Killed by the bounds check" in inspector.section_text("why")
+        assert "out-of-bounds" in inspector.section_text("why")
+        assert inspector.section_text("test") == ""  # no test: the bounds check did it
+        app.explorer.grid.select(own["id"])
+        await pilot.pause()
+        assert "torch.testing.assert_close" in inspector.section_text("test")
+        survivor = survivors(report)[0]
+        app.explorer.grid.select(survivor)
+        await pilot.pause()
+        assert "Survived" in inspector.section_text("why")
+        assert "no difference found on 24 probes" in inspector.section_text("writers")
+
+
+@pytest.mark.anyio
+async def test_inspector_shows_oracle_compile_and_stage2_when_the_report_has_them(report):
+    report = copy.deepcopy(report)
+    target = survivors(report)[0]
+    row = next(m for m in report["mutants"] if m["id"] == target)
+    row["oracle"] = {
+        "sentence": "outputs differ in Mean (max abs 0.25); the test passes anyway",
+        "launches": 2,
+        "identical": False,
+        "diffs": [{"argument": "Mean", "max_abs": 0.25, "first_index": [3]}],
+        "interpreter_dependent": False,
+    }
+    row["compile"] = {
+        "sm_75": {"ok": True, "message": ""},
+        "sm_90": {"ok": False, "message": "unsupported dtype"},
+    }
+    row["attempts"] = [
+        {
+            "by": "stage2",
+            "why": "passes on the mutant too: it does not kill it",
+            "source": "def test_a():\n    assert 1\n",
+        }
+    ]
+    row["novel_field"] = {"from": "a later stage"}
+    report["tests"].append(
+        {
+            "name": "test_mean",
+            "origin": "stage2",
+            "kills": [target],
+            "source": "def test_mean():\n    pass\n",
+        }
+    )
+    app = create_app(report=report)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.explorer.grid.select(target)
+        await pilot.pause()
+        inspector = app.explorer.inspector
+        assert "outputs differ in Mean" in inspector.section_text("oracle")
+        assert "launches compared: 2" in inspector.section_text("oracle")
+        compile_text = inspector.section_text("compile")
+        assert "sm_75  ✓ compiles" in compile_text
+        assert "sm_90  ✗ does not compile: unsupported dtype" in compile_text
+        writers = inspector.section_text("writers")
+        assert "passes on the mutant too" in writers and "def test_a" in writers
+        assert "def test_mean" in inspector.section_text("candidates")
+        assert "a later stage" in inspector.section_text("more")
+        # Another mutant without those fields hides the sections.
+        other = next(m["id"] for m in report["mutants"] if m["verdict"] == "killed")
+        app.explorer.grid.select(other)
+        await pilot.pause()
+        assert "oracle" not in inspector.sections and "compile" not in inspector.sections
+
+
+@pytest.mark.anyio
+async def test_mark_survivors_only(report):
+    app = create_app(report=report)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        grid = app.explorer.grid
+        killed = next(m["id"] for m in report["mutants"] if m["verdict"] == "killed")
+        grid.select(killed)
+        await pilot.press("space")
+        await pilot.pause()
+        assert app.model.marked == set()
+        assert "Only survivors can be marked for stage 2." in notifications(app)
+        one, two = survivors(report)[:2]
+        grid.select(one)
+        await pilot.press("space")
+        grid.select(two)
+        await pilot.press("space")
+        await pilot.pause()
+        assert app.model.marked == {one, two}
+        assert "[marked for stage 2]" in str(app.explorer.query_one("#inspector-verdict").render())
+        await pilot.press("space")  # unmark
+        await pilot.pause()
+        assert app.model.marked == {one}
+        await pilot.press("s", "M")  # survivors only, then mark all shown
+        await pilot.pause()
+        assert app.model.marked == set(survivors(report))
+        await pilot.press("U")
+        await pilot.pause()
+        assert app.model.marked == set()
+
+
+@pytest.mark.anyio
+async def test_filters_search_and_grouping(report):
+    app = create_app(report=report)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        grid = app.explorer.grid
+        await pilot.press("s")
+        await pilot.pause()
+        assert sorted(grid.visible_ids) == sorted(survivors(report))
+        assert "verdict survived" in app.explorer.header.filters_text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(grid.visible_ids) == len(report["mutants"])
+        # Search narrows as you type; Enter keeps it; Escape clears.
+        await pilot.press("slash")
+        await pilot.press(*"fp16")
+        await pilot.pause()
+        expected = {m["id"] for m in report["mutants"] if "fp16" in (m["after"] + m["operator"])}
+        assert expected and set(grid.visible_ids) == expected
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.focused is grid and set(grid.visible_ids) == expected
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(grid.visible_ids) == len(report["mutants"])
+        # The filter screen: tick a family.
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(app.screen, FilterScreen)
+        app.screen.query_one("#operators", SelectionList).select("masks")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        masks = {m["id"] for m in report["mutants"] if m["family"] == "masks"}
+        assert set(grid.visible_ids) == masks
+        await pilot.press("escape")
+        # Grouping: by function (one here), then by family.
+        await pilot.pause()
+        assert grid.group_keys == ["_layer_norm_fwd_fused"]
+        await pilot.press("g")
+        await pilot.pause()
+        assert sorted(grid.group_keys) == sorted({m["family"] for m in report["mutants"]})
+        assert len(grid.visible_ids) == len(report["mutants"])
+
+
+@pytest.mark.anyio
+async def test_actions_that_need_the_engine_say_why_in_a_replay(report, monkeypatch):
+    for key in ("NEBIUS_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    app = create_app(report=report)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("2")
+        await pilot.pause()
+        assert "Stage 2 needs a model: set NEBIUS_API_KEY or OPENAI_API_KEY." in notifications(app)
+        monkeypatch.setenv("NEBIUS_API_KEY", "sk-test")
+        await pilot.press("2", "r", "c")
+        await pilot.pause()
+        said = notifications(app)
+        assert any(n.startswith("stage 2: this is a replay") for n in said)
+        assert any(n.startswith("rerun: this is a replay") for n in said)
+        assert any(n.startswith("compile-check: this is a replay") for n in said)
+
+
+@pytest.mark.anyio
+async def test_export_writes_the_report_as_it_stands(report, tmp_path):
+    app = create_app(report=report)
+    path = tmp_path / "out.json"
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("e")
+        await pilot.pause()
+        field = app.screen.query_one(Input)
+        assert field.value == f"mutant-gate-{report['run_id']}.json"
+        field.value = str(path)
+        await pilot.press("enter")
+        await pilot.pause()
+    written = json.loads(path.read_text())
+    assert [m["verdict"] for m in written["mutants"]] == [m["verdict"] for m in report["mutants"]]
+    assert written["score"] == report["score"]
+    assert written["tests"] == report["tests"]
+
+
+@pytest.mark.anyio
+async def test_help_screen_and_command_palette_entries(report):
+    app = create_app(report=report)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.explorer
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for title, _, _ in COMMANDS:
+            assert title in titles
+        # A palette entry runs the same action as its key.
+        survivor = survivors(report)[0]
+        app.explorer.grid.select(survivor)
+        command = next(
+            c for c in app.get_system_commands(app.screen) if c.title.startswith("Mark or")
+        )
+        await command.callback()
+        assert app.model.marked == {survivor}
+
+
+@pytest.mark.anyio
+async def test_progress_messages_coalesce(report):
+    app = create_app(report=report)
+    handled = []
+    async with app.run_test(size=SIZE, message_hook=handled.append) as pilot:
+        await pilot.pause()
+        header = app.explorer.header
+        for done in range(1, 51):  # a burst, as cached results arrive
+            header.post_message(
+                Progress(
+                    phase="mutants",
+                    done=done,
+                    total=50,
+                    ran=0,
+                    cached=done,
+                    running=0,
+                    started_at=None,
+                )
+            )
+        await pilot.pause()
+        got = [m for m in handled if isinstance(m, Progress)]
+        assert got and len(got) < 50
+        assert header.progress is got[-1] and header.progress.done == 50
+
+
+def test_model_score_matches_the_engine_as_verdicts_change(report):
+    model = RunModel.from_report(report)
+    target = survivors(report)[0]
+    model.apply({**model.row(target), "verdict": "equivalent"})
+    exported = model.to_report()["score"]
+    assert exported["excluded"] == [{"id": target, "verdict": "equivalent"}]
+    assert (model.score.raw, model.score.adjusted) == (exported["raw"], exported["adjusted"])
+    assert Filters(verdicts=frozenset({"survived"})).describe() == "verdict survived"
+
+
+def test_replay_finds_runs_in_a_cache(report, tmp_path):
+    cache = tmp_path / "cache"
+    with Store(str(cache)) as store:
+        store.put_run(
+            report["run_id"], {"run_id": report["run_id"], "kernel": "k.py", "report": report}
+        )
+        store.put_run("20260102-000000-aaaa", {"run_id": "20260102-000000-aaaa", "report": None})
+    found, records = load_replay(None, str(cache))
+    assert found is None and {r["run_id"] for r in records} == {
+        report["run_id"],
+        "20260102-000000-aaaa",
+    }
+    found, _ = load_replay(report["run_id"][:10], str(cache))
+    assert found == report
+    with pytest.raises(BadInput, match="no report to replay"):
+        load_replay("20260102", str(cache))
+    with pytest.raises(BadInput, match="no run 'nope'"):
+        load_replay("nope", str(cache))
+    with pytest.raises(BadInput, match="no cache at"):
+        load_replay(None, str(tmp_path / "missing"))
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report))
+    assert load_replay(str(path), str(cache))[0] == report
+
+
+@pytest.mark.anyio
+async def test_run_list_opens_the_chosen_run(report, tmp_path):
+    records = [
+        {"run_id": "20260102-000000-aaaa", "kernel": "k.py", "saved_at": 2.0, "report": None},
+        {"run_id": report["run_id"], "kernel": "layer_norm.py", "saved_at": 1.0, "report": report},
+    ]
+    app = create_app(runs=records, cache_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.screen.id == "runs"
+        assert app.model.rows == []
+        await pilot.press("enter")  # the interrupted run is listed but cannot be opened
+        await pilot.pause()
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert app.screen is app.explorer
+        assert len(app.explorer.grid.visible_ids) == len(report["mutants"])
+
+
+def test_cli_replay_and_tui_bad_input_exit_2(tmp_path):
+    proc = run_cli("replay", "nope", "--cache-dir", str(tmp_path / "none"), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("mutant-gate: error: no cache at")
+    proc = run_cli("tui", str(tmp_path / "missing.py"), cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1

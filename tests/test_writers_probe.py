@@ -1,0 +1,86 @@
+"""The probe writer (no model) through the real command line and sandbox, and the
+written tests under plain pytest."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import run_cli
+from .test_writers_llm import SUM_KERNEL
+
+pytestmark = pytest.mark.slow
+
+
+def plain_pytest(directory, kernel_dir) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(directory)],
+        cwd=kernel_dir,
+        env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(kernel_dir)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_probe_kills_what_a_block_multiple_check_misses_and_writes_plain_tests(tmp_path):
+    (tmp_path / "sum_kernel.py").write_text(SUM_KERNEL)
+    args = ["run", "sum_kernel.py", "--operators", "masks", "--probes", "12", "-j", "2"]
+    proc = run_cli(*args, "--write-tests", "written", "--json", "r.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    rows = {m["operator"]: m for m in report["mutants"]}
+
+    # Without a writer all three survive the own check (x of 64 = BLOCK); see
+    # test_tests_option. The probe learned total(x: (64,)) and tried nearby sizes.
+    drop, change = rows["mask-drop"], rows["other-change"]
+    assert drop["verdict"] == "killed" and drop["by"].startswith("test:test_total_size_"), drop
+    assert drop["reason"].startswith("bounds: out-of-bounds load"), drop["reason"]
+    assert change["verdict"] == "killed" and change["by"].startswith("test:"), change
+    probe_tests = [t for t in report["tests"] if t["origin"] == "probe"]
+    assert probe_tests and {drop["id"], change["id"]} <= {
+        k for t in probe_tests for k in t["kills"]
+    }
+    for t in probe_tests:
+        assert t["file"].startswith("test_sum_kernel_mg_probe_") and "total(x)" in t["source"]
+
+    # other-drop: masked lanes read as zeros in the interpreter; the probe cannot separate
+    # it and says so, as a claim, never as a verdict.
+    same = rows["other-drop"]
+    assert same["verdict"] == "survived"
+    assert same["probe"]["result"] == f"no difference found on {same['probe']['probes']} probes"
+    assert same["probe"]["probes"] >= 8
+    assert [c["by"] for c in same["claims"]] == ["probe"]
+    assert same["claims"][0]["claim"] == "equivalent"
+    assert report["score"]["by_verdict"] == {"killed": 2, "survived": 1}
+
+    # The written test (and its golden file) passes under plain pytest on the original ...
+    written = sorted(p.name for p in (tmp_path / "written").iterdir())
+    assert any(n.endswith(".json") for n in written) and any(n.endswith(".py") for n in written)
+    plain = plain_pytest(tmp_path / "written", tmp_path)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    # ... and fails on the other=1.0 mutant, by its values alone (no bounds check there).
+    mutant_dir = tmp_path / "mutant"
+    mutant_dir.mkdir()
+    (mutant_dir / "sum_kernel.py").write_text(SUM_KERNEL.replace("other=0.0", "other=1.0"))
+    plain = plain_pytest(tmp_path / "written", mutant_dir)
+    assert plain.returncode == 1, plain.stdout + plain.stderr
+    assert "Mismatched elements" in plain.stdout or "not close" in plain.stdout
+
+
+def test_probe_reports_when_the_own_check_calls_no_wrapper(tmp_path):
+    kernel = SUM_KERNEL.replace("def total(x):", "def _total(x):").replace(
+        "total(x), x.sum()", "_total(x), x.sum()"
+    )
+    (tmp_path / "k.py").write_text(kernel)
+    proc = run_cli("run", "k.py", "--operators", "other-change", "--json", "r.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    (row,) = report["mutants"]
+    assert row["verdict"] == "survived" and row["claims"] == []
+    assert "calls no public function" in row["probe"]["result"]
+    assert row["probe"]["probes"] == 0

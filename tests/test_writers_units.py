@@ -1,0 +1,294 @@
+"""Fast tests of the writers' parts: reading replies, probe inputs, the model client
+(the real ``openai`` client against the loopback server), the report's test list."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+import pytest
+
+from mutant_gate.cache import Store
+from mutant_gate.engine import kernel_file
+from mutant_gate.engine.records import MutantOutcome, Verdict
+from mutant_gate.engine.sandbox.job import CheckOutcome, JobResult, JobStatus
+from mutant_gate.engine.testlist import report_tests
+from mutant_gate.engine.writers.common import extract_code, rename_taken, static_problem
+from mutant_gate.engine.writers.llm import LLMClient, LLMError, names_model
+from mutant_gate.engine.writers.probe_inputs import build, candidates, render_test
+from mutant_gate.engine.writers.settings import DEFAULT_MODEL, LLMSettings
+from mutant_gate.engine.writers.stage1 import drop_functions
+from mutant_gate.engine.writers.stage2 import equivalent_reason
+
+from .fake_openai import FakeOpenAI, Reply
+
+# -- reading replies -----------------------------------------------------------------
+
+
+def test_extract_code_picks_the_python_block_with_tests():
+    text = (
+        "Some prose.\n```diff\n- a\n+ b\n```\n```python\nimport x\n```\n"
+        "```python\nimport k\n\ndef test_a():\n    pass\n```\nmore prose"
+    )
+    assert extract_code(text) == "import k\n\ndef test_a():\n    pass\n"
+    assert extract_code("```\ndef test_b():\n    pass\n") == "def test_b():\n    pass\n"
+    assert extract_code("I would test odd sizes.") is None
+    assert extract_code("```diff\n-x\n+y\n```") is None
+
+
+def test_static_problems_are_read_not_run():
+    assert "not valid Python (line 1" in static_problem("def test_a(:\n", "k")
+    assert static_problem("import k\n\ndef helper():\n    pass\n", "k") == (
+        "the code has no top-level test_* function"
+    )
+    assert "never import the kernel module 'k'" in static_problem("def test_a():\n    pass\n", "k")
+    assert static_problem("from k import f\n\ndef test_a():\n    f()\n", "k") is None
+    code = "import importlib\nk = importlib.import_module('k')\n\ndef test_a():\n    pass\n"
+    assert static_problem(code, "k") is None
+
+
+def test_rename_taken_keeps_every_kill_attributable():
+    code = "def test_a():\n    pass\n\n\ndef test_b():\n    pass\n"
+    renamed = rename_taken(code, {"test_a", "test_a_2"})
+    assert "def test_a_3():" in renamed and "def test_b():" in renamed
+
+
+def test_equivalent_answers():
+    assert equivalent_reason("EQUIVALENT: the store is masked") == "the store is masked"
+    assert equivalent_reason("**EQUIVALENT** - same values\nsecond line") == (
+        "same values second line"
+    )
+    assert equivalent_reason("It is NOT EQUIVALENT.") is None
+    assert equivalent_reason("Thinking...\nEQUIVALENT: yes", anywhere=True) == "yes"
+    assert equivalent_reason("EQUIVALENT") == "(no reason given)"
+
+
+def test_drop_functions_keeps_the_rest():
+    code = "import k\n\n\n@mark\ndef test_a():\n    pass\n\n\ndef test_b():\n    pass\n"
+    assert drop_functions(code, {"test_b"}) == "import k\n\n\n\n\ndef test_b():\n    pass\n"
+
+
+# -- probe inputs -----------------------------------------------------------------------
+
+LAYER_NORM_CALL = {
+    "function": "layer_norm",
+    "args": [
+        {
+            "name": "x",
+            "kind": "tensor",
+            "shape": [23, 300],
+            "dtype": "float32",
+            "min": -4.2,
+            "max": 0.5,
+        },
+        {"name": "normalized_shape", "kind": "value", "value": [300], "sequence": "tuple"},
+        {
+            "name": "weight",
+            "kind": "tensor",
+            "shape": [300],
+            "dtype": "float32",
+            "min": 0.0,
+            "max": 1.0,
+        },
+        {
+            "name": "bias",
+            "kind": "tensor",
+            "shape": [300],
+            "dtype": "float32",
+            "min": 0.0,
+            "max": 1.0,
+        },
+    ],
+    "kwargs": {"eps": {"kind": "value", "value": 1e-05}},
+    "launches": 1,
+    "constexprs": {"BLOCK_SIZE": [128]},
+    "duration_s": 0.2,
+}
+
+
+def test_a_size_changes_everywhere_it_appears():
+    c = build(LAYER_NORM_CALL, "c0", "size", 0, sizes={300: 299})
+    assert c is not None
+    assert c.call == "layer_norm(x, (299,), weight, bias, eps=1e-05)"
+    assert "x = torch.empty((23, 299)).uniform_(-4.2, 0.5)" in c.setup
+    assert "weight = torch.empty((299,)).uniform_(0.0, 1.0)" in c.setup
+    assert c.setup.startswith("torch.manual_seed(0)\n")
+    assert c.tensors == ("x", "weight", "bias")
+
+
+def test_candidates_follow_the_family_and_stay_distinct():
+    masks = candidates([LAYER_NORM_CALL], "masks", 40)
+    precision = candidates([LAYER_NORM_CALL], "precision", 40)
+    assert len({(c.setup, c.call) for c in masks}) == len(masks)
+    kinds = [c.kind for c in masks]
+    assert kinds[0] == "base" and kinds[1] == "size"
+    assert precision[0].kind == "dtype" and ".to(torch.float16)" in precision[0].setup
+    sizes = {c.describe for c in masks}
+    assert "size 299 instead of 300 (one off)" in sizes
+    assert "size 127 instead of 300 (one off the block size 128)" in sizes
+    assert "size 451 instead of 300 (not a power of two)" in sizes
+    assert any(c.kind == "values" and "-" in c.setup for c in masks)
+    assert len(candidates([LAYER_NORM_CALL], "masks", 5)) == 5
+    opaque = {**LAYER_NORM_CALL, "args": [{"name": "f", "kind": "opaque", "type": "object"}]}
+    assert candidates([opaque], "masks", 10) == []
+
+
+def test_a_probe_test_is_plain_python():
+    c = build(LAYER_NORM_CALL, "c0", "size", 3, sizes={300: 299}, describe="size 299", slug="s")
+    outputs = {"result": {"kind": "tensor", "dtype": "float32", "shape": [1], "values": [1.0]}}
+    source = render_test(
+        module="layer_norm",
+        kernel_name="layer_norm.py",
+        candidate=c,
+        outputs=outputs,
+        golden_name="test_g.json",
+        test_name="test_layer_norm_size_299",
+        why='Mutant abc (x) fails it: """quoted""" and a \\ backslash.',
+    )
+    tree = ast.parse(source)
+    assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == [
+        "_load",
+        "test_layer_norm_size_299",
+    ]
+    assert "from layer_norm import layer_norm" in source
+    assert 'with_name("test_g.json")' in source
+    assert "    result = layer_norm(x, (299,), weight, bias, eps=1e-05)" in source
+
+
+# -- the model client ----------------------------------------------------------------------
+
+
+def client(fake: FakeOpenAI, store: Store | None = None, **kw) -> LLMClient:
+    settings = LLMSettings(base_url=fake.base_url, backoff_s=0.0, **kw)
+    return LLMClient(settings, "sk-unit", store)
+
+
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+def test_500_then_success_is_retried_and_counted():
+    with FakeOpenAI([Reply("busy", status=500), Reply("done", prompt_tokens=7)]) as fake:
+        c = client(fake, price_in=1.0, price_out=2.0)
+        reply = c.chat(HELLO)
+    assert reply.content == "done" and not reply.cached
+    assert len(fake.chats) == 2 and c.retries == 1
+    assert c.tokens() == {
+        "prompt": 7,
+        "completion": 50,
+        "cost_usd": round(7 / 1e6 + 100 / 1e6, 6),
+        "model": DEFAULT_MODEL,
+        "calls": 1,
+        "cached_calls": 0,
+        "retries": 1,
+    }
+
+
+def test_429_waits_as_told_and_giving_up_is_not_fatal():
+    script = [Reply("slow down", status=429, headers={"Retry-After": "0"}) for _ in range(3)]
+    with FakeOpenAI(script) as fake:
+        with pytest.raises(LLMError) as info:
+            client(fake, retries=2).chat(HELLO)
+    assert "failed after 3 tries: 429: slow down" in str(info.value)
+    assert not info.value.fatal and len(fake.chats) == 3
+
+
+def test_no_answer_in_time_is_retried_then_reported():
+    with FakeOpenAI([Reply("late", delay_s=1.0), Reply("late", delay_s=1.0)]) as fake:
+        with pytest.raises(LLMError, match=r"no answer within 0.2 s"):
+            client(fake, retries=1, timeout_s=0.2).chat(HELLO)
+
+
+def test_bad_key_and_substituted_model_are_fatal_one_liners():
+    with FakeOpenAI([Reply("Invalid API key", status=401)]) as fake:
+        with pytest.raises(LLMError) as info:
+            client(fake).chat(HELLO)
+    assert info.value.fatal and "refused the API key (401): Invalid API key" in str(info.value)
+    assert "\n" not in str(info.value)
+    with FakeOpenAI([Reply("hi", model="some/other-model")]) as fake:
+        with pytest.raises(LLMError, match="names model 'some/other-model', not the requested"):
+            client(fake).chat(HELLO)
+    assert names_model(DEFAULT_MODEL + "-2026-03-11", DEFAULT_MODEL)
+    assert not names_model("nvidia/nemotron-3-super", DEFAULT_MODEL)
+    assert not names_model(DEFAULT_MODEL.upper(), DEFAULT_MODEL)
+
+
+def test_model_list_check(tmp_path):
+    with FakeOpenAI(models=("nvidia/Nemotron-3-Super-120B-A12B",)) as fake:
+        with pytest.raises(LLMError) as info:
+            client(fake).check_model()
+    assert "did you mean nvidia/Nemotron-3-Super-120B-A12B" in str(info.value)
+    with FakeOpenAI(models_status=404) as fake:
+        assert "has no model list" in client(fake).check_model()
+    with Store(str(tmp_path)) as store, FakeOpenAI() as fake:
+        assert "offered by" in client(fake, store).check_model()
+        assert "checked before" in client(fake, store).check_model()
+        assert len(fake.requests) == 1
+
+
+def test_replies_are_cached_by_request(tmp_path):
+    with Store(str(tmp_path)) as store, FakeOpenAI([Reply("one"), Reply("two")]) as fake:
+        first = client(fake, store)
+        assert first.chat(HELLO).content == "one"
+        second = client(fake, store)
+        again = second.chat(HELLO)
+        assert (again.content, again.cached) == ("one", True)
+        assert second.tokens()["prompt"] == 0 and second.tokens()["cached_calls"] == 1
+        assert second.chat([{"role": "user", "content": "other"}]).content == "two"
+        other_model = client(fake, store, model="x/y")
+        with pytest.raises(LLMError):  # a different request: asked, and the model is wrong
+            other_model.chat(HELLO)
+    assert len(fake.chats) == 3
+
+
+# -- the report's test list -------------------------------------------------------------------
+
+KERNEL_SOURCE = 'def f():\n    pass\n\n\nif __name__ == "__main__":\n    f()\n'
+
+
+def test_report_tests_name_origin_source_and_kills():
+    written = kernel_file.TestFile(
+        "", "t_probe.py", "def test_p():\n    assert 1\n", origin="probe"
+    )
+    given = kernel_file.TestFile("/x/t.py", "t.py", "def test_g():\n    assert 1\n")
+    kernel = kernel_file.KernelFile(
+        "/x/k.py", "k.py", KERNEL_SOURCE, "0", (), True, (), (given, written)
+    )
+    baseline = JobResult(
+        JobStatus.PASSED,
+        (CheckOutcome("own-check", "passed", 0.5), CheckOutcome("test::test_g", "passed", 0.1)),
+    )
+
+    def killed(mid: str, by: str) -> MutantOutcome:
+        return MutantOutcome(mid, Verdict.KILLED, by, "why", 0.1, False)
+
+    outcomes = {
+        "m1": killed("m1", "own-check"),
+        "m2": killed("m2", "test:test_g"),
+        "m3": killed("m3", "test:test_p"),
+        "m4": killed("m4", "bounds"),
+    }
+
+    class M:
+        def __init__(self, mid: str) -> None:
+            self.id = mid
+
+    entries = report_tests(kernel, baseline, [M(k) for k in outcomes], outcomes)
+    assert [(e["name"], e["origin"], e["file"], e["kills"]) for e in entries] == [
+        ("own-check", "own", "k.py", ["m1"]),
+        ("test::test_g", "given", "t.py", ["m2"]),
+        ("test::test_p", "probe", "t_probe.py", ["m3"]),
+    ]
+    assert entries[0]["source"].startswith('if __name__ == "__main__":')
+    assert entries[2]["source"] == "def test_p():\n    assert 1\n"
+    assert entries[2]["baseline_duration_s"] is None
+
+
+def test_the_probe_harness_needs_only_what_a_sandbox_has():
+    code = "import sys, mutant_gate.engine.harness.probe; print(' '.join(sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    roots = {name.split(".")[0] for name in out.split()}
+    for forbidden in ("libcst", "rich", "diskcache", "textual", "openai"):
+        assert forbidden not in roots, forbidden
