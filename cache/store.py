@@ -20,6 +20,8 @@ DEFAULT_DIR = ".mutant-gate"
 RESULT_PREFIX = "job:"
 RUN_PREFIX = "run:"
 REPLY_PREFIX = "llm:"
+#: key prefix -> the kind ``counts`` and ``clear`` name
+KINDS = {RUN_PREFIX: "runs", RESULT_PREFIX: "results", REPLY_PREFIX: "replies"}
 
 
 class CacheUnavailable(Exception):
@@ -99,6 +101,27 @@ class Store:
             )
         except Exception:  # noqa: BLE001
             return []
+
+    def delete_run(self, run_id: str) -> bool:
+        return bool(self._cache.delete(RUN_PREFIX + run_id))
+
+    def counts(self) -> dict[str, int]:
+        """Entries per kind: ``runs``, ``results`` (job results), ``replies`` (model)."""
+        found = dict.fromkeys(KINDS.values(), 0)
+        for key in self._cache.iterkeys():
+            for prefix, kind in KINDS.items():
+                if str(key).startswith(prefix):
+                    found[kind] += 1
+        return found
+
+    def clear(self, kinds: tuple[str, ...] = ("runs", "results", "replies")) -> dict[str, int]:
+        """Remove every entry of the given kinds; returns how many of each went."""
+        prefixes = tuple(p for p, kind in KINDS.items() if kind in kinds)
+        gone = dict.fromkeys(kinds, 0)
+        for key in list(self._cache.iterkeys()):
+            if str(key).startswith(prefixes) and self._cache.delete(key):
+                gone[KINDS[next(p for p in prefixes if str(key).startswith(p))]] += 1
+        return gone
 
     def _put(self, key: str, value: str) -> None:
         try:

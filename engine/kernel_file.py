@@ -17,6 +17,7 @@ import libcst as cst
 from .errors import BadInput
 from .mutate import JitFunction, find_jit_functions
 from .own_check import analyse
+from .project import Project, detect
 from .sandbox.job import Check, CheckKind
 
 OWN_CHECK = "own-check"
@@ -48,6 +49,8 @@ class KernelFile:
     module_check: bool = False
     #: whether the own check can fail by an assertion at all (see engine/own_check.py)
     asserts: bool = True
+    #: a module inside a package, tested by the project's tests (engine/project.py)
+    project: Project | None = None
 
     @property
     def module(self) -> str:
@@ -57,6 +60,8 @@ class KernelFile:
     @property
     def checks(self) -> tuple[Check, ...]:
         """The own check first, then extra test files."""
+        if self.project is not None:  # the project's tests, read where they lie
+            return tuple(Check(CheckKind.PYTEST, t.path, EXTRA_TESTS) for t in self.tests)
         checks: list[Check] = []
         if self.has_main or self.module_check:
             checks.append(Check(CheckKind.MAIN, self.name, OWN_CHECK))
@@ -67,6 +72,10 @@ class KernelFile:
 
     def files(self, kernel_source: str | None = None) -> tuple[tuple[str, str], ...]:
         """The job's files, with ``kernel_source`` (a mutant) in place of the original."""
+        if self.project is not None:  # only the module; the sandbox loads it at its import path
+            return (
+                ("mutant/" + self.name, self.source if kernel_source is None else kernel_source),
+            )
         return ((self.name, self.source if kernel_source is None else kernel_source),) + tuple(
             f for t in self.tests for f in ((t.name, t.source), *t.data)
         )
@@ -97,7 +106,9 @@ def _read_python(path: str, what: str) -> tuple[str, cst.Module]:
     return source, module
 
 
-def load_kernel_file(path: str, tests: list[str] | tuple[str, ...] = ()) -> KernelFile:
+def load_kernel_file(
+    path: str, tests: list[str] | tuple[str, ...] = (), project_root: str | None = None
+) -> KernelFile:
     source, module = _read_python(path, "kernel file")
     jit = tuple(find_jit_functions(module))
     if not jit:
@@ -112,6 +123,7 @@ def load_kernel_file(path: str, tests: list[str] | tuple[str, ...] = ()) -> Kern
         names.add(name)
         test_files.append(TestFile(os.path.abspath(test_path), name, test_source))
     own = analyse(source)
+    project = detect(path, [(t.path, t.source) for t in test_files], project_root)
     kernel = KernelFile(
         path=os.path.abspath(path),
         name=os.path.basename(path),
@@ -123,6 +135,7 @@ def load_kernel_file(path: str, tests: list[str] | tuple[str, ...] = ()) -> Kern
         tests=tuple(test_files),
         module_check=own.module_level,
         asserts=own.asserts,
+        project=project,
     )
     if not kernel.checks:
         raise BadInput(

@@ -9,6 +9,7 @@ stopped and a repeated run is served from the cache.
 
 from __future__ import annotations
 
+import os
 import queue
 import sys
 import threading
@@ -20,6 +21,7 @@ from importlib import metadata
 
 from mutant_gate.cache import Store
 
+from .changes import changed_functions
 from .checks import DEFAULT_TARGETS, install_checks
 from .errors import BadInput
 from .events import (
@@ -35,10 +37,11 @@ from .events import (
 from .kernel_file import OWN_CHECK, KernelFile, TestFile, load_kernel_file
 from .mutate import generate_mutants, select_operators
 from .own_check import NOTHING_ASSERTED
+from .project import jit_callers
 from .records import Mutant, MutantOutcome, Verdict
 from .report import build_report
 from .sandbox import Sandbox
-from .sandbox.job import Job, JobResult, JobStatus
+from .sandbox.job import Check, Job, JobResult, JobStatus
 from .verdicts import decide, summarize_error
 from .writers import WriterSettings, install_writers
 
@@ -48,6 +51,8 @@ class RunSettings:
     kernel_path: str
     tests: tuple[str, ...] = ()
     operators: str | None = None
+    #: only jit functions touched since this git ref are mutated (``engine/changes.py``)
+    changed_since: str | None = None
     workers: int | None = None
     timeout_s: float = 120.0  # limit for the original's own check
     timeout_factor: float = 3.0  # mutant limit = factor * original time + base
@@ -60,6 +65,8 @@ class RunSettings:
     mode: str = "interpret"  # interpret (CPU, Triton's interpreter) | compiled (CUDA device)
     sanitize: bool = False  # compiled mode under compute-sanitizer memcheck
     compare_modes: bool = False  # run every mutant in both modes
+    project_root: str | None = None  # project mode: where the tests run from (default: found)
+    select_tests: bool = True  # project mode: run only the test cases that reach a mutant
     backend: str = "local"  # local | contree (engine/sandbox/contree.py)
     contree_image: str | None = None  # None: contree.DEFAULT_IMAGE
     extra: dict = field(default_factory=dict)
@@ -91,6 +98,24 @@ def toolchain(mode: str) -> dict:
     }
 
 
+def select_tests(
+    kernel: KernelFile, checks: tuple[Check, ...], coverage: dict[str, dict], function: str
+) -> tuple[Check, ...]:
+    """Each test file's cases that launch ``function`` (or a kernel calling it), fastest first."""
+    reach = jit_callers(kernel.source, function)
+    chosen = []
+    for check in checks:
+        rel = os.path.relpath(check.path, kernel.project.root)
+        cases = sorted(
+            (info["duration_s"], nodeid.split("::", 1)[1])
+            for nodeid, info in coverage.items()
+            if nodeid.split("::", 1)[0] == rel and reach & set(info["functions"])
+        )
+        if cases:
+            chosen.append(replace(check, select=tuple(name for _, name in cases)))
+    return tuple(chosen)
+
+
 class Run:
     """One run of the pipeline; iterate ``events()`` to drive it."""
 
@@ -101,6 +126,8 @@ class Run:
         self.cancel = threading.Event()
         self.toolchain = toolchain(settings.mode)
         self.outcomes: dict[str, MutantOutcome] = {}
+        #: project mode: the original's test cases {nodeid: {functions, duration_s}}
+        self.coverage: dict[str, dict] | None = None
         #: ``--compare-modes``: a sandbox of the other mode (set by the caller)
         self.other_sandbox: Sandbox | None = None
         #: Extra report fields per mutant id (compile, oracle, claims...), filled by later stages.
@@ -120,27 +147,56 @@ class Run:
 
     # -- stages -------------------------------------------------------------
     def load(self) -> tuple[KernelFile, list[Mutant], float]:
-        kernel = load_kernel_file(self.settings.kernel_path, self.settings.tests)
+        kernel = load_kernel_file(
+            self.settings.kernel_path, self.settings.tests, self.settings.project_root
+        )
         try:
             operators = select_operators(self.settings.operators)
         except ValueError as exc:
             raise BadInput(f"--operators: {exc}") from None
         start = time.perf_counter()
         mutants = generate_mutants(kernel.source, kernel.path, operators)
+        if self.settings.changed_since is not None:
+            names = [f.name for f in kernel.jit_functions]
+            changed = changed_functions(
+                kernel.path, kernel.source, names, self.settings.changed_since
+            )
+            mutants = [m for m in mutants if m.function in changed]
+            self.report_extra["changed_since"] = {
+                "ref": self.settings.changed_since,
+                "functions": changed,
+                "unchanged": [n for n in names if n not in changed],
+            }
         return kernel, mutants, time.perf_counter() - start
 
     def job_for(
-        self, kernel: KernelFile, source: str | None, timeout_s: float, mode: str | None = None
+        self,
+        kernel: KernelFile,
+        source: str | None,
+        timeout_s: float,
+        mode: str | None = None,
+        *,
+        function: str | None = None,
     ) -> Job:
+        """The job for the original (``source`` None) or a mutant of ``function``.
+
+        In project mode a mutant runs only the test cases that reach its function
+        (``select_tests``), fastest first; the original runs every case, to the end.
+        """
         mode = mode or self.settings.mode
+        checks = kernel.checks
+        if kernel.project is not None and function is not None and self.coverage is not None:
+            checks = select_tests(kernel, checks, self.coverage, function)
         return Job(
             files=kernel.files(source),
-            checks=kernel.checks,
+            checks=checks,
             mode=mode,
             seed=self.settings.seed,
             timeout_s=round(timeout_s, 1),
             memory_mb=self.settings.memory_mb,
             sanitize=self.settings.sanitize and mode == "compiled",
+            stop_on_first_failure=source is not None or kernel.project is None,
+            project=kernel.project.to_json() if kernel.project is not None else None,
         )
 
     def cached(self, job: Job) -> JobResult | None:
@@ -174,9 +230,18 @@ class Run:
             )
         if result.status is not JobStatus.PASSED:
             why = summarize_error(result.error) or result.status.value
+            failing = result.first_failure
+            if failing is not None and failing.name == "import":
+                raise BadInput(f"{name}: {summarize_error(failing.message)}")
+            if failing is not None and "::" in failing.name:
+                why = f"{failing.name.split('::', 1)[1]}: {why}"
             raise BadInput(
                 f"{name}: the original fails its own check ({result.status.value}): {why}"
             )
+        if kernel.project is not None and self.settings.select_tests:
+            self.coverage = result.extra.get("coverage", {})
+            cases = len(self.coverage)
+            self.report_extra["selection"] = {"suite_cases": cases, "cases_run": 0, "mutants": 0}
         return result, cached
 
     def mutant_timeout(self, baseline: JobResult) -> float:
@@ -310,7 +375,17 @@ class Run:
 
     def run_mutants(self, kernel: KernelFile, mutants: list[Mutant]) -> Iterator[Event]:
         by_id = {m.id: m for m in mutants}
-        jobs = {m.id: self.job_for(kernel, m.source, self.timeout_s) for m in mutants}
+        jobs = {
+            m.id: self.job_for(kernel, m.source, self.timeout_s, function=m.function)
+            for m in mutants
+        }
+        if "selection" in self.report_extra:
+            selection = self.report_extra["selection"]
+            for mutant_id, job in jobs.items():
+                cases = sum(len(c.select) for c in job.checks)
+                self.details.setdefault(mutant_id, {})["tests_selected"] = cases
+                selection["cases_run"] += cases
+                selection["mutants"] += 1
         done = 0
         for kind, mutant_id, result in self.run_jobs(jobs):
             mutant = by_id[mutant_id]

@@ -78,6 +78,7 @@ def build_report(
             "path": kernel.path,
             "sha256": kernel.sha256,
             "jit_functions": [f.name for f in kernel.jit_functions],
+            "source": kernel.source,
         },
         "toolchain": toolchain,
         "settings": settings,

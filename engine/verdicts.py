@@ -45,6 +45,8 @@ def decide(result: JobResult) -> tuple[Verdict, str | None, str]:
     status = result.status
     if status is JobStatus.PASSED:
         ran = sum(1 for o in result.outcomes if o.status == "passed")
+        if not result.outcomes:
+            return Verdict.SURVIVED, None, "no test reaches this mutant's function"
         return Verdict.SURVIVED, None, f"all {ran} checks passed"
     if status is JobStatus.FAILED:
         failure = result.first_failure

@@ -141,6 +141,7 @@ class FakeContree:
         self._release = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._runs: list[threading.Thread] = []
 
     # -- control -------------------------------------------------------------
     @property
@@ -160,6 +161,8 @@ class FakeContree:
         self._release.set()
         for op in list(self.operations.values()):
             self._cancel(op)
+        for run in self._runs:  # each removes its root directory as it ends
+            run.join(10)
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -283,7 +286,9 @@ class FakeContree:
             self.spawns.append(request)
             self.operations[op.uuid] = op
         if not self.hang_runs:
-            threading.Thread(target=self._execute, args=(op, image), daemon=True).start()
+            run = threading.Thread(target=self._execute, args=(op, image), daemon=True)
+            self._runs.append(run)
+            run.start()
         return 200, {"uuid": op.uuid}
 
     def _execute(self, op: Operation, image: Image) -> None:

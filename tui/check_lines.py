@@ -47,7 +47,9 @@ def summary_lines(report: dict) -> list[str]:
         else:
             targets = ", ".join(compiled["checked_targets"])
             counts.append(f"{compiled['not_compilable']} not_compilable ({targets})")
-    if oracle is not None:
+    if oracle is not None and oracle.get("skipped"):
+        counts.append(f"diff-oracle skipped ({escape(oracle['skipped'])})")
+    elif oracle is not None:
         dependent = oracle["interpreter_dependent"]
         counts.append(
             f"{oracle['identical']} oracle-identical ({dependent} interpreter-dependent), "

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from mutant_gate.cache import DEFAULT_DIR, CacheUnavailable, Store
 from mutant_gate.engine.checks import DEFAULT_TARGETS, parse_targets
-from mutant_gate.engine.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNDER_THRESHOLD, BadInput
+from mutant_gate.engine.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
 from mutant_gate.engine.events import (
     BaselineFinished,
     BaselineStarted,
@@ -39,7 +39,8 @@ from mutant_gate.engine.writers import (
     WriterSettings,
     write_tests,
 )
-from mutant_gate.tui import check_lines
+from mutant_gate.tui import check_lines, commands
+from mutant_gate.tui.config import apply_config
 
 VERDICT_STYLE = {
     "killed": "green",
@@ -106,6 +107,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when the adjusted score is below PCT",
     )
     run.add_argument("--seed", type=int, default=0)
+    run.add_argument(
+        "--project-root",
+        metavar="DIR",
+        help="project mode: where the project's tests run from (default: found upward)",
+    )
+    run.add_argument(
+        "--no-select",
+        action="store_true",
+        help="project mode: run every test case for every mutant (no coverage-based selection)",
+    )
     run.add_argument(
         "--mode",
         choices=("interpret", "compiled"),
@@ -194,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
         "argument after every launch",
     )
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    commands.add_run_options(run)  # --changed-since, --config, --no-config
     # The explorer takes every run option (whatever is added above, it inherits).
     sub.add_parser(
         "tui",
@@ -202,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the same run, live in the Textual explorer",
         description="Run like `run`, shown live in the Textual explorer.",
     )
+    commands.add_report_options(run)  # --stryker, --junit, --markdown, --html: `run` only
     replay = sub.add_parser("replay", help="open a past run from the cache, offline")
     replay.add_argument(
         "run", nargs="?", help="run id (or a unique prefix), or a JSON report; omitted: choose"
@@ -212,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_DIR,
         help="cache location (default: %(default)s)",
     )
+    commands.add_commands(sub, _Parser)  # report, rerun, cache
     return parser
 
 
@@ -259,6 +273,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         kernel_path=args.file,
         tests=tuple(args.tests),
         operators=args.operators,
+        changed_since=args.changed_since,
         # contree: None lets the sandbox pick (remote runs cost no local cores)
         workers=args.jobs or (None if args.backend == "contree" else os.cpu_count() or 1),
         timeout_s=args.timeout,
@@ -273,6 +288,8 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         backend=args.backend,
         contree_image=args.contree_image,
         mode=args.mode,
+        project_root=args.project_root,
+        select_tests=not args.no_select,
         sanitize=args.sanitize,
         compare_modes=args.compare_modes,
         compile_check=args.compile_check or args.compile_target is not None,
@@ -443,10 +460,9 @@ def _open_store(directory: str, console: Console) -> Store | None:
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     settings = _settings(args)
-    if args.json:
-        parent = os.path.dirname(os.path.abspath(args.json))
-        if not os.path.isdir(parent):
-            raise BadInput(f"--json: directory does not exist: {parent}")
+    commands.check_report_paths(args)
+    if args.config:
+        console.print(f"[dim]configuration: {args.config}[/]", highlight=False)
     store = _open_store(settings.cache_dir, console) if settings.use_cache else None
     sandbox = _sandbox(settings, args)
     report = None
@@ -551,16 +567,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)
         console.print(f"report written to {args.json}", highlight=False)
-    if settings.fail_under is not None:
-        adjusted = report["score"]["adjusted"] or 0.0
-        if adjusted < settings.fail_under:
-            console.print(
-                f"[bold red]score {adjusted:.1f}% is under --fail-under {settings.fail_under:g}% "
-                f"by {settings.fail_under - adjusted:.1f} points[/]",
-                highlight=False,
-            )
-            return EXIT_UNDER_THRESHOLD
-    return EXIT_OK
+    commands.write_reports(report, args, console)
+    return commands.gate_exit(report, settings.fail_under, console)
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
@@ -580,7 +588,10 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=False)
     err = Console(stderr=True)
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = apply_config(parser, parser.parse_args(argv), argv)
+        if args.command in commands.COMMANDS:
+            return commands.COMMANDS[args.command](args, console)
         if args.command == "run":
             return cmd_run(args, console)
         if args.command == "tui":

@@ -183,9 +183,15 @@ def diff_oracle_stage(run: Run, mutants: list[Mutant]) -> Iterator[Event]:
         "contradictions": 0,
         "errors": 0,
         "seconds_per_mutant": None,
+        "skipped": None,
     }
     run.report_extra.setdefault("checks", {})[CHECK] = summary
     yield CheckStarted(None, CHECK, total=len(mutants))
+    if run.settings.mode != "interpret":
+        why = "it traces launches in Triton's interpreter; this run is in compiled mode"
+        summary["skipped"] = why
+        yield CheckFinished(None, CHECK, f"diff-oracle skipped: {why}", 0, len(mutants))
+        return
     by_id = {m.id: m for m in mutants}
     jobs = {m.id: oracle_job(run, m) for m in mutants}
     done, durations = 0, []
@@ -216,6 +222,8 @@ diff_oracle_stage.verdicts = (Verdict.SURVIVED, Verdict.EQUIVALENT)  # type: ign
 
 
 def overall(summary: dict) -> str:
+    if summary.get("skipped"):
+        return f"diff-oracle skipped: {summary['skipped']}"
     line = (
         f"diff-oracle: {summary['mutants']} mutants, {summary['identical']} identical "
         f"({summary['interpreter_dependent']} interpreter-dependent), "

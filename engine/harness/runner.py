@@ -14,6 +14,7 @@ import runpy
 import sys
 import time
 import traceback
+from typing import Any
 
 from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
 
@@ -95,17 +96,23 @@ class _PytestCollector:
             self.collect_errors.append(tail(report.longreprtext))
 
 
-def _run_pytest(check: Check, workdir: str, stop_first: bool) -> list[CheckOutcome]:
+def _run_pytest(
+    check: Check, workdir: str, stop_first: bool, project: dict | None = None, coverage: Any = None
+) -> list[CheckOutcome]:
     import pytest
 
     collector = _PytestCollector(check.name)
     targets = [f"{check.path}::{s}" for s in check.select] or [check.path]
-    args = [*targets, "-q", "-p", "no:cacheprovider", "--rootdir", workdir, "-c", os.devnull]
+    if project is None:
+        args = [*targets, "-q", "-p", "no:cacheprovider", "--rootdir", workdir, "-c", os.devnull]
+    else:  # the project's own configuration and conftest files, from its root
+        args = [*targets, "-q", "-p", "no:cacheprovider", "--rootdir", project["root"]]
     if stop_first:
         args.append("-x")
+    plugins = [collector] + ([coverage] if coverage is not None else [])
     start = time.perf_counter()
     try:
-        code = pytest.main(args, plugins=[collector])
+        code = pytest.main(args, plugins=plugins)
     except BaseException:  # noqa: BLE001
         return [
             CheckOutcome(
@@ -170,6 +177,25 @@ def _lost_cuda_context(message: str) -> bool:
     return any(marker in message for marker in _CUDA_FATAL)
 
 
+def _enter_project(job: Job, workdir: str) -> tuple[CheckOutcome | None, Any]:
+    """Project mode: the mutant at the module's import path, tests from the project root."""
+    import importlib
+
+    from . import project
+
+    info = job.project
+    mutant = os.path.join(workdir, job.files[0][0])
+    sys.path.insert(0, info["import_root"])
+    os.chdir(info["root"])
+    project.install(info["module"], mutant)
+    try:
+        importlib.import_module(info["module"])
+    except BaseException as exc:  # noqa: BLE001 - reported as the job's failure
+        message = f"cannot import {info['module']} from {info['import_root']}: {exc!r}"
+        return CheckOutcome("import", "failed", 0.0, tail(traceback.format_exc() + message)), None
+    return None, project.Coverage()
+
+
 def prepare() -> None:
     """Install the bounds check and the shims (idempotent) and clear their records.
 
@@ -191,6 +217,13 @@ def run_checks(job: Job, workdir: str) -> JobResult:
         prepare()
     outcomes: list[CheckOutcome] = []
     harness_data: dict = {}
+    coverage = None
+    if job.project is not None:
+        failure, coverage = _enter_project(job, workdir)
+        if failure is not None:
+            return JobResult(
+                JobStatus.FAILED, (failure,), failure.message, time.perf_counter() - start
+            )
     for check in job.checks:
         if check.kind is CheckKind.MAIN:
             outcomes.append(_run_main(check, workdir))
@@ -198,7 +231,9 @@ def run_checks(job: Job, workdir: str) -> JobResult:
             outcome, harness_data[check.name] = _run_harness(check, workdir)
             outcomes.append(outcome)
         else:
-            outcomes.extend(_run_pytest(check, workdir, job.stop_on_first_failure))
+            outcomes.extend(
+                _run_pytest(check, workdir, job.stop_on_first_failure, job.project, coverage)
+            )
         failed = any(o.status == "failed" for o in outcomes) or bounds.violations()
         if failed and job.stop_on_first_failure:
             break
@@ -220,5 +255,8 @@ def run_checks(job: Job, workdir: str) -> JobResult:
         duration_s=time.perf_counter() - start,
         bounds=violations[0] if violations else None,
         shims=tuple(shims.used()),
-        extra={"harness": harness_data} if harness_data else {},
+        extra={
+            **({"harness": harness_data} if harness_data else {}),
+            **({"coverage": coverage.cases} if coverage is not None else {}),
+        },
     )

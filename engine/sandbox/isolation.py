@@ -135,7 +135,8 @@ def redirect_output(path: str) -> None:
 # or fork without limit (RLIMIT_NPROC binds every uid but root's).
 
 CLONE_NEWNS = 0x00020000
-MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT = 1, 2, 4, 32
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 SCRATCH_DIRS = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")
 #: A worker's children run as SANDBOX_UID_BASE + the worker's pid: unique among live
 #: workers of every pool on the machine, so process limits and the sweep of
@@ -164,11 +165,11 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _keep_paths() -> list[str]:
+def _keep_paths(extra: tuple[str, ...] = ()) -> list[str]:
     """Directories the child still needs: the interpreter, sys.path, this package."""
     import sys
 
-    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, *extra}
     candidates.update(p for p in sys.path if p and os.path.isabs(p))
     for name, module in list(sys.modules.items()):
         if name.split(".")[0] == "mutant_gate":
@@ -180,9 +181,10 @@ def _keep_paths() -> list[str]:
     return [p for i, p in enumerate(kept) if not any(_under(p, q) for q in kept[:i])]
 
 
-def private_filesystem(home: str, tmp_size_mb: int = 1024) -> str:
+def private_filesystem(home: str, tmp_size_mb: int = 1024, project: tuple[str, ...] = ()) -> str:
     """Hide scratch dirs and ``home`` behind fresh tmpfs; return the new work directory.
 
+    ``project`` directories (project mode) stay visible wherever they lie, read-only.
     Raises OSError where the OS refuses (not root, no mount namespaces).
     """
     libc = _libc()
@@ -191,7 +193,8 @@ def private_filesystem(home: str, tmp_size_mb: int = 1024) -> str:
         raise OSError(err, f"unshare(CLONE_NEWNS): {os.strerror(err)}")
     _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
     hidden = [d for d in (*SCRATCH_DIRS, home) if d and os.path.isdir(d) and d != "/"]
-    keep = [p for p in _keep_paths() if any(_under(p, h) for h in hidden)]
+    project = tuple(os.path.realpath(p) for p in project if os.path.isdir(p))
+    keep = [p for p in _keep_paths(project) if any(_under(p, h) for h in hidden)]
     # Hold each kept directory open so it can be bound back once its parent is covered.
     held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in keep}
     try:
@@ -202,6 +205,9 @@ def private_filesystem(home: str, tmp_size_mb: int = 1024) -> str:
         for path, fd in held.items():
             os.makedirs(path, mode=0o755, exist_ok=True)
             _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None)
+        for path in project:  # the user's project: visible, never writable
+            _mount(path, path, None, MS_BIND | MS_REC, None)
+            _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
     finally:
         for fd in held.values():
             os.close(fd)

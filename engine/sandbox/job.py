@@ -69,6 +69,8 @@ class Job:
     stop_on_first_failure: bool = True
     max_processes: int = 64  # per job, where the sandbox can drop to an unprivileged user
     sanitize: bool = False  # compiled mode: run under compute-sanitizer memcheck
+    #: project mode (engine/project.py): root, import_root, module, module_file
+    project: dict | None = None
 
     def to_json(self) -> dict:
         return {
@@ -82,6 +84,7 @@ class Job:
             "stop_on_first_failure": self.stop_on_first_failure,
             "max_processes": self.max_processes,
             "sanitize": self.sanitize,
+            "project": self.project,
         }
 
     @staticmethod
@@ -97,6 +100,7 @@ class Job:
             stop_on_first_failure=data["stop_on_first_failure"],
             max_processes=data.get("max_processes", 64),
             sanitize=data.get("sanitize", False),
+            project=data.get("project"),
         )
 
     def cache_key(self, toolchain: dict) -> str:

@@ -145,7 +145,9 @@ def _harden(isolation, job) -> dict:
     if os.geteuid() != 0:
         return state
     try:
-        state["workdir"] = isolation.private_filesystem(os.path.expanduser("~root"))
+        project = job.project or {}
+        keep = tuple(project[k] for k in ("root", "import_root") if k in project)
+        state["workdir"] = isolation.private_filesystem(os.path.expanduser("~root"), project=keep)
         state["filesystem"] = "private"
     except OSError as exc:
         state["filesystem_error"] = str(exc)

@@ -1,0 +1,113 @@
+"""Kernel modules inside a package, tested by the project's own test suite.
+
+``mutant-gate run src/pkg/ops/rms_norm.py --tests tests/ops/test_rms_norm.py``: the
+module's import path is found from its package's ``__init__.py`` files; the sandbox
+sees the project read-only and loads the mutant in place of the module at that
+import path (engine/harness/project.py); tests run from the project root with the
+project's own pytest configuration and conftest fixtures.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import asdict, dataclass
+
+from .errors import BadInput
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", ".git")
+
+
+@dataclass(frozen=True)
+class Project:
+    root: str  # tests run from here (read-only in the sandbox)
+    import_root: str  # the sys.path entry the module's top package lives in
+    module: str  # dotted import path of the kernel module
+    module_file: str  # the original file (absolute)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def find_root(start: str) -> str | None:
+    here = os.path.abspath(start)
+    while True:
+        if any(os.path.exists(os.path.join(here, m)) for m in ROOT_MARKERS):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def module_path(path: str) -> tuple[str, str] | None:
+    """(import_root, dotted name) when ``path`` lies inside a package, else None."""
+    path = os.path.abspath(path)
+    parts = [os.path.splitext(os.path.basename(path))[0]]
+    folder = os.path.dirname(path)
+    while os.path.exists(os.path.join(folder, "__init__.py")):
+        parts.append(os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    if len(parts) == 1:
+        return None
+    return folder, ".".join(reversed(parts))
+
+
+def _imports_module(source: str, module: str) -> bool:
+    package, _, leaf = module.rpartition(".")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import) and any(
+            a.name == module or a.name.startswith(module + ".") for a in node.names
+        ):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == module or node.module.startswith(module + "."):
+                return True
+            if node.module == package and any(a.name == leaf for a in node.names):
+                return True
+    return False
+
+
+def detect(kernel_path: str, tests: list[tuple[str, str]], root: str | None) -> Project | None:
+    """The project layout when the kernel is a module of a package with given tests.
+
+    ``tests`` are (path, source) pairs. A test file that imports nothing from the
+    module is bad input: it could never kill one of its mutants.
+    """
+    located = module_path(kernel_path)
+    if located is None or not tests:
+        if root is not None and located is None:
+            raise BadInput(
+                f"{kernel_path}: --project-root given, but the file is not inside a package"
+            )
+        return None
+    import_root, module = located
+    root = os.path.abspath(root) if root else find_root(os.path.dirname(kernel_path)) or os.getcwd()
+    for path, source in tests:
+        if not _imports_module(source, module):
+            raise BadInput(f"{path}: imports nothing from {module}, so it cannot kill its mutants")
+    return Project(root, import_root, module, os.path.abspath(kernel_path))
+
+
+def jit_callers(source: str, function: str) -> set[str]:
+    """``function`` and every jit function that calls it, directly or through others.
+
+    A test that launches any of them reaches a mutant of ``function``; launches
+    record only the kernel launched, not the ``@triton.jit`` helpers it calls.
+    """
+    tree = ast.parse(source)
+    bodies = {
+        node.name: {
+            call.func.id
+            for call in ast.walk(node)
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+        }
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    }
+    reach = {function}
+    while True:
+        more = {name for name, calls in bodies.items() if calls & reach} - reach
+        if not more:
+            return reach
+        reach |= more

@@ -1,0 +1,179 @@
+"""What every report format reads from the JSON report: pure functions on the report dict.
+
+The formats (Stryker JSON, JUnit XML, Markdown, HTML) never recompute a verdict; they
+only say what the report holds. Helpers here cover what the report does not hold
+directly: the killing test's source, a mutant's end position, the kernel's source for
+reports written before it was recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from importlib import metadata
+
+#: Verdicts in the order every format lists them.
+VERDICTS = ("killed", "survived", "equivalent", "not_compilable", "error", "pending")
+#: The TUI's glyphs: a cell says its state without colour.
+GLYPHS = {
+    "killed": "✓",
+    "survived": "✗",
+    "equivalent": "≡",
+    "not_compilable": "⊘",
+    "error": "!",
+    "pending": "·",
+}
+#: What each ``by`` of a killed mutant means, in words.
+BY_WORDS = {
+    "own-check": "the file's own check",
+    "bounds": "the bounds check (an unmasked load/store outside its tensors)",
+    "crash": "a crash (the sandbox child died by a signal)",
+    "timeout": "a timeout (the mutant outlived its limit)",
+}
+
+
+def tool_version() -> str:
+    try:
+        return metadata.version("mutant-gate")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def kernel_name(report: dict) -> str:
+    return os.path.basename(report.get("kernel", {}).get("path", "kernel.py"))
+
+
+def by_words(by: str | None) -> str:
+    if not by:
+        return ""
+    if by.startswith("test:"):
+        return f"test {by[5:]}"
+    return BY_WORDS.get(by, by)
+
+
+def counts(report: dict) -> dict[str, int]:
+    """Mutants per verdict, every verdict present (pending included)."""
+    out = dict.fromkeys(VERDICTS, 0)
+    for row in report.get("mutants", []):
+        out[row.get("verdict", "pending")] = out.get(row.get("verdict", "pending"), 0) + 1
+    return out
+
+
+def percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+def killing_tests(report: dict, row: dict) -> list[dict]:
+    """The report's tests that killed this mutant (the one its verdict names first)."""
+    if row.get("verdict") != "killed":
+        return []
+    tests = [t for t in report.get("tests", []) if row["id"] in (t.get("kills") or [])]
+    by = row.get("by") or ""
+    if not tests and by == "own-check":
+        tests = [t for t in report.get("tests", []) if t.get("origin") == "own"][:1]
+    if not tests and by.startswith("test:"):
+        name = by[5:]
+        tests = [t for t in report.get("tests", []) if t.get("name", "").split("::")[-1] == name][
+            :1
+        ]
+    return tests
+
+
+def end_position(row: dict) -> tuple[int, int]:
+    """(line, col) just after the mutated code: 1-based line, 0-based exclusive column."""
+    if row.get("end_line") is not None and row.get("end_col") is not None:
+        return row["end_line"], row["end_col"]
+    before = row.get("before") or ""
+    lines = before.split("\n")
+    if len(lines) == 1:
+        return row["line"], row["col"] + len(before)
+    return row["line"] + len(lines) - 1, len(lines[-1])
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+
+
+def kernel_source(report: dict) -> tuple[str, str]:
+    """(source, how): the kernel file's text as the run saw it.
+
+    ``how`` is ``report`` (recorded), ``file`` (read from disk, same sha256) or
+    ``diffs`` (rebuilt from the mutants' diffs: lines no diff shows are empty).
+    """
+    kernel = report.get("kernel", {})
+    if isinstance(kernel.get("source"), str):
+        return kernel["source"], "report"
+    path = kernel.get("path")
+    if path and os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+            if hashlib.sha256(text.encode()).hexdigest() == kernel.get("sha256"):
+                return text, "file"
+        except (OSError, UnicodeDecodeError):
+            pass
+    known: dict[int, str] = {}
+    for row in report.get("mutants", []):
+        line_no = None
+        for line in (row.get("diff") or "").splitlines():
+            match = _HUNK.match(line)
+            if match:
+                line_no = int(match.group(1))
+            elif line_no is not None and line[:1] in (" ", "-"):
+                known.setdefault(line_no, line[1:])
+                line_no += 1
+            elif line_no is not None and line == "":
+                known.setdefault(line_no, "")
+                line_no += 1
+    last = max(known, default=0)
+    return "".join(known.get(i, "") + "\n" for i in range(1, last + 1)), "diffs"
+
+
+def oracle_sentence(row: dict) -> str | None:
+    oracle = row.get("oracle")
+    return oracle.get("sentence") if isinstance(oracle, dict) else None
+
+
+def compile_lines(row: dict) -> list[str]:
+    """One line per compile target: ``sm_75: ok`` or the compiler's message."""
+    results = row.get("compile")
+    if not isinstance(results, dict):
+        return []
+    out = []
+    for target, res in results.items():
+        if not isinstance(res, dict):
+            continue
+        ok = res.get("ok")
+        state = "compiles" if ok else ("does not compile" if ok is False else "not checked")
+        message = res.get("message") or ""
+        out.append(f"{target}: {state}" + (f": {message}" if message and not ok else ""))
+    return out
+
+
+def claim_lines(row: dict) -> list[str]:
+    out = []
+    for claim in row.get("claims") or []:
+        text = f"{claim.get('by')}: {claim.get('claim')}"
+        if claim.get("reason"):
+            text += f" ({claim['reason']})"
+        if claim.get("oracle"):
+            text += f"; oracle: {claim['oracle']}"
+        out.append(text)
+    return out
+
+
+def gate(report: dict) -> tuple[bool | None, str]:
+    """(passed, sentence) for the run's ``--fail-under``; passed None without a threshold."""
+    threshold = (report.get("settings") or {}).get("fail_under")
+    adjusted = (report.get("score") or {}).get("adjusted")
+    if threshold is None:
+        return None, "no --fail-under threshold"
+    if adjusted is None:
+        return True, f"no mutant counts towards the score; --fail-under {threshold:g}% not applied"
+    if adjusted < threshold:
+        return (
+            False,
+            f"adjusted score {adjusted:.1f}% is under --fail-under {threshold:g}% "
+            f"by {threshold - adjusted:.1f} points",
+        )
+    return True, f"adjusted score {adjusted:.1f}% meets --fail-under {threshold:g}%"

@@ -1,0 +1,320 @@
+"""One self-contained, offline HTML page: the mutant grid and, on a click, the mutant.
+
+Everything is inline (CSS, a little JavaScript, no fonts, images or links to other
+hosts), so the page can be archived as a CI artifact and opened anywhere. It works
+without JavaScript too: a cell is a link to its mutant's section and CSS ``:target``
+shows it; the script only adds keyboard moves, verdict filters and the killing test's
+source next to the mutant (each test's source is written once, at the bottom).
+
+Text from the report is HTML-escaped and ``://`` is written as ``:&#47;&#47;`` (it
+reads the same), so no address in a reason or a setting becomes a reference.
+"""
+
+from __future__ import annotations
+
+import html
+
+from .common import (
+    GLYPHS,
+    VERDICTS,
+    by_words,
+    claim_lines,
+    compile_lines,
+    counts,
+    gate,
+    kernel_name,
+    killing_tests,
+    oracle_sentence,
+    percent,
+    tool_version,
+)
+
+
+def esc(text: object) -> str:
+    return html.escape("" if text is None else str(text), quote=True).replace("://", ":&#47;&#47;")
+
+
+STYLE = """
+:root{--bg:#fff;--fg:#1f2328;--muted:#656d76;--line:#d0d7de;--panel:#f6f8fa;
+--killed:#1a7f37;--survived:#cf222e;--equivalent:#9a6700;--not_compilable:#8250df;
+--error:#bc4c00;--pending:#8c959f;--add:#dafbe1;--del:#ffebe9;--hunk:#ddf4ff}
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#8d96a0;
+--line:#30363d;--panel:#161b22;--killed:#3fb950;--survived:#f85149;--equivalent:#d29922;
+--not_compilable:#a371f7;--error:#db6d28;--pending:#6e7681;--add:#12261e;--del:#25171c;
+--hunk:#121d2f}}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--fg);
+font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif}
+code,pre,.cell{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+header{padding:16px 24px;border-bottom:1px solid var(--line)}
+h1{font-size:20px;margin:0 0 6px}h2{font-size:15px;margin:16px 0 6px}
+h3{font-size:13px;margin:14px 0 4px;color:var(--muted);text-transform:uppercase}
+.meta{color:var(--muted);font-size:12px;margin:4px 0 0}
+.gate-false{color:var(--survived);font-weight:600}.gate-true{color:var(--killed)}
+main{display:flex;gap:24px;padding:0 24px 24px;align-items:flex-start}
+.grid-pane{flex:1 1 50%;min-width:280px}
+.detail-pane{flex:1 1 50%;min-width:320px;position:sticky;top:0;max-height:100vh;
+overflow:auto;padding-top:8px}
+.filters{display:flex;flex-wrap:wrap;gap:6px;padding:12px 0}
+.filters button{font:inherit;background:var(--panel);color:var(--fg);
+border:1px solid var(--line);border-radius:6px;padding:2px 10px;cursor:pointer}
+.filters button.active{border-color:var(--fg);font-weight:600}
+.cells{display:flex;flex-wrap:wrap;gap:3px}
+.cell{display:inline-flex;width:28px;height:28px;align-items:center;justify-content:center;
+border-radius:4px;text-decoration:none;color:#fff;font-size:15px;font-weight:700;
+outline-offset:2px}
+.cell.sel,.cell:focus{outline:3px solid var(--fg)}
+.cell[hidden],.group[hidden]{display:none}
+.v-killed{background:var(--killed)}.v-survived{background:var(--survived)}
+.v-equivalent{background:var(--equivalent)}.v-not_compilable{background:var(--not_compilable)}
+.v-error{background:var(--error)}.v-pending{background:var(--pending)}
+.tag{display:inline-block;border-radius:4px;padding:0 6px;color:#fff;font-weight:600}
+.detail{display:none;border:1px solid var(--line);border-radius:8px;padding:4px 16px 16px}
+html:not(.js) .detail:target,.detail.on{display:block}
+.hint{color:var(--muted)}
+pre{background:var(--panel);border:1px solid var(--line);border-radius:6px;padding:8px;
+overflow:auto;font-size:12px;margin:4px 0}
+pre.diff span{display:block}.d-add{background:var(--add)}.d-del{background:var(--del)}
+.d-hunk{background:var(--hunk);color:var(--muted)}.d-file{color:var(--muted)}
+table{border-collapse:collapse;margin:8px 0;font-size:13px}
+td,th{border:1px solid var(--line);padding:2px 8px;text-align:right}
+td:first-child,th:first-child,td:nth-child(2),th:nth-child(2){text-align:left}
+.tests section{border-top:1px solid var(--line)}
+"""
+
+SCRIPT = """
+(function(){
+document.documentElement.classList.add('js');
+var cells=Array.prototype.slice.call(document.querySelectorAll('.cell'));
+var hint=document.getElementById('hint');
+function show(id,focus){
+ var d=document.getElementById('m-'+id);if(!d)return;
+ document.querySelectorAll('.detail.on').forEach(function(e){e.classList.remove('on')});
+ d.classList.add('on');if(hint)hint.hidden=true;
+ cells.forEach(function(c){c.classList.toggle('sel',c.dataset.id===id);
+  if(focus&&c.dataset.id===id)c.focus()});
+ d.querySelectorAll('[data-test]').forEach(function(slot){
+  if(slot.dataset.filled)return;var src=document.getElementById(slot.dataset.test);
+  if(src){slot.appendChild(src.cloneNode(true)).removeAttribute('id');slot.dataset.filled=1}});
+ history.replaceState(null,'','#m-'+id);
+}
+cells.forEach(function(c){c.addEventListener('click',function(e){e.preventDefault();
+ show(c.dataset.id,true)})});
+function below(seen,cur,dir){
+ var r=cur.getBoundingClientRect(),best=null,bd=Infinity;
+ seen.forEach(function(c){var q=c.getBoundingClientRect(),dy=(q.top-r.top)*dir;
+  if(dy<=1)return;var d=dy*1000+Math.abs(q.left-r.left);if(d<bd){bd=d;best=c}});
+ return best}
+document.addEventListener('keydown',function(e){
+ var seen=cells.filter(function(c){return !c.hidden});
+ var i=seen.indexOf(document.activeElement);if(i<0)return;
+ var k=e.key,n=null;
+ if(k==='ArrowRight'||k==='l')n=seen[i+1];
+ else if(k==='ArrowLeft'||k==='h')n=seen[i-1];
+ else if(k==='ArrowDown'||k==='j')n=below(seen,seen[i],1);
+ else if(k==='ArrowUp'||k==='k')n=below(seen,seen[i],-1);
+ else return;
+ e.preventDefault();if(n)show(n.dataset.id,true)});
+document.querySelectorAll('.filters button').forEach(function(b){
+ b.addEventListener('click',function(){var v=b.dataset.verdict;
+  document.querySelectorAll('.filters button').forEach(function(x){
+   x.classList.toggle('active',x===b)});
+  cells.forEach(function(c){c.hidden=v!=='all'&&c.dataset.verdict!==v});
+  document.querySelectorAll('.group').forEach(function(g){
+   g.hidden=!g.querySelector('.cell:not([hidden])')})})});
+var start=location.hash.indexOf('#m-')===0?location.hash.slice(3):null;
+if(!start){var s=cells.filter(function(c){return c.dataset.verdict==='survived'})[0];
+ start=s?s.dataset.id:null}
+if(start)show(start,false);
+})();
+"""
+
+
+def _diff(diff: str) -> str:
+    out = []
+    for line in diff.rstrip("\n").split("\n"):
+        if line.startswith(("---", "+++")):
+            cls = "d-file"
+        elif line.startswith("@@"):
+            cls = "d-hunk"
+        elif line.startswith("+"):
+            cls = "d-add"
+        elif line.startswith("-"):
+            cls = "d-del"
+        else:
+            cls = ""
+        out.append(
+            f'<span class="{cls}">{esc(line) or " "}</span>'
+            if cls
+            else f"<span>{esc(line) or ' '}</span>"
+        )
+    return '<pre class="diff">' + "".join(out) + "</pre>"
+
+
+def _tag(verdict: str) -> str:
+    return f'<span class="tag v-{esc(verdict)}">{GLYPHS.get(verdict, "?")} {esc(verdict)}</span>'
+
+
+def _detail(report: dict, row: dict, test_ids: dict[str, str]) -> str:
+    verdict = row.get("verdict", "pending")
+    parts = [
+        f'<section class="detail" id="m-{esc(row["id"])}">',
+        f"<h2>{_tag(verdict)} <code>{esc(row['id'])}</code> {esc(row.get('operator'))}</h2>",
+        f"<p>{esc(row.get('family'))} mutant in <code>{esc(row.get('function'))}</code>, "
+        f"line {esc(row.get('line'))}, column {esc((row.get('col') or 0) + 1)}: "
+        f"<code>{esc(row.get('before'))}</code> → <code>{esc(row.get('after'))}</code></p>",
+        "<h3>Verdict</h3>",
+        f"<p><b>{esc(verdict)}</b>"
+        + (f" by {esc(by_words(row.get('by')))}" if row.get("by") else "")
+        + "</p>",
+    ]
+    if row.get("reason"):
+        parts.append(f"<pre>{esc(row['reason'])}</pre>")
+    killers = killing_tests(report, row)
+    if verdict == "killed":
+        parts.append("<h3>Killing test</h3>")
+        if killers:
+            for test in killers:
+                tid = test_ids.get(test.get("name", ""), "")
+                parts.append(
+                    f"<p><code>{esc(test.get('name'))}</code> ({esc(test.get('origin'))}, "
+                    f'{esc(test.get("file"))}) <a href="#{tid}">source</a></p>'
+                    f'<div data-test="{tid}-src"></div>'
+                )
+        else:
+            parts.append(f"<p>{esc(by_words(row.get('by')))}, while the checks ran</p>")
+    sentence = oracle_sentence(row)
+    parts.append("<h3>Diff-oracle</h3>")
+    parts.append(
+        f"<p>{esc(sentence)}</p>"
+        if sentence
+        else '<p class="hint">not run on this mutant (<code>--diff-oracle</code> runs it '
+        "on survivors)</p>"
+    )
+    compiled = compile_lines(row)
+    if compiled:
+        parts.append("<h3>Compile-check</h3><ul>")
+        parts += [f"<li>{esc(c)}</li>" for c in compiled]
+        parts.append("</ul>")
+    claims = claim_lines(row)
+    if claims:
+        parts.append("<h3>Claims</h3><ul>")
+        parts += [f"<li>{esc(c)}</li>" for c in claims]
+        parts.append("</ul>")
+    attempts = row.get("attempts") or []
+    if attempts:
+        parts.append(f"<h3>Rejected tests ({len(attempts)})</h3><ul>")
+        parts += [
+            f"<li>{esc(a.get('by'))} attempt {esc(a.get('attempt'))}: {esc(a.get('why'))}</li>"
+            for a in attempts
+        ]
+        parts.append("</ul>")
+    parts.append("<h3>Diff</h3>")
+    parts.append(_diff(row.get("diff") or ""))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def html_page(report: dict) -> str:
+    """The report as one self-contained HTML page (text)."""
+    name = kernel_name(report)
+    score = report.get("score") or {}
+    per_verdict = counts(report)
+    rows = report.get("mutants", [])
+    passed, sentence = gate(report)
+    toolchain = report.get("toolchain") or {}
+    tests = report.get("tests", [])
+    test_ids = {t.get("name", ""): f"t-{i}" for i, t in enumerate(tests)}
+
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(row.get("function") or "?", []).append(row)
+
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>mutant-gate: {esc(name)}</title>",
+        f"<style>{STYLE}</style></head><body>",
+        "<header>",
+        f"<h1>mutant-gate · <code>{esc(name)}</code></h1>",
+        f"<p><b>{esc(score.get('killed', 0))}/{esc(score.get('total', 0))}</b> mutants killed · "
+        f"adjusted score <b>{esc(percent(score.get('adjusted')))}</b> · raw "
+        f"{esc(percent(score.get('raw')))}"
+        + (
+            f' · <span class="gate-{str(passed).lower()}">{esc(sentence)}</span>'
+            if passed is not None
+            else ""
+        )
+        + "</p>",
+    ]
+    excluded = score.get("excluded") or []
+    if excluded:
+        out.append(
+            '<p class="meta">excluded from the adjusted score: '
+            + ", ".join(f"{esc(e['id'])} ({esc(e['verdict'])})" for e in excluded)
+            + "</p>"
+        )
+    if not report.get("complete", True):
+        out.append('<p class="gate-false">the run is incomplete: some mutants are pending</p>')
+    out.append(
+        f'<p class="meta">run {esc(report.get("run_id"))} · {esc(report.get("kernel", {}).get("path"))}'
+        f" · mutant-gate {esc(tool_version())} · triton {esc(toolchain.get('triton'))} · torch "
+        f"{esc(toolchain.get('torch'))} · {esc(toolchain.get('mode', 'interpret'))} mode</p>"
+    )
+    out.append('</header><main><div class="grid-pane">')
+    out.append('<nav class="filters">')
+    out.append(f'<button type="button" class="active" data-verdict="all">all {len(rows)}</button>')
+    for v in VERDICTS:
+        if per_verdict[v]:
+            out.append(
+                f'<button type="button" data-verdict="{v}">{GLYPHS[v]} {v} {per_verdict[v]}</button>'
+            )
+    out.append("</nav>")
+    for function, members in groups.items():
+        out.append(
+            f'<section class="group"><h2><code>{esc(function)}</code> '
+            f'<span class="meta">{len(members)} mutants</span></h2><div class="cells">'
+        )
+        for row in members:
+            v = row.get("verdict", "pending")
+            title = f"{row['id']} {row.get('operator')} line {row.get('line')}: {v}"
+            out.append(
+                f'<a class="cell v-{esc(v)}" href="#m-{esc(row["id"])}" data-id="{esc(row["id"])}" '
+                f'data-verdict="{esc(v)}" title="{esc(title)}">{GLYPHS.get(v, "?")}</a>'
+            )
+        out.append("</div></section>")
+    out.append("<h2>By operator</h2><table><tr><th>family</th><th>operator</th>")
+    out.append("".join(f"<th>{GLYPHS[v]}</th>" for v in VERDICTS if per_verdict[v]) + "</tr>")
+    table: dict[tuple[str, str], dict[str, int]] = {}
+    for row in rows:
+        key = (row.get("family") or "?", row.get("operator") or "?")
+        cell = table.setdefault(key, {})
+        cell[row.get("verdict", "pending")] = cell.get(row.get("verdict", "pending"), 0) + 1
+    for (family, operator), cell in sorted(table.items()):
+        out.append(
+            f"<tr><td>{esc(family)}</td><td>{esc(operator)}</td>"
+            + "".join(f"<td>{cell.get(v, '') or ''}</td>" for v in VERDICTS if per_verdict[v])
+            + "</tr>"
+        )
+    out.append("</table>")
+    out.append('<div class="tests"><h2>Checks and tests</h2>')
+    for test in tests:
+        tid = test_ids.get(test.get("name", ""), "")
+        kills = test.get("kills") or []
+        out.append(
+            f'<section id="{tid}"><p><code>{esc(test.get("name"))}</code> · '
+            f"{esc(test.get('origin'))} · {esc(test.get('file'))} · kills {len(kills)}</p>"
+            f'<pre id="{tid}-src">{esc(test.get("source") or "(no source recorded)")}</pre>'
+            "</section>"
+        )
+    out.append("</div></div>")
+    out.append('<div class="detail-pane">')
+    out.append(
+        '<p class="hint" id="hint">Click a cell to see its mutant: the diff, the verdict, '
+        "the killing test and the diff-oracle's sentence. Arrow keys or h/j/k/l move.</p>"
+    )
+    out += [_detail(report, row, test_ids) for row in rows]
+    out.append("</div></main>")
+    out.append(f"<script>{SCRIPT}</script></body></html>")
+    return "\n".join(out) + "\n"

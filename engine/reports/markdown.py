@@ -1,0 +1,131 @@
+"""A Markdown summary fit for a pull-request comment (GitHub-flavoured).
+
+It leads with the gate and the score, then what a reviewer acts on: the survivors
+with their diffs folded under ``<details>``, then exclusions and harness errors. It
+stays under GitHub's comment limit (65,536 characters) by listing at most
+``max_diffs`` diffs and saying how many were left out.
+"""
+
+from __future__ import annotations
+
+from .common import (
+    GLYPHS,
+    VERDICTS,
+    claim_lines,
+    counts,
+    gate,
+    kernel_name,
+    oracle_sentence,
+    percent,
+    tool_version,
+)
+
+#: GitHub rejects comments longer than this.
+COMMENT_LIMIT = 65536
+
+
+def _cell(text: object) -> str:
+    """Text safe inside a table cell: pipes escaped, one line."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """Inline code that survives backticks in the text."""
+    text = text.replace("\n", " ")
+    fence = "``" if "`" in text else "`"
+    pad = " " if fence == "``" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _fenced(text: str, lang: str = "") -> str:
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"{fence}{lang}\n{text.rstrip()}\n{fence}"
+
+
+def markdown_summary(report: dict, max_diffs: int = 25) -> str:
+    score = report.get("score") or {}
+    per_verdict = counts(report)
+    name = kernel_name(report)
+    passed, sentence = gate(report)
+    mark = {True: "✅", False: "❌", None: "ℹ️"}[passed]
+    out = [
+        f"## mutant-gate: `{name}`",
+        "",
+        f"{mark} **{score.get('killed', 0)}/{score.get('total', 0)} mutants killed**, "
+        f"adjusted score **{percent(score.get('adjusted'))}** "
+        f"(raw {percent(score.get('raw'))}); {sentence}.",
+    ]
+    if not report.get("complete", True):
+        out.append("")
+        out.append("> ⚠️ The run is incomplete: some mutants have no verdict (pending).")
+    changed = report.get("changed_since")
+    if isinstance(changed, dict):
+        functions = ", ".join(f"`{f}`" for f in changed.get("functions", [])) or "none"
+        out += ["", f"Only jit functions changed since `{changed.get('ref')}`: {functions}."]
+    out += ["", "| verdict | mutants |", "|---|---:|"]
+    out += [f"| {GLYPHS[v]} {v} | {per_verdict[v]} |" for v in VERDICTS if per_verdict[v]]
+
+    rows = report.get("mutants", [])
+    survivors = [r for r in rows if r.get("verdict") == "survived"]
+    if survivors:
+        out += [
+            "",
+            f"### Survivors ({len(survivors)})",
+            "",
+            "Bugs the checks let through: each needs a test that fails on it.",
+            "",
+            "| id | operator | where | change | diff-oracle |",
+            "|---|---|---|---|---|",
+        ]
+        for r in survivors:
+            out.append(
+                f"| `{r['id']}` | {_cell(r.get('operator'))} | "
+                f"`{_cell(r.get('function'))}` line {r.get('line')} | "
+                f"{_cell(_code(r.get('before', '')))} → {_cell(_code(r.get('after', '')))} | "
+                f"{_cell(oracle_sentence(r) or '')} |"
+            )
+        shown = survivors[:max_diffs]
+        out.append("")
+        for r in shown:
+            out += [
+                f"<details><summary><code>{r['id']}</code> {r.get('operator')} in "
+                f"<code>{r.get('function')}</code> line {r.get('line')}</summary>",
+                "",
+                _fenced(r.get("diff") or "", "diff"),
+                "",
+                "</details>",
+            ]
+        if len(survivors) > len(shown):
+            out.append(
+                f"\n{len(survivors) - len(shown)} more survivor diffs are in the full report "
+                "(`mutant-gate report RUN --format html`)."
+            )
+    excluded = [r for r in rows if r.get("verdict") in ("equivalent", "not_compilable")]
+    if excluded:
+        out += ["", f"### Excluded from the adjusted score ({len(excluded)})", ""]
+        for r in excluded:
+            why = r.get("reason") or ""
+            claims = "; ".join(claim_lines(r))
+            out.append(
+                f"- `{r['id']}` {r.get('operator')} line {r.get('line')}: **{r['verdict']}**"
+                + (f": {why}" if why else "")
+                + (f" ({claims})" if claims and claims not in why else "")
+            )
+    errors = [r for r in rows if r.get("verdict") == "error"]
+    if errors:
+        out += ["", f"### Harness errors ({len(errors)}, never counted as killed)", ""]
+        out += [f"- `{r['id']}` {r.get('operator')}: {r.get('reason', '')}" for r in errors]
+    toolchain = report.get("toolchain") or {}
+    out += [
+        "",
+        f"<sub>run `{report.get('run_id')}` · mutant-gate {tool_version()} · "
+        f"triton {toolchain.get('triton', '?')} · torch {toolchain.get('torch', '?')} · "
+        f"{toolchain.get('mode', 'interpret')} mode</sub>",
+        "",
+    ]
+    text = "\n".join(out)
+    if len(text) > COMMENT_LIMIT and max_diffs > 0:
+        return markdown_summary(report, max_diffs=max_diffs // 2)
+    return text

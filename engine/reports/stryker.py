@@ -1,0 +1,145 @@
+"""Stryker's mutation-testing-report-schema (version 2): the JSON other tools read.
+
+Stryker's dashboard, its HTML elements and PIT/Stryker plugins read this shape. Our
+verdicts map onto its statuses so that Stryker's score (detected / valid) equals our
+adjusted score whenever no mutant is ``error``:
+
+==================================  ============  =====================================
+our verdict (``by``)                Stryker       why
+==================================  ============  =====================================
+killed (own-check, test:*, bounds)  Killed        a check failed on the mutant
+killed (crash)                      Killed        the mutant's own fault ended the run
+                                                  (Stryker's RuntimeError means "could
+                                                  not be tested": that is our ``error``)
+killed (timeout)                    Timeout       Stryker counts it as detected too
+survived                            Survived
+equivalent                          Ignored       a claim, excluded from our adjusted
+                                                  score as Ignored is from Stryker's
+not_compilable                      CompileError  the compile-check set it aside
+error                               RuntimeError  the harness failed; never a kill.
+                                                  Stryker leaves it out of its score,
+                                                  our adjusted score counts it as not
+                                                  killed: the only place they differ
+pending (run incomplete)            Pending
+==================================  ============  =====================================
+"""
+
+from __future__ import annotations
+
+import os
+
+from .common import (
+    by_words,
+    claim_lines,
+    compile_lines,
+    end_position,
+    kernel_name,
+    kernel_source,
+    killing_tests,
+    oracle_sentence,
+    tool_version,
+)
+
+SCHEMA_VERSION = "2"
+
+
+def status_of(row: dict) -> str:
+    verdict, by = row.get("verdict"), row.get("by")
+    if verdict == "killed":
+        return "Timeout" if by == "timeout" else "Killed"
+    return {
+        "survived": "Survived",
+        "equivalent": "Ignored",
+        "not_compilable": "CompileError",
+        "error": "RuntimeError",
+    }.get(verdict, "Pending")
+
+
+def status_reason(row: dict) -> str:
+    verdict = row.get("verdict")
+    reason = row.get("reason") or ""
+    if verdict == "killed":
+        return f"killed by {by_words(row.get('by'))}: {reason}".rstrip(": ")
+    parts = [reason] if reason else []
+    if verdict in ("survived", "equivalent"):
+        sentence = oracle_sentence(row)
+        if sentence:
+            parts.append(f"diff-oracle: {sentence}")
+        parts.extend(f"claim by {c}" for c in claim_lines(row))
+    if verdict == "not_compilable":
+        parts.extend(c for c in compile_lines(row) if "does not compile" in c and c not in parts)
+    return "; ".join(parts) or verdict or "pending"
+
+
+def _test_id(test: dict) -> str:
+    return test.get("name") or "own-check"
+
+
+def mutant_entry(report: dict, row: dict) -> dict:
+    end_line, end_col = end_position(row)
+    entry = {
+        "id": row["id"],
+        "mutatorName": row.get("operator", "?"),
+        "description": f"{row.get('family', '?')}/{row.get('operator', '?')} in "
+        f"{row.get('function', '?')}: {row.get('before', '')} -> {row.get('after', '')}",
+        "replacement": row.get("after", ""),
+        "location": {
+            "start": {"line": row["line"], "column": row["col"] + 1},
+            "end": {"line": end_line, "column": end_col + 1},
+        },
+        "status": status_of(row),
+        "statusReason": status_reason(row),
+        "static": False,
+    }
+    killers = [_test_id(t) for t in killing_tests(report, row)]
+    if killers:
+        entry["killedBy"] = killers
+    if row.get("duration_s") is not None:
+        entry["duration"] = round(row["duration_s"] * 1000.0, 1)
+    return entry
+
+
+def test_files(report: dict) -> dict:
+    """Stryker's ``testFiles``: our checks and tests by the file they live in."""
+    files: dict[str, dict] = {}
+    for test in report.get("tests", []):
+        name = test.get("file") or kernel_name(report)
+        files.setdefault(name, {"tests": []})["tests"].append(
+            {"id": _test_id(test), "name": f"{test.get('origin', '?')}: {_test_id(test)}"}
+        )
+    return files
+
+
+def stryker_report(report: dict) -> dict:
+    """The report as mutation-testing-report-schema JSON (a dict, ready for json.dump)."""
+    source, _how = kernel_source(report)
+    kernel = report.get("kernel", {})
+    path = kernel.get("path") or "kernel.py"
+    threshold = (report.get("settings") or {}).get("fail_under")
+    low = int(round(threshold)) if threshold is not None else 60
+    toolchain = report.get("toolchain") or {}
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "thresholds": {"high": max(80, low), "low": low},
+        "projectRoot": os.path.dirname(path) or ".",
+        "files": {
+            kernel_name(report): {
+                "language": "python",
+                "source": source,
+                "mutants": [mutant_entry(report, row) for row in report.get("mutants", [])],
+            }
+        },
+        "testFiles": test_files(report),
+        "framework": {
+            "name": "mutant-gate",
+            "version": tool_version(),
+            "dependencies": {
+                k: str(v) for k, v in toolchain.items() if k in ("python", "torch", "triton")
+            },
+        },
+        "config": {
+            "run_id": report.get("run_id"),
+            "mode": toolchain.get("mode"),
+            "settings": report.get("settings") or {},
+        },
+    }

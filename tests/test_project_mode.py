@@ -1,0 +1,115 @@
+"""A kernel module inside a package, judged by the project's own pytest suite."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mutant_gate.engine.project import detect, jit_callers, module_path
+
+from .conftest import EXAMPLES, run_cli
+
+LIB = EXAMPLES / "kernel_lib"
+MODULE = LIB / "src" / "kernel_lib" / "ops" / "rms_norm.py"
+
+
+def test_module_path_follows_the_package():
+    assert module_path(str(MODULE)) == (str(LIB / "src"), "kernel_lib.ops.rms_norm")
+    assert module_path(str(EXAMPLES / "vector_add.py")) is None
+
+
+def test_helpers_are_reached_through_their_callers():
+    source = MODULE.read_text()
+    assert jit_callers(source, "_mean_square") == {"_mean_square", "rms_norm_kernel"}
+    assert jit_callers(source, "rms_norm_kernel") == {"rms_norm_kernel"}
+
+
+def test_a_test_file_that_imports_nothing_from_the_module_is_bad_input():
+    from mutant_gate.engine.errors import BadInput
+
+    scale_tests = LIB / "tests" / "test_scale.py"
+    with pytest.raises(BadInput, match="imports nothing from kernel_lib.ops.rms_norm"):
+        detect(str(MODULE), [(str(scale_tests), scale_tests.read_text())], None)
+
+
+def copy_lib(tmp_path: Path) -> Path:
+    root = tmp_path / "kernel_lib"
+    shutil.copytree(LIB, root)
+    return root
+
+
+@pytest.mark.slow
+def test_selection_runs_fewer_cases_with_the_same_verdicts(tmp_path):
+    root = copy_lib(tmp_path)
+    base = [
+        "run",
+        "src/kernel_lib/ops/rms_norm.py",
+        "--tests",
+        "tests/test_rms_norm.py",
+        "--writer",
+        "none",
+        "--operators",
+        "masks,arith",
+        "--no-cache",
+    ]
+    selected = run_cli(*base, "--json", str(tmp_path / "sel.json"), cwd=root)
+    assert selected.returncode == 0, selected.stderr
+    full = run_cli(*base, "--no-select", "--json", str(tmp_path / "full.json"), cwd=root)
+    assert full.returncode == 0, full.stderr
+    a = json.loads((tmp_path / "sel.json").read_text())
+    b = json.loads((tmp_path / "full.json").read_text())
+    selection = a["selection"]
+    suite = selection["suite_cases"]
+    assert suite == 5  # 4 parametrised cases + the registry test, counted per case
+    print(
+        f"cases run: selected {selection['cases_run']}, full suite {suite * selection['mutants']}"
+    )
+    assert selection["cases_run"] < suite * selection["mutants"]
+
+    # Same verdicts; the first failing case may differ (selection runs the fastest first).
+    def kinds(report):
+        return {m["id"]: (m["verdict"], (m["by"] or "").split(":")[0]) for m in report["mutants"]}
+
+    assert kinds(a) == kinds(b)
+    helper = [m for m in a["mutants"] if m["function"] == "_mean_square"]
+    assert helper and all(m["tests_selected"] == 4 for m in helper)  # reached through its caller
+
+
+@pytest.mark.slow
+def test_failing_project_test_is_named(tmp_path):
+    root = copy_lib(tmp_path)
+    test = root / "tests" / "test_rms_norm.py"
+    test.write_text(test.read_text().replace('{"rms_norm", "scale"}', '{"rms_norm"}'))
+    proc = run_cli(
+        "run",
+        "src/kernel_lib/ops/rms_norm.py",
+        "--tests",
+        "tests/test_rms_norm.py",
+        "--writer",
+        "none",
+        cwd=root,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "test_registry_has_both_ops" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_module_that_cannot_be_imported(tmp_path):
+    root = copy_lib(tmp_path)
+    module = root / "src" / "kernel_lib" / "ops" / "rms_norm.py"
+    module.write_text("import no_such_dependency\n" + module.read_text())
+    proc = run_cli(
+        "run",
+        "src/kernel_lib/ops/rms_norm.py",
+        "--tests",
+        "tests/test_rms_norm.py",
+        "--writer",
+        "none",
+        cwd=root,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "cannot import kernel_lib.ops.rms_norm" in proc.stderr
+    assert "no_such_dependency" in proc.stderr
