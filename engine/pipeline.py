@@ -125,6 +125,9 @@ class Run:
         self.store = store if settings.use_cache else None
         self.cancel = threading.Event()
         self.toolchain = toolchain(settings.mode)
+        # A started remote sandbox knows the versions its image really runs: key by those.
+        remote = getattr(sandbox, "versions", None) or {}
+        self.toolchain.update({k: remote[k] for k in ("python", "torch", "triton") if k in remote})
         self.outcomes: dict[str, MutantOutcome] = {}
         #: project mode: the original's test cases {nodeid: {functions, duration_s}}
         self.coverage: dict[str, dict] | None = None
