@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 
 import diskcache
 import pytest
@@ -114,3 +118,28 @@ def test_corrupted_cache_is_rerun_not_a_crash(tmp_path):
     assert [(m["id"], m["verdict"], m["by"]) for m in a["mutants"]] == [
         (m["id"], m["verdict"], m["by"]) for m in b["mutants"]
     ]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("unshare") is None or os.geteuid() != 0, reason="needs root and unshare"
+)
+def test_full_disk_for_the_cache_loses_nothing_computed(tmp_path):
+    """The cache's disk fills mid-run: the run finishes with every verdict and says so."""
+    cache = tmp_path / "small"
+    cache.mkdir()
+    script = f"""
+        set -e
+        mount -t tmpfs -o size=256k tmpfs {cache}
+        cd {tmp_path}
+        {sys.executable} -m mutant_gate.tui.cli run {EXAMPLES / "layer_norm.py"} --writer none -q \\
+            --cache-dir {cache}/c --json {tmp_path}/r.json > {tmp_path}/out.txt 2>&1
+    """
+    proc = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, timeout=900
+    )
+    output = (tmp_path / "out.txt").read_text()
+    assert proc.returncode == 0, output + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["complete"] and all(m["verdict"] != "pending" for m in report["mutants"])
+    assert "cache writes failed" in output and "not saved" in output
