@@ -13,7 +13,16 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--run-slow",
+        action="store_true",
+        help="also run tests marked slow (whole runs, sandbox pools); CI does",
+    )
+
+
 def pytest_collection_modifyitems(config, items):
+    """The default suite skips `slow` (a few minutes on 2 cores); `gpu` needs CUDA."""
     try:
         import torch
 
@@ -21,9 +30,13 @@ def pytest_collection_modifyitems(config, items):
     except ImportError:
         has_cuda = False
     skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
+    skip_slow = pytest.mark.skip(reason="slow: run with --run-slow")
+    run_slow = config.getoption("--run-slow") or bool(config.getoption("-m"))
     for item in items:
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(skip_gpu)
+        elif "slow" in item.keywords and not run_slow and "gpu" not in item.keywords:
+            item.add_marker(skip_slow)
 
 
 @pytest.fixture(scope="session")
