@@ -102,9 +102,6 @@ class Store:
         except Exception:  # noqa: BLE001
             return []
 
-    def delete_run(self, run_id: str) -> bool:
-        return bool(self._cache.delete(RUN_PREFIX + run_id))
-
     def counts(self) -> dict[str, int]:
         """Entries per kind: ``runs``, ``results`` (job results), ``replies`` (model)."""
         found = dict.fromkeys(KINDS.values(), 0)

@@ -30,6 +30,7 @@ from .events import BaselineFinished, BaselineStarted, Event, RunFinished, RunSt
 from .pipeline import Run, RunSettings
 from .records import Mutant, MutantOutcome, Verdict
 from .sandbox import Sandbox
+from .sandbox.job import Job, JobResult
 from .writers import LLMSettings, WriterSettings
 
 #: Fields of a report row that ``mutant_row`` writes; anything else is a stage's detail.
@@ -129,6 +130,13 @@ def select(rows: list[dict], survivors: bool, ids: list[str]) -> list[str]:
     return chosen
 
 
+class _FreshRun(Run):
+    """A run that reads no cached job result (``--force``) but still stores what arrives."""
+
+    def cached(self, job: Job) -> JobResult | None:
+        return None
+
+
 class Rerun:
     """Drive with ``events()`` as a ``Run``: RunStarted (the chosen mutants), the
     baseline, a MutantFinished per chosen mutant, RunFinished (the new report)."""
@@ -140,10 +148,12 @@ class Rerun:
         sandbox: Sandbox,
         store: Store | None,
         chosen: list[str],
+        *,
+        force: bool = False,
     ) -> None:
         self.old = report
         self.chosen = chosen
-        self.run = Run(settings, sandbox, store)
+        self.run = (_FreshRun if force else Run)(settings, sandbox, store)
         #: (old id, new id, old verdict, new verdict, by) per judged mutant
         self.changes: list[dict] = []
 

@@ -307,9 +307,11 @@ def _sandbox(settings: RunSettings, args: argparse.Namespace):
     if settings.backend == "contree":
         from mutant_gate.engine.sandbox.contree import ContreeSandbox
 
-        return ContreeSandbox(
+        box = ContreeSandbox(
             settings.workers, settings.mode, image=settings.contree_image, base_url=args.contree_url
         )
+        box.start()  # its image's torch/triton versions key the cache
+        return box
     return LocalSandbox(settings.workers, settings.mode)
 
 
@@ -567,8 +569,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)
         console.print(f"report written to {args.json}", highlight=False)
-    commands.write_reports(report, args, console)
-    return commands.gate_exit(report, settings.fail_under, console)
+    return commands.finish_run(report, args, console)
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
@@ -581,7 +582,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from mutant_gate.tui.app import run_replay
 
-    return run_replay(args.run, args.cache_dir)
+    return run_replay(commands.latest_to_id(args.run, args.cache_dir), args.cache_dir)
 
 
 def main(argv: list[str] | None = None) -> int:

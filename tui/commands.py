@@ -16,7 +16,6 @@ from collections.abc import Callable
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from mutant_gate.cache import DEFAULT_DIR, Store
 from mutant_gate.engine import reports
@@ -86,6 +85,20 @@ def write_reports(report: dict, args: argparse.Namespace, console: Console) -> N
             )
 
 
+def finish_run(report: dict, args: argparse.Namespace, console: Console) -> int:
+    """After `run`'s summary: what --changed-since left out, the reports, the gate."""
+    changed = report.get("changed_since")
+    if isinstance(changed, dict):
+        functions = ", ".join(changed.get("functions") or []) or "none"
+        left = ", ".join(changed.get("unchanged") or []) or "none"
+        say(
+            console,
+            f"changed since {changed.get('ref')}: {functions}; not mutated (unchanged): {left}",
+        )
+    write_reports(report, args, console)
+    return gate_exit(report, args.fail_under, console)
+
+
 def gate_exit(report: dict, fail_under: float | None, console: Console) -> int:
     """Exit code for ``--fail-under``, saying by how much a score falls short."""
     if fail_under is None:
@@ -122,6 +135,14 @@ def resolve_run_id(store: Store, run: str) -> str:
     if len(matches) > 1:
         raise BadInput(f"run {run!r} is ambiguous: {', '.join(matches[:5])}")
     return matches[0]
+
+
+def latest_to_id(run: str | None, directory: str) -> str | None:
+    """``latest`` as the newest run's id (for ``replay``); anything else unchanged."""
+    if run != "latest" or not os.path.isdir(directory):
+        return run
+    with _open(directory) as store:
+        return resolve_run_id(store, run)
 
 
 def _read_report_file(path: str) -> dict:
@@ -208,7 +229,7 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
         kernel_path=kernel,
         tests=tests,
         cache_dir=directory,
-        use_cache=not args.no_cache,
+        use_cache=True,
         changed_since=None,
         workers=args.jobs
         or (None if recorded.get("backend") == "contree" else os.cpu_count() or 1),
@@ -218,12 +239,13 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
         from mutant_gate.engine.sandbox.contree import ContreeSandbox
 
         sandbox = ContreeSandbox(settings.workers, settings.mode, image=settings.contree_image)
+        sandbox.start()  # its image's torch/triton versions key the cache
     else:
         from mutant_gate.engine.sandbox.local import LocalSandbox
 
         sandbox = LocalSandbox(settings.workers, settings.mode)
-    store = Store(directory) if settings.use_cache else None
-    rerun = Rerun(report, settings, sandbox, store, chosen)
+    store = Store(directory)
+    rerun = Rerun(report, settings, sandbox, store, chosen, force=args.force)
     events = rerun.events()
     new = None
     try:
@@ -231,7 +253,8 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
             if isinstance(event, RunStarted):
                 names = ", ".join(os.path.basename(t) for t in settings.tests) or "none"
                 console.print(
-                    f"rerun of {report.get('run_id')}: {len(event.mutants)} mutants of "
+                    f"rerun of {report.get('run_id')}: {len(event.mutants)} "
+                    f"mutant{'s' if len(event.mutants) != 1 else ''} of "
                     f"{event.kernel.path} (extra tests: {names})",
                     highlight=False,
                     soft_wrap=True,
@@ -257,8 +280,7 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
     finally:
         sandbox.close()
         events.close()
-        if store is not None:
-            store.close()
+        store.close()
     assert new is not None
     for change in rerun.changes:
         style = "green" if change["now"] == "killed" else "red"
@@ -301,13 +323,7 @@ def cache_ls(args: argparse.Namespace, console: Console) -> int:
         ids = store.list_runs()
         records = [(i, store.get_run(i) or {}) for i in ids]
         counts = store.counts()
-    table = Table(title=f"runs in {os.path.abspath(directory)}", title_justify="left")
-    table.add_column("run", no_wrap=True)
-    table.add_column("kernel", overflow="fold")
-    for column in ("mutants", "killed", "adjusted"):
-        table.add_column(column, justify="right", no_wrap=True)
-    table.add_column("state", overflow="fold")
-    table.add_column("saved", no_wrap=True)
+    rows = [("RUN", "KERNEL", "MUTANTS", "KILLED", "ADJUSTED", "SAVED", "STATE")]
     for run_id, record in records:
         report = record.get("report") or {}
         score = report.get("score") or {}
@@ -316,16 +332,25 @@ def cache_ls(args: argparse.Namespace, console: Console) -> int:
             state = f"rerun of {report['rerun'].get('of')}"
         elif report and not report.get("complete", True):
             state = "incomplete"
-        table.add_row(
-            run_id,
-            os.path.basename(record.get("kernel") or report.get("kernel", {}).get("path", "?")),
-            str(len(report.get("mutants", []))) if report else "",
-            str(score.get("killed", "")),
-            percent(score.get("adjusted")) if report else "",
-            state,
-            _when(record),
+        rows.append(
+            (
+                run_id,
+                os.path.basename(record.get("kernel") or report.get("kernel", {}).get("path", "?")),
+                str(len(report.get("mutants", []))) if report else "-",
+                str(score.get("killed", "-")),
+                percent(score.get("adjusted")) if report else "-",
+                _when(record),
+                state,
+            )
         )
-    console.print(table)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    say(console, f"runs in {os.path.abspath(directory)}")
+    for r in rows:
+        cells = [
+            c.rjust(w) if 2 <= i <= 4 else c.ljust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        say(console, "  ".join(cells).rstrip())
     console.print(
         f"{counts['runs']} runs, {counts['results']} job results, {counts['replies']} model "
         "replies",
@@ -523,7 +548,10 @@ def add_commands(sub, parser_class: type[argparse.ArgumentParser]) -> None:
     )
     rerun.add_argument("-j", "--jobs", type=int, metavar="N", help="sandbox workers")
     rerun.add_argument(
-        "--no-cache", action="store_true", help="run every job even when a result is cached"
+        "--force",
+        action="store_true",
+        help="run every job in the sandbox even when a result is cached (results and the "
+        "new run are still stored)",
     )
     rerun.add_argument("--json", metavar="PATH", help="write the new JSON report here")
     rerun.add_argument(

@@ -17,6 +17,7 @@ wrong kind, is one line naming the key, exit 2.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 import tomllib
@@ -91,8 +92,9 @@ def _is_flag(action: argparse.Action) -> bool:
     return action.nargs == 0 and action.const is True
 
 
-def _convert(key: str, value: object, action: argparse.Action, base: str) -> object:
-    where = f"[tool.{TABLE}] {key}"
+def _convert(key: str, value: object, action: argparse.Action, path: str) -> object:
+    where = f"{path}: [tool.{TABLE}] {key}"
+    base = os.path.dirname(os.path.abspath(path))
     dest = action.dest
     if _is_flag(action):
         if not isinstance(value, bool):
@@ -112,12 +114,12 @@ def _convert(key: str, value: object, action: argparse.Action, base: str) -> obj
     if action.type is not None:
         if action.type in (int, float) and isinstance(value, str):
             raise BadInput(f"{where}: expected a number, got {value!r}")
+        if action.type is int and isinstance(value, float):
+            raise BadInput(f"{where}: expected a whole number, got {value!r}")
         try:
             value = action.type(value)
         except (TypeError, ValueError):
             raise BadInput(f"{where}: expected {action.type.__name__}, got {value!r}") from None
-        if action.type is int and isinstance(value, float):
-            raise BadInput(f"{where}: expected a whole number, got {value!r}")
     elif not isinstance(value, str):
         raise BadInput(f"{where}: expected a string, got {value!r}")
     if action.choices is not None and value not in action.choices:
@@ -133,14 +135,15 @@ def _path(value: str, base: str) -> str:
 def config_values(table: dict, path: str, run_parser: argparse.ArgumentParser) -> dict[str, object]:
     """dest -> value for every key of ``table``, checked against ``run``'s options."""
     options = _options(run_parser)
-    base = os.path.dirname(os.path.abspath(path))
     values: dict[str, object] = {}
     for key, value in table.items():
         dest = key.replace("-", "_")
         if dest not in options:
-            known = ", ".join(sorted(a.option_strings[-1][2:] for a in options.values()))
-            raise BadInput(f"{path}: unknown key {key!r} in [tool.{TABLE}] (known keys: {known})")
-        values[dest] = _convert(key, value, options[dest], base)
+            known = sorted(a.option_strings[-1][2:] for a in options.values())
+            close = difflib.get_close_matches(key.replace("_", "-"), known, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+            raise BadInput(f"{path}: unknown key {key!r} in [tool.{TABLE}] ({hint})")
+        values[dest] = _convert(key, value, options[dest], path)
     return values
 
 

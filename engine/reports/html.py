@@ -96,7 +96,7 @@ function show(id,focus){
  d.querySelectorAll('[data-test]').forEach(function(slot){
   if(slot.dataset.filled)return;var src=document.getElementById(slot.dataset.test);
   if(src){slot.appendChild(src.cloneNode(true)).removeAttribute('id');slot.dataset.filled=1}});
- history.replaceState(null,'','#m-'+id);
+ try{history.replaceState(null,'','#m-'+id)}catch(err){}  // file: pages may refuse
 }
 cells.forEach(function(c){c.addEventListener('click',function(e){e.preventDefault();
  show(c.dataset.id,true)})});

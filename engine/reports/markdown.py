@@ -2,8 +2,8 @@
 
 It leads with the gate and the score, then what a reviewer acts on: the survivors
 with their diffs folded under ``<details>``, then exclusions and harness errors. It
-stays under GitHub's comment limit (65,536 characters) by listing at most
-``max_diffs`` diffs and saying how many were left out.
+stays under GitHub's comment limit (65,536 characters): past it, fewer diffs and then
+fewer survivor rows are listed, saying how many were left out.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _fenced(text: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{text.rstrip()}\n{fence}"
 
 
-def markdown_summary(report: dict, max_diffs: int = 25) -> str:
+def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> str:
     score = report.get("score") or {}
     per_verdict = counts(report)
     name = kernel_name(report)
@@ -79,13 +79,15 @@ def markdown_summary(report: dict, max_diffs: int = 25) -> str:
             "| id | operator | where | change | diff-oracle |",
             "|---|---|---|---|---|",
         ]
-        for r in survivors:
+        for r in survivors[:max_rows]:
             out.append(
                 f"| `{r['id']}` | {_cell(r.get('operator'))} | "
                 f"`{_cell(r.get('function'))}` line {r.get('line')} | "
                 f"{_cell(_code(r.get('before', '')))} → {_cell(_code(r.get('after', '')))} | "
                 f"{_cell(oracle_sentence(r) or '')} |"
             )
+        if len(survivors) > max_rows:
+            out.append(f"| … | {len(survivors) - max_rows} more | | | |")
         shown = survivors[:max_diffs]
         out.append("")
         for r in shown:
@@ -126,6 +128,9 @@ def markdown_summary(report: dict, max_diffs: int = 25) -> str:
         "",
     ]
     text = "\n".join(out)
-    if len(text) > COMMENT_LIMIT and max_diffs > 0:
-        return markdown_summary(report, max_diffs=max_diffs // 2)
+    if len(text) > COMMENT_LIMIT and (max_diffs > 0 or max_rows > 10):
+        return markdown_summary(report, max_diffs // 2, max_rows if max_diffs else max_rows // 2)
+    if len(text) > COMMENT_LIMIT:
+        note = "\n\n… cut to fit a comment: the full report has everything.\n"
+        return text[: COMMENT_LIMIT - len(note) - 1] + note
     return text
