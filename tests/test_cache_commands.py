@@ -17,7 +17,8 @@ from mutant_gate.engine.rerun import match_mutants, select
 from mutant_gate.tui.app import load_replay
 from mutant_gate.tui.cli import main
 from mutant_gate.tui.commands import latest_to_id
-from tests.conftest import EXAMPLES, run_cli
+
+from .conftest import EXAMPLES, run_cli
 
 DATA = Path(__file__).parent / "data"
 RECORDED = DATA / "layer_norm_checks_report.json"

@@ -12,7 +12,8 @@ import pytest
 from mutant_gate.engine.changes import changed_functions
 from mutant_gate.engine.errors import BadInput
 from mutant_gate.engine.pipeline import Run, RunSettings
-from tests.conftest import run_cli
+
+from .conftest import run_cli
 
 KERNEL = Path(__file__).parent / "data" / "two_kernels.py"
 FUNCTIONS = ["add_kernel", "scale_kernel"]

@@ -10,7 +10,8 @@ import pytest
 from mutant_gate.engine.errors import BadInput
 from mutant_gate.tui.cli import build_parser
 from mutant_gate.tui.config import apply_config, subparser
-from tests.conftest import EXAMPLES, run_cli
+
+from .conftest import EXAMPLES, run_cli
 
 CONFIG = """\
 [project]

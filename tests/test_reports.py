@@ -25,7 +25,8 @@ from mutant_gate.engine.reports.common import kernel_source
 from mutant_gate.engine.reports.markdown import COMMENT_LIMIT
 from mutant_gate.engine.reports.stryker import status_of
 from mutant_gate.tui.cli import main
-from tests.conftest import run_cli
+
+from .conftest import run_cli
 
 DATA = Path(__file__).parent / "data"
 RECORDED = DATA / "layer_norm_checks_report.json"
