@@ -14,12 +14,14 @@ the mutant's only effect is on masked-off lanes (lanes a GPU never stores, and
 never defines without ``other=``), "identical" is marked interpreter-dependent.
 
 An EQUIVALENT claim from a writer gets the oracle's sentence beside it; a claim
-the oracle contradicts (outputs differ) is flagged: ``oracle.contradiction``.
+the oracle contradicts (outputs differ) is flagged (``oracle.contradiction``) and
+the mutant counts as a survivor again: a refuted claim excludes nothing from the score.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from statistics import mean
 from typing import TYPE_CHECKING
 
@@ -212,6 +214,19 @@ def diff_oracle_stage(run: Run, mutants: list[Mutant]) -> Iterator[Event]:
         summary["interpreter_dependent"] += bool(field["interpreter_dependent"])
         summary["contradictions"] += field["contradiction"]
         yield CheckFinished(mutant, CHECK, text, done, len(mutants))
+        if field["contradiction"] and run.outcomes[mutant.id].verdict is Verdict.EQUIVALENT:
+            # A claim the evidence contradicts excludes nothing from the score: the
+            # mutant is a survivor again; the claim and the contradiction stay on record.
+            previous = run.outcomes[mutant.id]
+            yield run.update(
+                mutant,
+                replace(
+                    previous,
+                    verdict=Verdict.SURVIVED,
+                    by=None,
+                    reason=f"EQUIVALENT claim contradicted by the diff-oracle: {field['sentence']}",
+                ),
+            )
     if durations:
         summary["seconds_per_mutant"] = round(mean(durations), 3)
     yield CheckFinished(None, CHECK, overall(summary), done, len(mutants))
