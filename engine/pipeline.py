@@ -67,6 +67,7 @@ class RunSettings:
     compare_modes: bool = False  # run every mutant in both modes
     project_root: str | None = None  # project mode: where the tests run from (default: found)
     select_tests: bool = True  # project mode: run only the test cases that reach a mutant
+    all_configs: bool = False  # run every @triton.autotune config, not only the first
     backend: str = "local"  # local | contree (engine/sandbox/contree.py)
     contree_image: str | None = None  # None: contree.DEFAULT_IMAGE
     extra: dict = field(default_factory=dict)
@@ -131,6 +132,8 @@ class Run:
         self.outcomes: dict[str, MutantOutcome] = {}
         #: project mode: the original's test cases {nodeid: {functions, duration_s}}
         self.coverage: dict[str, dict] | None = None
+        #: ``--all-configs``: how many autotune configs each mutant runs under
+        self.configs = 1
         #: ``--compare-modes``: a sandbox of the other mode (set by the caller)
         self.other_sandbox: Sandbox | None = None
         #: Extra report fields per mutant id (compile, oracle, claims...), filled by later stages.
@@ -180,6 +183,7 @@ class Run:
         mode: str | None = None,
         *,
         function: str | None = None,
+        config: int = 0,
     ) -> Job:
         """The job for the original (``source`` None) or a mutant of ``function``.
 
@@ -200,6 +204,7 @@ class Run:
             sanitize=self.settings.sanitize and mode == "compiled",
             stop_on_first_failure=source is not None or kernel.project is None,
             project=kernel.project.to_json() if kernel.project is not None else None,
+            autotune_config=config,
         )
 
     def cached(self, job: Job) -> JobResult | None:
@@ -241,6 +246,8 @@ class Run:
             raise BadInput(
                 f"{name}: the original fails its own check ({result.status.value}): {why}"
             )
+        if self.settings.all_configs:
+            result = self.other_configs(kernel, result)
         if kernel.project is not None and self.settings.select_tests:
             self.coverage = result.extra.get("coverage", {})
             cases = len(self.coverage)
@@ -376,8 +383,31 @@ class Run:
             pool.shutdown(wait=True, cancel_futures=True)
             self.cancel.clear()
 
+    def other_configs(self, kernel: KernelFile, baseline: JobResult) -> JobResult:
+        """``--all-configs``: the original must pass under every autotune config too.
+
+        Returns the slowest of the baseline runs (it sets the mutants' limit).
+        """
+        self.configs = max(baseline.extra.get("autotune_configs", {}).values(), default=1)
+        self.report_extra["autotune"] = {"configs": self.configs, "all_configs": True}
+        slowest = baseline
+        for config in range(1, self.configs):
+            job = self.job_for(kernel, None, self.settings.timeout_s, config=config)
+            result, _ = self.execute(job)
+            if result.status is not JobStatus.PASSED:
+                why = summarize_error(result.error) or result.status.value
+                raise BadInput(
+                    f"{kernel.path}: the original fails its own check with autotune config "
+                    f"{config + 1} of {self.configs}: {why}"
+                )
+            slowest = max(slowest, result, key=lambda r: r.duration_s)
+        return slowest
+
     def run_mutants(self, kernel: KernelFile, mutants: list[Mutant]) -> Iterator[Event]:
         by_id = {m.id: m for m in mutants}
+        if self.configs > 1:
+            yield from self._run_mutants_all_configs(kernel, mutants)
+            return
         jobs = {
             m.id: self.job_for(kernel, m.source, self.timeout_s, function=m.function)
             for m in mutants
@@ -397,6 +427,45 @@ class Run:
                 continue
             done += 1
             outcome = self._outcome(mutant, result, kind == "cached")
+            yield MutantFinished(mutant, outcome, done, len(mutants))
+
+    def _run_mutants_all_configs(
+        self, kernel: KernelFile, mutants: list[Mutant]
+    ) -> Iterator[Event]:
+        """Each mutant once per autotune config; the first config that kills it decides."""
+        by_id = {m.id: m for m in mutants}
+        jobs = {
+            f"{m.id}@{c}": self.job_for(
+                kernel, m.source, self.timeout_s, function=m.function, config=c
+            )
+            for m in mutants
+            for c in range(self.configs)
+        }
+        results: dict[str, dict[int, tuple[JobResult, bool]]] = {m.id: {} for m in mutants}
+        done = 0
+        for kind, key, result in self.run_jobs(jobs):
+            mutant_id, config = key.split("@")
+            mutant = by_id[mutant_id]
+            if kind == "started":
+                if not results[mutant_id]:
+                    yield MutantStarted(mutant)
+                continue
+            results[mutant_id][int(config)] = (result, kind == "cached")
+            if len(results[mutant_id]) < self.configs:
+                continue
+            done += 1
+            ordered = [results[mutant_id][c] for c in range(self.configs)]
+            config, (chosen, cached) = next(
+                ((c, r) for c, r in enumerate(ordered) if decide(r[0])[0] is not Verdict.SURVIVED),
+                (self.configs - 1, ordered[-1]),
+            )
+            outcome = self._outcome(mutant, chosen, all(c for _, c in ordered))
+            if outcome.verdict is not Verdict.SURVIVED:
+                outcome = replace(
+                    outcome,
+                    reason=f"{outcome.reason} (autotune config {config + 1} of {self.configs})",
+                )
+                self.outcomes[mutant_id] = outcome
             yield MutantFinished(mutant, outcome, done, len(mutants))
 
     def compare_modes(self, kernel: KernelFile, mutants: list[Mutant]) -> Iterator[Event]:

@@ -103,3 +103,56 @@ def test_tutorial_layer_norm_module_level_check(tmp_path):
     assert report["baseline"]["shims"] == ["device='cuda': cuda -> cpu"]
     assert "error" not in {m["verdict"] for m in report["mutants"]}
     assert any(m["by"] == "own-check" for m in report["mutants"])
+
+
+AUTOTUNED = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 256}), triton.Config({"BLOCK": 64})], key=["n"])
+@triton.jit
+def double_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def double(x):
+    out = torch.empty_like(x)
+    double_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, out, x.numel())
+    return out
+
+
+if __name__ == "__main__":
+    x = torch.randn(256)
+    torch.testing.assert_close(double(x), x * 2)
+"""
+
+
+@pytest.mark.slow
+def test_all_configs_finds_what_the_first_config_hides(tmp_path):
+    """With BLOCK=256 one program covers n=256, so dropping the block offset changes
+    nothing; with BLOCK=64 four programs all write the first block."""
+    (tmp_path / "double.py").write_text(AUTOTUNED)
+    base = [
+        "run",
+        "double.py",
+        "--writer",
+        "none",
+        "--operators",
+        "block-offset-drop",
+        "--no-cache",
+    ]
+    first = run_cli(*base, "--json", "first.json", cwd=tmp_path)
+    every = run_cli(*base, "--all-configs", "--json", "every.json", cwd=tmp_path)
+    assert first.returncode == 0 and every.returncode == 0, first.stderr + every.stderr
+    (a,) = json.loads((tmp_path / "first.json").read_text())["mutants"]
+    report = json.loads((tmp_path / "every.json").read_text())
+    (b,) = report["mutants"]
+    assert a["verdict"] == "survived"
+    assert (b["verdict"], b["by"]) == ("killed", "own-check")
+    assert b["reason"].endswith("(autotune config 2 of 2)")
+    assert report["autotune"] == {"configs": 2, "all_configs": True}

@@ -113,6 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="project mode: where the project's tests run from (default: found upward)",
     )
     run.add_argument(
+        "--all-configs",
+        action="store_true",
+        help="run every @triton.autotune config (default: the first); a kill under any counts",
+    )
+    run.add_argument(
         "--no-select",
         action="store_true",
         help="project mode: run every test case for every mutant (no coverage-based selection)",
@@ -290,6 +295,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         mode=args.mode,
         project_root=args.project_root,
         select_tests=not args.no_select,
+        all_configs=args.all_configs,
         sanitize=args.sanitize,
         compare_modes=args.compare_modes,
         compile_check=args.compile_check or args.compile_target is not None,

@@ -215,6 +215,8 @@ def run_checks(job: Job, workdir: str) -> JobResult:
     seed_everything(job.seed)
     if job.mode == "interpret":
         prepare()
+    if job.autotune_config:
+        os.environ[shims.AUTOTUNE_ENV] = str(job.autotune_config)
     outcomes: list[CheckOutcome] = []
     harness_data: dict = {}
     coverage = None
@@ -258,5 +260,6 @@ def run_checks(job: Job, workdir: str) -> JobResult:
         extra={
             **({"harness": harness_data} if harness_data else {}),
             **({"coverage": coverage.cases} if coverage is not None else {}),
+            **({"autotune_configs": shims.autotune_configs()} if shims.autotune_configs() else {}),
         },
     )

@@ -33,6 +33,7 @@ device. ``torch.cuda.is_available()`` keeps telling the truth.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 __all__ = ["DEVICE_PROPERTIES", "install", "reset_used", "uninstall", "used"]
@@ -65,6 +66,7 @@ def used() -> list[str]:
 
 def reset_used() -> None:
     _USED.clear()
+    _AUTOTUNE_CONFIGS.clear()
 
 
 class _CpuUtils:
@@ -128,12 +130,28 @@ def _get_device_capability(device: Any = None) -> tuple[int, int]:
     return CAPABILITY
 
 
+#: ``--all-configs``: the job pins this autotune config (an index into the configs).
+AUTOTUNE_ENV = "MUTANT_GATE_AUTOTUNE_CONFIG"
+_AUTOTUNE_CONFIGS: dict[str, int] = {}
+
+
 def _first_config_bench(self: Any, *args: Any, config: Any, **meta: Any) -> list[float]:
-    """Replaces ``Autotuner._bench``: the earliest config is the "fastest"."""
-    index = next((i for i, c in enumerate(self.configs) if c is config), len(self.configs))
-    if index == 0:
-        _note(f"triton.autotune: first config ({config})")
-    return [float(index)] * 3
+    """Replaces ``Autotuner._bench``: the pinned config (the first unless a job pins
+    another) is the "fastest"; nothing is timed."""
+    configs = list(self.configs)
+    index = next((i for i, c in enumerate(configs) if c is config), len(configs))
+    name = getattr(getattr(self, "base_fn", None), "__name__", None) or "kernel"
+    _AUTOTUNE_CONFIGS[name] = len(configs)
+    pinned = min(int(os.environ.get(AUTOTUNE_ENV, "0") or 0), len(configs) - 1)
+    if index == pinned:
+        where = "first config" if pinned == 0 else f"config {pinned + 1} of {len(configs)}"
+        _note(f"triton.autotune: {where} ({config})")
+    return [0.0 if index == pinned else 1.0 + index] * 3
+
+
+def autotune_configs() -> dict[str, int]:
+    """How many configs each autotuned kernel launched in this process has."""
+    return dict(_AUTOTUNE_CONFIGS)
 
 
 # -- CUDA as CPU ----------------------------------------------------------------

@@ -71,6 +71,7 @@ class Job:
     sanitize: bool = False  # compiled mode: run under compute-sanitizer memcheck
     #: project mode (engine/project.py): root, import_root, module, module_file
     project: dict | None = None
+    autotune_config: int = 0  # interpreter: the @triton.autotune config pinned (--all-configs)
 
     def to_json(self) -> dict:
         return {
@@ -85,6 +86,7 @@ class Job:
             "max_processes": self.max_processes,
             "sanitize": self.sanitize,
             "project": self.project,
+            "autotune_config": self.autotune_config,
         }
 
     @staticmethod
@@ -101,6 +103,7 @@ class Job:
             max_processes=data.get("max_processes", 64),
             sanitize=data.get("sanitize", False),
             project=data.get("project"),
+            autotune_config=data.get("autotune_config", 0),
         )
 
     def cache_key(self, toolchain: dict) -> str:
