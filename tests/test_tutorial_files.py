@@ -156,3 +156,30 @@ def test_all_configs_finds_what_the_first_config_hides(tmp_path):
     assert (b["verdict"], b["by"]) == ("killed", "own-check")
     assert b["reason"].endswith("(autotune config 2 of 2)")
     assert report["autotune"] == {"configs": 2, "all_configs": True}
+
+
+@pytest.mark.slow
+def test_tutorial_that_sizes_its_grid_from_the_compiled_kernel(tmp_path):
+    proc = run_cli(
+        "run",
+        str(DATA / "tutorial_softmax_warmup.py"),
+        "--json",
+        "r.json",
+        "--writer",
+        "none",
+        "--operators",
+        "boundaries,masks",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    shims = report["baseline"]["shims"]
+    for expected in (
+        "compiled kernel handle: a stand-in (interpreter)",
+        "launch grid given as a list: made a tuple",
+        "kernel.asm: no code in the interpreter",
+        "driver.active.utils.get_device_properties",
+    ):
+        assert expected in shims, shims
+    assert "error" not in {m["verdict"] for m in report["mutants"]}
+    assert report["score"]["killed"] >= 1

@@ -287,6 +287,82 @@ def _install_no_benchmarks() -> None:
             setattr(triton.testing, name, replacement)
 
 
+# -- what a compiled launch returns ------------------------------------------------
+class _CompiledStandIn:
+    """What ``kernel.warmup(...)`` / ``kernel[grid](...)`` return on a GPU, for the interpreter.
+
+    Tutorials read the compiled kernel's registers and shared memory to size their
+    grids (``kernel._init_handles(); kernel.n_regs; kernel.metadata.shared``) or print
+    its ``asm``; the interpreter compiles nothing and returns None.
+    """
+
+    n_regs = 32
+    n_spills = 0
+
+    def __init__(self, kernel: Any) -> None:
+        from types import SimpleNamespace
+
+        self._kernel = kernel
+        self.metadata = SimpleNamespace(shared=1024, num_warps=4, num_stages=3, num_ctas=1)
+        self.asm = _NoAsm()
+
+    def _init_handles(self) -> None:
+        _note("compiled kernel handle: a stand-in (interpreter)")
+
+    def __getitem__(self, grid: Any) -> Any:
+        return lambda *args, **kwargs: self._kernel.run(*args, grid=grid, warmup=False, **kwargs)
+
+
+class _NoAsm(dict):
+    def __missing__(self, key: str) -> str:
+        _note("kernel.asm: no code in the interpreter")
+        return f"// {key}: not available in Triton's interpreter (mutant-gate)"
+
+
+def _tuple_grid(grid: Any) -> Any:
+    """A launch grid as a tuple: a GPU launch takes a list, the interpreter does not."""
+    if isinstance(grid, list):
+        _note("launch grid given as a list: made a tuple")
+        return tuple(grid)
+    if callable(grid):
+        return lambda meta: _tuple_grid(grid(meta))
+    return grid
+
+
+def _install_compiled_stand_ins() -> None:
+    from triton.runtime import interpreter
+    from triton.runtime.jit import KernelInterface
+
+    warmup, getitem, grid_init = (
+        KernelInterface.warmup,
+        KernelInterface.__getitem__,
+        interpreter.GridExecutor.__init__,
+    )
+    _SAVED["KernelInterface.warmup"] = warmup
+    _SAVED["KernelInterface.__getitem__"] = getitem
+    _SAVED["GridExecutor.__init__"] = grid_init
+
+    def warmup_stand_in(self: Any, *args: Any, grid: Any, **kwargs: Any) -> Any:
+        result = warmup(self, *args, grid=grid, **kwargs)
+        return result if result is not None else _CompiledStandIn(self)
+
+    def launch_with_handle(self: Any, grid: Any) -> Any:
+        launch = getitem(self, grid)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = launch(*args, **kwargs)
+            return result if result is not None else _CompiledStandIn(self)
+
+        return call
+
+    def init_with_tuple_grid(self: Any, fn: Any, arg_names: Any, grid: Any, *rest: Any) -> None:
+        grid_init(self, fn, arg_names, _tuple_grid(grid), *rest)
+
+    KernelInterface.warmup = warmup_stand_in
+    KernelInterface.__getitem__ = launch_with_handle
+    interpreter.GridExecutor.__init__ = init_with_tuple_grid
+
+
 def _real_driver_works(config: Any) -> bool:
     if config._active is not None or config._default is not None:
         return True
@@ -325,6 +401,8 @@ def install() -> list[str]:
         _SAVED["Autotuner._bench"] = Autotuner._bench
         Autotuner._bench = _first_config_bench
         _APPLIED.append("triton.autotune")
+        _install_compiled_stand_ins()
+        _APPLIED.append("compiled-kernel-stand-ins")
         if not torch.cuda.is_available():
             _install_cuda_as_cpu(torch)
             _install_no_benchmarks()
@@ -351,11 +429,16 @@ def uninstall() -> None:
 
     for key, value in _SAVED.items():
         owner, _, attr = key.rpartition(".")
+        from triton.runtime import interpreter
+        from triton.runtime.jit import KernelInterface
+
         target = {
             "torch": torch,
             "torch.cuda": torch.cuda,
             "Tensor": torch.Tensor,
             "triton.testing": triton.testing,
+            "KernelInterface": KernelInterface,
+            "GridExecutor": interpreter.GridExecutor,
         }.get(owner)
         if target is not None:
             setattr(target, attr, value)
