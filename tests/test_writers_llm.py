@@ -391,7 +391,7 @@ def test_run_stage2_on_chosen_survivors_for_the_tui(tmp_path, sandbox, monkeypat
 
     monkeypatch.setenv("NEBIUS_API_KEY", SECRET)
     (tmp_path / "sum_kernel.py").write_text(SUM_KERNEL)
-    with FakeOpenAI([python_reply(KILLER_TEST)]) as fake:
+    with FakeOpenAI(lambda body: python_reply(KILLER_TEST)) as fake:
         settings = RunSettings(
             kernel_path=str(tmp_path / "sum_kernel.py"),
             operators="other-change",
@@ -408,10 +408,10 @@ def test_run_stage2_on_chosen_survivors_for_the_tui(tmp_path, sandbox, monkeypat
             got = list(run_stage2(run, [survivor.id]))
             report = run.report()
     accepted = [e for e in got if isinstance(e, TestAccepted)]
-    assert [(e.origin, e.kills) for e in accepted] == [("stage2", (survivor.id,))]
+    assert [(e.origin, e.kills) for e in accepted] == [("stage2", (survivor.id,))], got
     assert any(isinstance(e, MutantUpdated) and e.mutant.id == survivor.id for e in got)
     (row,) = report["mutants"]
     assert (row["verdict"], row["by"]) == ("killed", "test:test_tail_of_a_block")
-    assert report["tokens"]["calls"] == 1
+    assert report["tokens"]["calls"] == 1, got
     assert [t["origin"] for t in report["tests"]] == ["own", "stage2"]
-    assert len(fake.chats) == 1
+    assert len(fake.chats) == 1, got
