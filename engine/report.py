@@ -32,6 +32,27 @@ def score(outcomes: Sequence[MutantOutcome]) -> dict:
     }
 
 
+#: Fields of a report row that ``mutant_row`` writes itself; anything else is a stage's detail.
+ROW_FIELDS = frozenset(
+    {
+        "id",
+        "operator",
+        "family",
+        "function",
+        "line",
+        "col",
+        "before",
+        "after",
+        "diff",
+        "verdict",
+        "by",
+        "reason",
+        "duration_s",
+        "cached",
+    }
+)
+
+
 def mutant_row(mutant: Mutant, outcome: MutantOutcome | None, details: dict | None = None) -> dict:
     """One entry of the report's ``mutants`` (also what the TUI shows while a run streams)."""
     return {

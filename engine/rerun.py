@@ -29,27 +29,11 @@ from .errors import BadInput
 from .events import BaselineFinished, BaselineStarted, Event, RunFinished, RunStarted
 from .pipeline import Run, RunSettings
 from .records import Mutant, MutantOutcome, Verdict
+from .report import ROW_FIELDS
 from .sandbox import Sandbox
 from .sandbox.job import Job, JobResult
 from .writers import LLMSettings, WriterSettings
 
-#: Fields of a report row that ``mutant_row`` writes; anything else is a stage's detail.
-ROW_FIELDS = {
-    "id",
-    "operator",
-    "family",
-    "function",
-    "line",
-    "col",
-    "before",
-    "after",
-    "diff",
-    "verdict",
-    "by",
-    "reason",
-    "duration_s",
-    "cached",
-}
 #: Top-level report fields ``build_report`` writes; the rest are stages' extras.
 REPORT_FIELDS = {
     "schema_version",

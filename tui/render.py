@@ -14,30 +14,10 @@ from functools import lru_cache
 from textual.content import Content
 from textual.highlight import highlight
 
+from mutant_gate.engine.report import ROW_FIELDS
+
 #: Row fields the inspector shows in their own sections; anything else goes under "more".
-KNOWN_FIELDS = frozenset(
-    {
-        "id",
-        "operator",
-        "family",
-        "function",
-        "line",
-        "col",
-        "before",
-        "after",
-        "diff",
-        "verdict",
-        "by",
-        "reason",
-        "duration_s",
-        "cached",
-        "oracle",
-        "compile",
-        "claims",
-        "attempts",
-        "probe",
-    }
-)
+KNOWN_FIELDS = ROW_FIELDS | {"oracle", "compile", "claims", "attempts", "probe"}
 
 ADDED = "on $success-muted"
 REMOVED = "on $error-muted"
