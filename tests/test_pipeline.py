@@ -165,36 +165,29 @@ def _count_results(cache_dir) -> int:
         return sum(1 for k in cache.iterkeys() if str(k).startswith("job:"))
 
 
+def _start_run(target: str, cache_dir, cwd, jobs: str, **popen) -> subprocess.Popen:
+    """A real CLI run in the background (no writer: the cache holds mutant jobs only)."""
+    cmd = [sys.executable, "-m", "mutant_gate.tui.cli", "run", target, "-j", jobs, "-q",
+           "--writer", "none", "--cache-dir", str(cache_dir)]  # fmt: skip
+    return subprocess.Popen(cmd, cwd=cwd, **popen)
+
+
+def _wait_for_results(proc: subprocess.Popen, cache_dir, count: int = 4) -> None:
+    """Until ``count`` job results are stored (baseline + 3 mutants) or the run ends."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if cache_dir.exists() and _count_results(cache_dir) >= count:
+            return
+        time.sleep(0.2)
+
+
 def test_sigkill_mid_run_then_resume(tmp_path):
     target = str(EXAMPLES / "softmax.py")
     cache_dir = tmp_path / "cache"
-    cmd = [
-        sys.executable,
-        "-m",
-        "mutant_gate.tui.cli",
-        "run",
-        target,
-        "-j",
-        "1",
-        "-q",
-        "--writer",
-        "none",  # counts cached mutant jobs: no writer's verdicts on top
-        "--cache-dir",
-        str(cache_dir),
-    ]
-    proc = subprocess.Popen(
-        cmd,
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 240
+    proc = _start_run(target, cache_dir, tmp_path, "1", stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if cache_dir.exists() and _count_results(cache_dir) >= 4:  # baseline + 3 mutants
-                break
-            time.sleep(0.2)
+        _wait_for_results(proc, cache_dir)
         assert proc.poll() is None, "the run finished before it could be killed"
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
@@ -243,28 +236,9 @@ def test_sigkill_mid_run_then_resume(tmp_path):
 def test_ctrl_c_stops_promptly_and_the_next_run_resumes(tmp_path):
     target = str(EXAMPLES / "layer_norm.py")
     cache_dir = tmp_path / "cache"
-    cmd = [
-        sys.executable,
-        "-m",
-        "mutant_gate.tui.cli",
-        "run",
-        target,
-        "-j",
-        "2",
-        "-q",
-        "--writer",
-        "none",  # counts cached mutant jobs: no writer's verdicts on top
-        "--cache-dir",
-        str(cache_dir),
-    ]
-    proc = subprocess.Popen(
-        cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and proc.poll() is None:
-        if cache_dir.exists() and _count_results(cache_dir) >= 4:
-            break
-        time.sleep(0.2)
+    proc = _start_run(target, cache_dir, tmp_path, "2", stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True)  # fmt: skip
+    _wait_for_results(proc, cache_dir)
     assert proc.poll() is None, "the run finished before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
