@@ -84,3 +84,103 @@ def test_probe_reports_when_the_own_check_calls_no_wrapper(tmp_path):
     assert row["verdict"] == "survived" and row["claims"] == []
     assert "calls no public function" in row["probe"]["result"]
     assert row["probe"]["probes"] == 0
+
+
+# The vector-add tutorial's shape (98432 = 96 blocks of 1024 + 128), checked only for its
+# shape: every candidate near the own check's has more outputs than a golden file holds.
+BIG_ADD_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + y, mask=mask)
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    n = out.numel()
+    add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    return out
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    x, y = torch.rand(98432), torch.rand(98432)
+    assert add(x, y).shape == x.shape  # the values are never compared
+"""
+
+
+def test_probe_shrinks_a_big_own_check_and_kills_with_a_small_test(tmp_path):
+    (tmp_path / "big_add.py").write_text(BIG_ADD_KERNEL)
+    args = ["run", "big_add.py", "--operators", "add-sub", "-j", "2", "--json", "r.json"]
+    proc = run_cli(*args, "--write-tests", "written", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    (sub,) = [m for m in report["mutants"] if m["before"] == "x + y"]
+    assert sub["after"] == "x - y"
+    assert sub["verdict"] == "killed" and sub["by"].startswith("test:test_add_"), sub
+    assert not [c for m in report["mutants"] for c in m.get("claims", [])]
+    (test,) = [t for t in report["tests"] if t["origin"] == "probe" and sub["id"] in t["kills"]]
+    assert "torch.empty((1152,))" in test["source"]  # 98432 % 1024 == 1152 % 1024
+    # the input was shrunk, keeping the tail past the last full block, and the test says so
+    (written,) = (tmp_path / "written").glob("*.py")
+    text = " ".join(written.read_text().split())
+    assert "sizes shrunk 98432 -> 1152 (same remainder modulo the block size 1024)" in text
+    golden = json.loads(written.with_suffix(".json").read_text())
+    assert len(golden["result"]["values"]) == 1152
+    plain = plain_pytest(tmp_path / "written", tmp_path)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+
+
+# Every output is a fixed 70000-element buffer: more than a golden file holds, whatever
+# the input's size. The mutant differs, and the probe must say so, not claim equivalence.
+BIG_OUTPUT_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x * 2.0, mask=mask)
+
+
+def scaled(x):
+    out = torch.zeros(70000)
+    scale_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+    return out
+
+
+if __name__ == "__main__":
+    x = torch.rand(4096)
+    assert scaled(x).shape == (70000,)  # the values are never compared
+"""
+
+
+def test_probe_says_a_mutant_differs_when_no_expected_values_can_be_kept(tmp_path):
+    (tmp_path / "big_out.py").write_text(BIG_OUTPUT_KERNEL)
+    args = ["run", "big_out.py", "--operators", "mul-div", "--probes", "8", "-j", "2"]
+    proc = run_cli(*args, "--json", "r.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    (div,) = [m for m in report["mutants"] if m["before"] == "x * 2.0"]
+    assert div["verdict"] == "survived", div
+    assert div["claims"] == []
+    probe = div["probe"]
+    assert probe["differs"] == probe["probes"] == 8, probe
+    assert probe["result"].startswith("the mutant differs on 8 probes (first: its outputs differ")
+    assert probe["result"].endswith(
+        "but no differing input was small enough to keep its expected values "
+        "(70000 expected values: too many)"
+    ), probe["result"]
+    assert "no difference found" not in proc.stdout

@@ -11,6 +11,7 @@ import pytest
 
 from mutant_gate.cache import Store
 from mutant_gate.engine import kernel_file
+from mutant_gate.engine.harness.probe import MAX_GOLDEN_ELEMENTS
 from mutant_gate.engine.records import MutantOutcome, Verdict
 from mutant_gate.engine.sandbox.job import CheckOutcome, JobResult, JobStatus
 from mutant_gate.engine.testlist import report_tests
@@ -154,6 +155,59 @@ def test_a_probe_test_is_plain_python():
     assert "from layer_norm import layer_norm" in source
     assert 'with_name("test_g.json")' in source
     assert "    result = layer_norm(x, (299,), weight, bias, eps=1e-05)" in source
+
+
+def _vector_add_call(n: int, blocks: list[int]) -> dict:
+    tensor = {"kind": "tensor", "shape": [n], "dtype": "float32", "min": 0.0, "max": 1.0}
+    return {
+        "function": "add",
+        "args": [{"name": "x", **tensor}, {"name": "y", **tensor}],
+        "kwargs": {},
+        "launches": 1,
+        "constexprs": {"BLOCK_SIZE": blocks},
+        "duration_s": 0.05,
+    }
+
+
+def test_big_candidates_shrink_keeping_the_tail_past_the_last_block():
+    # The vector-add tutorial's own check: add(x, y) of 98432 = 96 * 1024 + 128 elements;
+    # its outputs are too many for a golden file, so every candidate shrinks.
+    cs = candidates([_vector_add_call(98432, [1024])], "masks", 40)
+    assert cs == candidates([_vector_add_call(98432, [1024])], "masks", 40)  # deterministic
+    assert len({(c.setup, c.call) for c in cs}) == len(cs)
+    assert all(c.elements <= MAX_GOLDEN_ELEMENTS // 2 for c in cs)
+    keep = "(same remainder modulo the block size 1024)"
+    by = {c.describe: c for c in cs}
+    base = by[f"the own check's shapes with fresh values, sizes shrunk 98432 -> 1152 {keep}"]
+    assert "x = torch.empty((1152,)).uniform_(0.0, 1.0)" in base.setup and base.elements == 2304
+    assert base.slug == "fresh_values_size_1152"
+    # one off stays one off of the shrunk size, with the same remainder modulo the block
+    below = by[f"size 98431 instead of 98432 (one off), sizes shrunk 98431 -> 1151 {keep}"]
+    above = by[f"size 98433 instead of 98432 (one off), sizes shrunk 98433 -> 1153 {keep}"]
+    assert "(1151,)" in below.setup and below.slug == "size_1151"
+    assert "(1153,)" in above.setup and above.slug == "size_1153"
+    assert 98431 % 1024 == 1151 % 1024 and 98433 % 1024 == 1153 % 1024
+    # small enough already: unchanged
+    assert "size 1025 instead of 98432 (one off the block size 1024)" in by
+    npot = next(c for c in cs if c.kind == "npot")
+    assert npot.describe.endswith(f"sizes shrunk 147649 -> 1217 {keep}")
+    assert 147649 % 1024 == 1217 % 1024
+    assert all(d.endswith(keep) for d in by if "shrunk" in d)
+
+    # A block multiple keeps two blocks; its neighbours stay one off.
+    multiple = {c.describe: c for c in candidates([_vector_add_call(98304, [1024])], "masks", 40)}
+    assert (
+        f"the own check's shapes with fresh values, sizes shrunk 98304 -> 2048 {keep}" in multiple
+    )
+    assert f"size 98305 instead of 98304 (one off), sizes shrunk 98305 -> 2049 {keep}" in multiple
+    assert f"size 98303 instead of 98304 (one off), sizes shrunk 98303 -> 2047 {keep}" in multiple
+
+    # No block size captured: about a quarter at a time, odd stays odd, still one off.
+    plain = {c.describe: c for c in candidates([_vector_add_call(98432, [])], "masks", 40)}
+    assert "the own check's shapes with fresh values, sizes shrunk 98432 -> 6152" in plain
+    assert "size 98433 instead of 98432 (one off), sizes shrunk 98433 -> 6153" in plain
+    npot = next(c for c in plain.values() if c.kind == "npot")
+    assert npot.describe.endswith("sizes shrunk 147649 -> 9229")
 
 
 # -- the model client ----------------------------------------------------------------------

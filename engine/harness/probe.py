@@ -13,10 +13,13 @@ made and their integer constexprs (block sizes), and its duration.
 the tool), run the original and the mutant module on identical inputs and compare
 every output (the return value and any tensor argument the original changed) with
 ``torch.testing.assert_close``'s dtype-aware defaults; a bounds violation or an
-exception only on the mutant side is a difference too. For the first difference
-(values first, then exceptions, then bounds) the original's outputs come back as
-golden values. Before each side starts a marker line is printed, so that when the
-job times out or crashes the output tail says which candidate on which side did it.
+exception only on the mutant side is a difference too. For one difference the
+original's outputs come back as golden values: one whose outputs can be kept
+(serialisable, at most ``MAX_GOLDEN_ELEMENTS`` values) before any other, then values
+before exceptions before bounds, then the first; where no difference's outputs can be
+kept, the golden entry names the best one and says why (``error``). Before each side
+starts a marker line is printed, so that when the job times out or crashes the
+output tail says which candidate on which side did it.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from typing import Any
 
 from . import bounds
 
-VERSION = "1"
+VERSION = "2"
 MARKER = "mutant-gate-probe:"
 MAX_CALLS = 64
 MAX_GOLDEN_ELEMENTS = 1 << 16
@@ -432,6 +435,25 @@ def _elements(value: dict) -> int:
     return 1
 
 
+def _golden_size(value: Any) -> int | None:
+    """How many values ``golden(value)`` holds, or None where it cannot be written."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.numel()
+    if isinstance(value, tuple | list):
+        sizes = [_golden_size(v) for v in value]
+        return None if None in sizes else sum(s for s in sizes if s is not None)
+    if value is None or isinstance(value, bool | int | float | str):
+        return 1
+    return None
+
+
+def _fits(outputs: dict) -> bool:
+    sizes = [_golden_size(v) for v in outputs.values()]
+    return None not in sizes and sum(s for s in sizes if s is not None) <= MAX_GOLDEN_ELEMENTS
+
+
 RANK = {"differs": 0, "mutant_error": 1, "bounds": 2}
 
 
@@ -444,7 +466,8 @@ def compare(request: dict, workdir: str) -> dict:
         importlib.import_module(request["mutant_module"]) if request.get("mutant_module") else None
     )
     results: list[dict] = []
-    best: tuple[int, int, dict] | None = None  # (rank, order, candidate outputs)
+    # (kept: 0 where the outputs can be written as golden values, rank, order, outputs)
+    best: tuple[int, int, int, dict] | None = None
     for order, candidate in enumerate(request["candidates"]):
         cid = candidate["id"]
         print(f"{MARKER} {cid} original", flush=True)
@@ -479,18 +502,22 @@ def compare(request: dict, workdir: str) -> dict:
                 status, detail = ("differs", "; ".join(diffs)) if diffs else ("same", "")
         results.append({"id": cid, "status": status, "detail": detail[:600]})
         rank = 0 if mutant is None else RANK.get(status)
-        if rank is not None and (best is None or rank < best[0]):
-            best = (rank, order, {"id": cid, "outputs": kept})
+        if rank is None:
+            continue
+        key = (0 if _fits(kept) else 1, rank, order)
+        if best is None or key < best[:3]:
+            best = (*key, {"id": cid, "outputs": kept})
     expected = None
     if best is not None:
+        found = best[3]
         try:
-            values = {name: golden(v) for name, v in best[2]["outputs"].items()}
+            values = {name: golden(v) for name, v in found["outputs"].items()}
         except TypeError as exc:
-            expected = {"id": best[2]["id"], "error": str(exc)}
+            expected = {"id": found["id"], "error": str(exc)}
         else:
             size = sum(_elements(v) for v in values.values())
             if size <= MAX_GOLDEN_ELEMENTS:
-                expected = {"id": best[2]["id"], "outputs": values}
+                expected = {"id": found["id"], "outputs": values}
             else:
-                expected = {"id": best[2]["id"], "error": f"{size} expected values: too many"}
+                expected = {"id": found["id"], "error": f"{size} expected values: too many"}
     return {"version": VERSION, "results": results, "golden": expected}

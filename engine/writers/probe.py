@@ -11,7 +11,10 @@
    pass the original on every seed and fail the mutant in the sandbox, like any
    killer test; then it runs against the other survivors too.
 A survivor the probe cannot separate keeps its verdict: "no difference found on N
-probes" is recorded as the probe's claim, never as equivalence.
+probes" is recorded as the probe's claim, never as equivalence. A survivor that
+differs on some probe but yields no test (no differing input small enough to keep
+its expected values, or no written test that passed the proof) keeps its verdict
+too, and the note says that it differs: no equivalence claim then.
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ BATCH = 8
 REQUEST = "_mg_probe.json"
 MUTANT_MODULE = "_mg_mutant"
 _MARKER = re.compile(re.escape(harness.MARKER) + r" (\S+) (original|mutant)")
+_WHY = {
+    "differs": "its outputs differ",
+    "mutant_error": "it raises where the original does not",
+    "bounds": "it accesses memory out of bounds",
+}
 
 
 def _harness_job(run: Run, request: dict, files: tuple, timeout_s: float) -> Job:
@@ -121,6 +129,25 @@ class _Search:
         self.hang: tuple[Candidate, str] | None = None  # needs the original's outputs
         self.done = False
         self.note = ""
+        self.differs = 0  # probes on which the mutant differed (a hit or not)
+        self.first: str = ""  # what the first of them showed
+        self.unkept: str = ""  # why the last difference did not become a test
+
+    def differed(self, what: str, unkept: str = "") -> None:
+        self.differs += 1
+        self.first = self.first or what
+        self.unkept = unkept or self.unkept
+
+    def result(self) -> str:
+        """What the search found, for a survivor it did not separate."""
+        if not self.differs:
+            return self.note or f"no difference found on {self.probes} probes"
+        probes = "probe" if self.differs == 1 else "probes"
+        text = (
+            f"the mutant differs on {self.differs} {probes} (first: {self.first[:300]}), "
+            f"but {self.unkept or 'no test came of it'}"
+        )
+        return f"{text}; then {self.note}" if self.note else text
 
     def batch(self) -> list[Candidate]:
         return self.queue[self.next : self.next + BATCH]
@@ -136,15 +163,21 @@ def _read_compare(
         statuses = data.get("results", [])
         search.probes += sum(1 for r in statuses if r["status"] != "original_error")
         golden = data.get("golden") or {}
-        if golden.get("outputs") and golden.get("id") in by_id:
-            status = next(r for r in statuses if r["id"] == golden["id"])
-            why = {
-                "differs": "its outputs differ",
-                "mutant_error": "it raises where the original does not",
-                "bounds": "it accesses memory out of bounds",
-            }[status["status"]]
-            detail = status["detail"].replace(MUTANT_MODULE + ".py", kernel_name)
-            search.hit = (by_id[golden["id"]], golden["outputs"], f"{why}: {detail}")
+        unkept = ""
+        if golden.get("error"):
+            unkept = (
+                "no differing input was small enough to keep its expected values"
+                if "too many" in golden["error"]
+                else "the original's outputs could not be kept as expected values"
+            ) + f" ({golden['error'][:200]})"
+        whys = {}
+        for status in statuses:
+            if status["status"] in _WHY:
+                detail = status["detail"].replace(MUTANT_MODULE + ".py", kernel_name)
+                whys[status["id"]] = f"{_WHY[status['status']]}: {detail}"
+                search.differed(whys[status["id"]], unkept)
+        if golden.get("outputs") and golden.get("id") in whys:
+            search.hit = (by_id[golden["id"]], golden["outputs"], whys[golden["id"]])
         return
     if result.status in (JobStatus.TIMEOUT, JobStatus.CRASH):
         markers = _MARKER.findall(result.error)
@@ -152,6 +185,7 @@ def _read_compare(
             what = "hangs" if result.status is JobStatus.TIMEOUT else "crashes"
             search.hang = (by_id[markers[-1][0]], f"the mutant {what} on this input")
             search.probes += 1
+            search.differed(f"the mutant {what} on {by_id[markers[-1][0]].call}")
         return
     search.note = f"probe job failed: {summarize_error(result.error) or result.status.value}"
     search.done = True
@@ -229,9 +263,13 @@ def probe_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
         mid = search.mutant.id
         if run.outcomes[mid].verdict is not Verdict.SURVIVED:
             continue
-        text = search.note or f"no difference found on {search.probes} probes"
-        run.details.setdefault(mid, {})["probe"] = {"probes": search.probes, "result": text}
-        if search.probes and not search.note:
+        text = search.result()
+        details = {"probes": search.probes, "result": text}
+        if search.differs:
+            details["differs"] = search.differs
+        run.details.setdefault(mid, {})["probe"] = details
+        if search.probes and not search.note and not search.differs:
+            # only where every probe ran both sides and none differed
             common.claims(run, mid).append(
                 {
                     "by": "probe",
@@ -240,7 +278,7 @@ def probe_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
                     "(sizes, dtypes and values near the own check's)",
                 }
             )
-        yield WriterNote("probe", text, mutant_id=mid)
+        yield WriterNote("probe", text, "warning" if search.differs else "info", mid)
 
 
 def _golden_for_hang(run: Run, search: _Search) -> Iterator[Event]:
@@ -255,6 +293,7 @@ def _golden_for_hang(run: Run, search: _Search) -> Iterator[Event]:
     if golden.get("outputs"):
         search.hit = (candidate, golden["outputs"], why)
     else:
+        search.unkept = "the original's outputs on that input could not be recorded"
         yield WriterNote(
             "probe",
             f"{why}, but the original's outputs could not be recorded",
@@ -280,6 +319,7 @@ def _prove(run: Run, search: _Search, survivors: list[Mutant]) -> Iterator[Event
             }
         )
         yield TestRejected("probe", attempt, proof.why, mutant.id)
+        search.unkept = f"no test written from them passed the proof ({proof.why[:200]})"
         search.hit = None  # search on with the next batch
         return
     assert proof.mutant is not None

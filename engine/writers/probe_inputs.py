@@ -11,6 +11,12 @@ Variations, in the order a family of mutants most likely needs them:
   odd (1, 3), a size that is not a power of two;
 - dtypes: the other float dtypes (float16, bfloat16, float32) for float tensors;
 - values: all negative, wide (x100), tiny (x1e-3), constant.
+A candidate too big for its expected values to be kept (``SHRINK_ELEMENTS``, half of
+what a golden file may hold) has its sizes shrunk on top of its own change: a size
+above twice a captured block size keeps one block plus its tail past the last full
+block (the same remainder modulo the block size); other sizes shrink to about a
+quarter, keeping their parity and not becoming a power of two. A size a variant set
+one off the own check's shifts with it, so it stays one off the shrunk size.
 Each candidate is a seeded setup snippet plus a call: the sandbox runs exactly that
 text on the original and on the mutant, and the test a hit becomes contains it.
 """
@@ -22,9 +28,14 @@ import math
 import textwrap
 from dataclasses import dataclass
 
+from ..harness.probe import MAX_GOLDEN_ELEMENTS
+
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 PROBE_DTYPES = ("float16", "bfloat16", "float32")
 MAX_ELEMENTS = 1 << 20  # per candidate, all tensors together
+#: above this (all tensors together) a candidate's sizes shrink, so that the original's
+#: outputs on it fit a golden file
+SHRINK_ELEMENTS = MAX_GOLDEN_ELEMENTS // 2
 #: value modes: (name, description)
 MODES = (
     ("negative", "all negative values"),
@@ -159,6 +170,102 @@ def _variable(name: str | None, index: int, taken: set[str]) -> str:
     return var
 
 
+def _blocks(call: dict) -> list[int]:
+    """The call's captured power-of-two block sizes (integer constexprs of 8 or more)."""
+    return sorted(
+        {
+            v
+            for values in call.get("constexprs", {}).values()
+            for v in values
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 8 and v & (v - 1) == 0
+        }
+    )
+
+
+def _pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _smaller(d: int, blocks: list[int]) -> tuple[int, int | None] | None:
+    """(a smaller size for ``d``, the block size whose remainder it keeps or None)."""
+    for b in reversed(blocks):  # the largest block first: its remainder keeps the others'
+        if d > 2 * b:
+            return (b + d % b if d % b else 2 * b), b
+    new = d // 4
+    if new % 2 != d % 2:
+        new += 1  # odd stays odd (and even even, so one-off neighbours shift alike)
+    if not _pow2(d) and _pow2(new):
+        new += 2
+    new = max(new, 3)
+    return (new, None) if new < d else None
+
+
+def _shrink(
+    call: dict, sizes: dict[int, int], limit: int
+) -> tuple[dict[int, int], list[tuple[int, int, int | None]]]:
+    """``sizes`` (the own check's size -> the variant's) shrunk until all tensors
+    together hold at most ``limit`` elements, largest size first; and what changed:
+    (variant's size, shrunk size, block size whose remainder it kept or None)."""
+    dims = _sizes(call)
+    current = {d: sizes.get(d, d) for d in dims}
+    # the own check's size, shrunk alike, while the variant's size is still near it
+    base: dict[int, int | None] = {d: d for d in dims}
+    block: dict[int, int | None] = {}
+    stuck: set[int] = set()
+    blocks = _blocks(call)
+    while _elements(call, current) > limit:
+        live = [v for v in set(current.values()) if v > 3 and v not in stuck]
+        if not live:
+            break
+        value = max(live)
+        changed = False
+        for d in dims:
+            if current[d] != value:
+                continue
+            step = None
+            related = base[d]
+            if related is not None and related != value and abs(related - value) <= 2:
+                # one off (or two) the own check's size: shift with the shrunk size
+                smaller = _smaller(related, blocks)
+                if smaller is not None and value - (related - smaller[0]) >= 1:
+                    shift = related - smaller[0]
+                    step = (value - shift, smaller[1])
+                    base[d] = smaller[0]
+            if step is None:
+                smaller = _smaller(value, blocks)
+                if smaller is None:
+                    continue
+                step = smaller
+                base[d] = step[0] if related == value else None
+            current[d] = step[0]
+            if d not in block or block[d] is not None:
+                block[d] = step[1]
+            changed = True
+        if not changed:
+            stuck.add(value)
+    steps = [
+        (sizes.get(d, d), current[d], block.get(d)) for d in dims if current[d] != sizes.get(d, d)
+    ]
+    return current, steps
+
+
+def _shrunk_text(steps: list[tuple[int, int, int | None]]) -> str:
+    parts = []
+    for old, new, b in steps:
+        why = f" (same remainder modulo the block size {b})" if b else ""
+        parts.append(f"{old} -> {new}{why}")
+    return "sizes shrunk " + ", ".join(parts)
+
+
+def _shrunk_slug(slug: str, steps: list[tuple[int, int, int | None]]) -> str:
+    """The slug with each shrunk size's number replaced (or the largest appended)."""
+    new = {str(old): str(size) for old, size, _ in steps}
+    words = slug.split("_")
+    if any(w in new for w in words):
+        return "_".join(new.get(w, w) for w in words)
+    return f"{slug}_size_{steps[0][1]}"
+
+
 def build(
     call: dict,
     cid: str,
@@ -169,9 +276,19 @@ def build(
     mode: str | None = None,
     describe: str = "",
     slug: str = "",
+    shrink_above: int | None = SHRINK_ELEMENTS,
 ) -> Candidate | None:
-    """One candidate from a captured call with some sizes, dtypes or values changed."""
+    """One candidate from a captured call with some sizes, dtypes or values changed;
+    with more than ``shrink_above`` elements in all, its sizes shrink (``_shrink``)."""
     sizes, dtypes = sizes or {}, dtypes or {}
+    describe = describe or "the own check's shapes with fresh values"
+    slug = slug or "fresh_values"
+    if shrink_above is not None and _elements(call, sizes) > shrink_above:
+        shrunk, steps = _shrink(call, sizes, shrink_above)
+        if steps:
+            sizes = shrunk
+            describe = f"{describe}, {_shrunk_text(steps)}"
+            slug = _shrunk_slug(slug, steps)
     function = call["function"]
     taken = {"torch", "math", function, "result", "expected"}
     lines = [f"torch.manual_seed({seed})"]
@@ -207,8 +324,8 @@ def build(
         setup="\n".join(lines) + "\n",
         call=f"{function}({', '.join(positional + keywords)})",
         tensors=tuple(tensors),
-        describe=describe or "the own check's shapes with fresh values",
-        slug=slug or "fresh_values",
+        describe=describe,
+        slug=slug,
         kind=kind,
         elements=elements,
         est_s=est + 0.05,
@@ -237,14 +354,7 @@ def _variants(call: dict) -> list[tuple[str, dict]]:
     floats = sorted(
         {s["dtype"] for s in _all_args(call) if s["kind"] == "tensor"} & set(FLOAT_DTYPES)
     )
-    blocks = sorted(
-        {
-            v
-            for values in call.get("constexprs", {}).values()
-            for v in values
-            if isinstance(v, int) and v >= 8 and v & (v - 1) == 0
-        }
-    )
+    blocks = _blocks(call)
     out: list[tuple[str, dict]] = [("base", {})]
     for d in dims:
         for new in (d - 1, d + 1):
