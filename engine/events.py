@@ -30,6 +30,15 @@ class BaselineFinished:
 
 
 @dataclass(frozen=True)
+class OwnCheckJudged:
+    """Whether the own check can see a wrong result (``Run.judge_own_check``)."""
+
+    asserts: bool
+    evidence: str  # one sentence: how this was decided
+    note: str  # what it means for the run ("" when the check asserts)
+
+
+@dataclass(frozen=True)
 class MutantStarted:
     mutant: Mutant
 
@@ -116,6 +125,7 @@ Event = (
     RunStarted
     | BaselineStarted
     | BaselineFinished
+    | OwnCheckJudged
     | MutantStarted
     | MutantFinished
     | MutantUpdated

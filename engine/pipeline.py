@@ -31,6 +31,7 @@ from .events import (
     MutantFinished,
     MutantStarted,
     MutantUpdated,
+    OwnCheckJudged,
     RunFinished,
     RunStarted,
 )
@@ -254,6 +255,44 @@ class Run:
             self.report_extra["selection"] = {"suite_cases": cases, "cases_run": 0, "mutants": 0}
         return result, cached
 
+    def judge_own_check(self, kernel: KernelFile) -> Iterator[Event]:
+        """Run the own check once with every kernel launch skipped and empty tensors -31337
+        (``harness/null_run.py``): if it still passes, it cannot see a wrong result,
+        whatever its source says (``assert x.device == DEVICE`` is not a check of the
+        output). Falls back on reading the source when that run says nothing."""
+        own = tuple(c for c in kernel.checks if c.name.startswith(OWN_CHECK))
+        record = self.report_extra["own_check"]
+        if not own:
+            return
+        job = replace(
+            self.job_for(kernel, None, self.settings.timeout_s), checks=own, null_launches=True
+        )
+        result, _ = self.execute(job)
+        skipped = int(result.extra.get("null_run", {}).get("skipped_launches", 0))
+        if result.status is JobStatus.PASSED and skipped:
+            asserts = False
+            evidence = (
+                f"it still passes with its {skipped} kernel launches skipped "
+                "(outputs left as -31337)"
+            )
+        elif result.status is JobStatus.PASSED:
+            asserts = False
+            evidence = "it launches no kernel at all"
+        elif result.status in (JobStatus.FAILED, JobStatus.CRASH, JobStatus.BOUNDS):
+            asserts = True
+            why = summarize_error(result.error) or result.status.value
+            evidence = f"it fails when no kernel runs ({why})"
+        else:
+            asserts = kernel.asserts
+            what = "finds a result check" if asserts else "finds no result check"
+            evidence = (
+                f"reading its source {what} (the run without kernels ended "
+                f"{result.status.value}: {summarize_error(result.error) or 'no detail'})"
+            )
+        note = "" if asserts else NOTHING_ASSERTED
+        record.update(asserts=asserts, evidence=evidence, note=note)
+        yield OwnCheckJudged(asserts, evidence, note)
+
     def mutant_timeout(self, baseline: JobResult) -> float:
         return baseline.duration_s * self.settings.timeout_factor + self.settings.timeout_base_s
 
@@ -274,6 +313,7 @@ class Run:
         baseline, baseline_cached = self.baseline(kernel)
         self.timeout_s = self.mutant_timeout(baseline)
         yield BaselineFinished(baseline, baseline_cached, self.timeout_s)
+        yield from self.judge_own_check(kernel)
         self.save(None)
 
         for pre in self.pre_mutant_stages:

@@ -176,8 +176,11 @@ def test_worker_killed_mid_job_is_an_error_and_replaced(sandbox):
         time.sleep(1.0)
         busy = [w for w in sandbox._all if w not in list(sandbox._idle.queue)]
         assert len(busy) == 1
+        scratch = busy[0].scratch
+        assert scratch and os.listdir(scratch)  # the job's directory is in the worker's scratch
         os.kill(busy[0].proc.pid, signal.SIGKILL)
         result = future.result(timeout=60)
     assert result.status is JobStatus.ERROR
     assert "replaced" in result.error
+    assert not os.path.exists(scratch)  # nothing of the killed worker's job is left behind
     assert all(sandbox.run(main_job("x = 1\n")).status is JobStatus.PASSED for _ in range(3))

@@ -105,6 +105,61 @@ def test_tutorial_layer_norm_module_level_check(tmp_path):
     assert any(m["by"] == "own-check" for m in report["mutants"])
 
 
+PRINTS_ONLY = """
+import torch
+import triton
+import triton.language as tl
+
+DEVICE = torch.device("cpu")
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 3, mask=mask)
+
+
+def scale(x):
+    out = torch.empty_like(x)
+    assert x.device == DEVICE and out.device == DEVICE  # about devices, not the result
+    scale_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
+    return out
+
+
+if __name__ == "__main__":
+    x = torch.rand(100)
+    CHECK
+"""
+
+
+@pytest.mark.parametrize(
+    ("check", "asserts", "evidence"),
+    [
+        ("print(torch.max(torch.abs(scale(x) - 3 * x)))", False, "1 kernel launches skipped"),
+        ("torch.testing.assert_close(scale(x), 3 * x)", True, "fails when no kernel runs"),
+        # a comparison that lets NaN through still sees the (finite) stand-in output
+        ("assert not (scale(x) - 3 * x).abs().max() > 1e-5", True, "fails when no kernel runs"),
+    ],
+)
+def test_own_check_is_judged_by_running_it_without_kernels(tmp_path, check, asserts, evidence):
+    """Reading the source sees an assert (on devices); running the check with every
+    launch skipped and empty outputs NaN shows whether it can see a wrong result."""
+    source = PRINTS_ONLY.replace("CHECK", check)
+    (tmp_path / "scale.py").write_text(source)
+    assert analyse(source).asserts is True
+    proc = run_cli(
+        "run", "scale.py", "--json", "r.json", "--writer", "none", "--operators", "mask-drop",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    own = json.loads((tmp_path / "r.json").read_text())["own_check"]
+    assert own["asserts"] is asserts
+    assert evidence in own["evidence"]
+    assert (NOTHING_ASSERTED in " ".join(proc.stdout.split())) is not asserts
+    assert own["note"] == ("" if asserts else NOTHING_ASSERTED)
+
+
 AUTOTUNED = """
 import torch
 import triton

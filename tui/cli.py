@@ -21,13 +21,13 @@ from mutant_gate.engine.events import (
     CheckFinished,
     MutantFinished,
     MutantUpdated,
+    OwnCheckJudged,
     RunFinished,
     RunStarted,
     TestAccepted,
     TestRejected,
     WriterNote,
 )
-from mutant_gate.engine.own_check import NOTHING_ASSERTED
 from mutant_gate.engine.pipeline import Run, RunSettings
 from mutant_gate.engine.report import by_operator
 from mutant_gate.engine.sandbox.local import LocalSandbox, SandboxStartError
@@ -503,8 +503,12 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                         highlight=False,
                     )
                     progress.update(task, description="original", total=len(event.mutants))
-                    if not event.kernel.asserts:
-                        progress.console.print(f"[bold yellow]note: {NOTHING_ASSERTED}[/]")
+                elif isinstance(event, OwnCheckJudged):
+                    if not event.asserts:
+                        progress.console.print(
+                            f"[bold yellow]note: {event.note}[/] ({event.evidence})",
+                            highlight=False,
+                        )
                 elif isinstance(event, BaselineStarted):
                     pass
                 elif isinstance(event, BaselineFinished):

@@ -18,7 +18,7 @@ from typing import Any
 
 from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
 
-from . import bounds, shims
+from . import bounds, null_run, shims
 
 TAIL_CHARS = 4000
 
@@ -217,6 +217,8 @@ def run_checks(job: Job, workdir: str) -> JobResult:
         prepare()
     if job.autotune_config:
         os.environ[shims.AUTOTUNE_ENV] = str(job.autotune_config)
+    if job.null_launches:
+        null_run.install()
     outcomes: list[CheckOutcome] = []
     harness_data: dict = {}
     coverage = None
@@ -261,5 +263,6 @@ def run_checks(job: Job, workdir: str) -> JobResult:
             **({"harness": harness_data} if harness_data else {}),
             **({"coverage": coverage.cases} if coverage is not None else {}),
             **({"autotune_configs": shims.autotune_configs()} if shims.autotune_configs() else {}),
+            **({"null_run": {"skipped_launches": null_run.skipped()}} if job.null_launches else {}),
         },
     )

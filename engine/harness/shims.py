@@ -27,7 +27,9 @@ made with ``device="cuda"`` (or ``.cuda()``, ``.to("cuda")``) are made on the
 CPU instead and report ``is_cuda`` as the file expects; ``torch.cuda``'s
 synchronize / current_device / device properties answer plausibly; and
 ``triton.testing.perf_report`` / ``do_bench`` are neutralised (benchmarks are not
-run, plots not drawn). These apply only in interpreter mode with no CUDA
+run, plots not drawn); and torch's ``layer_norm`` in float16/bfloat16, whose CPU
+backward is far less precise than CUDA's, runs in float32 and rounds once, as
+the CUDA kernel does. These apply only in interpreter mode with no CUDA
 device. ``torch.cuda.is_available()`` keeps telling the truth.
 """
 
@@ -231,6 +233,40 @@ def _install_cuda_as_cpu(torch: Any) -> None:
     for name, fn in fake_cuda.items():
         _SAVED[f"torch.cuda.{name}"] = getattr(torch.cuda, name)
         setattr(torch.cuda, name, _noted(f"torch.cuda.{name}", fn))
+    _install_cuda_numerics(torch)
+
+
+def _install_cuda_numerics(torch: Any) -> None:
+    """Reference ops whose CPU kernels are far less precise than CUDA's in fp16/bf16.
+
+    A tutorial compares its kernel with torch's op as computed on a GPU, which
+    accumulates half-precision inputs in float32. On the CPU, torch's
+    ``layer_norm`` backward in float16 is off by whole units (the weight and bias
+    gradients of a 1151x8192 layer norm: 0.06 against 0.009 for Triton's kernel;
+    in bfloat16 up to 51), so an unmodified tutorial's original would fail. Here
+    it runs in float32 and rounds once, as the CUDA kernel does. Sum, softmax,
+    rms_norm and matmul were measured within rounding of float32-then-round on the
+    CPU and are left alone.
+    """
+    functional = torch.nn.functional
+    original = functional.layer_norm
+    half = (torch.float16, torch.bfloat16)
+
+    def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,
+                   eps: float = 1e-5) -> Any:  # fmt: skip
+        if input.device.type != "cpu" or input.dtype not in half:
+            return original(input, normalized_shape, weight, bias, eps)
+        _note("torch.nn.functional.layer_norm: float16/bfloat16 computed in float32, as on CUDA")
+
+        def up(t: Any) -> Any:
+            return t.float() if t is not None else None
+
+        out = original(input.float(), normalized_shape, up(weight), up(bias), eps)
+        return out.to(input.dtype)
+
+    layer_norm.__wrapped__ = original  # type: ignore[attr-defined]
+    _SAVED["torch.nn.functional.layer_norm"] = original
+    functional.layer_norm = layer_norm
 
 
 class _CudaProperties:
@@ -435,6 +471,7 @@ def uninstall() -> None:
         target = {
             "torch": torch,
             "torch.cuda": torch.cuda,
+            "torch.nn.functional": torch.nn.functional,
             "Tensor": torch.Tensor,
             "triton.testing": triton.testing,
             "KernelInterface": KernelInterface,

@@ -72,9 +72,11 @@ class Job:
     #: project mode (engine/project.py): root, import_root, module, module_file
     project: dict | None = None
     autotune_config: int = 0  # interpreter: the @triton.autotune config pinned (--all-configs)
+    #: every kernel launch skipped, empty tensors -31337 (harness/null_run.py): can the check notice?
+    null_launches: bool = False
 
     def to_json(self) -> dict:
-        return {
+        data = {
             "files": [list(f) for f in self.files],
             "checks": [c.to_json() for c in self.checks],
             "mode": self.mode,
@@ -88,6 +90,9 @@ class Job:
             "project": self.project,
             "autotune_config": self.autotune_config,
         }
+        if self.null_launches:  # only when set: every other job keeps its cache key
+            data["null_launches"] = True
+        return data
 
     @staticmethod
     def from_json(data: dict) -> Job:
@@ -104,6 +109,7 @@ class Job:
             sanitize=data.get("sanitize", False),
             project=data.get("project"),
             autotune_config=data.get("autotune_config", 0),
+            null_launches=data.get("null_launches", False),
         )
 
     def cache_key(self, toolchain: dict) -> str:

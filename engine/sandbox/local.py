@@ -13,6 +13,7 @@ import json
 import os
 import queue
 import selectors
+import shutil
 import subprocess
 import sys
 import threading
@@ -66,6 +67,7 @@ class _Worker:
 
     def __init__(self, mode: str, gpu: str | None = None) -> None:
         self.versions: dict = {}
+        self.scratch: str | None = None  # the worker's job directories (it reports it)
         self.gpu = gpu
         env = worker_env(mode)
         if gpu is not None:
@@ -90,6 +92,7 @@ class _Worker:
                 f"sandbox worker failed to start: {detail.strip().splitlines()[-1]}"
             )
         self.versions = hello["versions"]
+        self.scratch = hello.get("scratch")
         return self
 
     def _read_line(self, timeout: float) -> dict | None:
@@ -120,6 +123,8 @@ class _Worker:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 class LocalSandbox:

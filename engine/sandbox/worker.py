@@ -319,7 +319,12 @@ def main() -> None:
     except BaseException:  # noqa: BLE001
         proto.write(json.dumps({"ready": False, "error": traceback.format_exc()[-4000:]}) + "\n")
         return
-    proto.write(json.dumps({"ready": True, "versions": versions, "pid": os.getpid()}) + "\n")
+    # Every job's directory lives in this worker's own scratch directory: the pool
+    # removes it when it kills the worker, so a worker killed mid-job leaves nothing.
+    scratch = tempfile.mkdtemp(prefix="mg-worker-")
+    tempfile.tempdir = scratch
+    hello = {"ready": True, "versions": versions, "pid": os.getpid(), "scratch": scratch}
+    proto.write(json.dumps(hello) + "\n")
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -329,6 +334,7 @@ def main() -> None:
         except BaseException:  # noqa: BLE001
             result = {"status": "error", "error": traceback.format_exc()[-4000:]}
         proto.write(json.dumps({"result": result}) + "\n")
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def one_shot(job_path: str) -> None:
