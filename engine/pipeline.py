@@ -271,16 +271,15 @@ class Run:
         skipped = int(result.extra.get("null_run", {}).get("skipped_launches", 0))
         if result.status is JobStatus.PASSED and skipped:
             asserts = False
-            evidence = (
-                f"it still passes with its {skipped} kernel launches skipped "
-                "(outputs left as -31337)"
-            )
+            launches = f"{skipped} kernel launch" + ("es" if skipped != 1 else "")
+            evidence = f"it still passes with its {launches} skipped, outputs left as -31337"
         elif result.status is JobStatus.PASSED:
             asserts = False
             evidence = "it launches no kernel at all"
         elif result.status in (JobStatus.FAILED, JobStatus.CRASH, JobStatus.BOUNDS):
             asserts = True
             why = summarize_error(result.error) or result.status.value
+            why = why if len(why) <= 120 else why[:117].rstrip() + "..."
             evidence = f"it fails when no kernel runs ({why})"
         else:
             asserts = kernel.asserts
@@ -306,6 +305,7 @@ class Run:
             "kinds": [c.kind.value for c in kernel.checks if c.name == OWN_CHECK],
             "module_level": kernel.module_check,
             "asserts": kernel.asserts,
+            "evidence": "read from its source",  # until judge_own_check runs it
             "note": "" if kernel.asserts else NOTHING_ASSERTED,
         }
         yield RunStarted(self.run_id, kernel, tuple(mutants), generation_s)
@@ -386,6 +386,10 @@ class Run:
         """Run jobs in parallel (cache first); yield ("started"|"finished", key, result).
 
         Each result is stored the moment it arrives. ``sandbox`` defaults to the run's.
+        Calls may overlap (the explorer's stage 2 while a check runs): each stops only
+        its own queued jobs when its consumer stops early; ``cancel`` (the run's, set
+        once when the run is abandoned) skips every queued job of every call, and a
+        call then ends with the results it has.
         """
         sandbox = sandbox or self.sandbox
         pending: list[str] = []
@@ -396,9 +400,11 @@ class Run:
             else:
                 yield "cached", key, cached
         finished: queue.Queue = queue.Queue()
+        stop = threading.Event()
 
         def work(key: str) -> None:
-            if self.cancel.is_set():
+            if stop.is_set() or self.cancel.is_set():
+                finished.put(("skipped", key, None))
                 return
             finished.put(("started", key, None))
             try:
@@ -414,14 +420,16 @@ class Run:
             remaining = len(pending)
             while remaining:
                 kind, key, result = finished.get()
+                if kind == "skipped":
+                    remaining -= 1
+                    continue
                 if kind == "finished":
                     remaining -= 1
                     self.store_result(jobs[key], result)
                 yield kind, key, result
         finally:
-            self.cancel.set()
+            stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
-            self.cancel.clear()
 
     def other_configs(self, kernel: KernelFile, baseline: JobResult) -> JobResult:
         """``--all-configs``: the original must pass under every autotune config too.

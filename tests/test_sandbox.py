@@ -184,3 +184,48 @@ def test_worker_killed_mid_job_is_an_error_and_replaced(sandbox):
     assert "replaced" in result.error
     assert not os.path.exists(scratch)  # nothing of the killed worker's job is left behind
     assert all(sandbox.run(main_job("x = 1\n")).status is JobStatus.PASSED for _ in range(3))
+
+
+def test_overlapping_run_jobs_calls_each_get_every_result(sandbox):
+    """Two stages of one run (the explorer's stage 2 while a check runs) share the pool:
+    one call ending, or its consumer stopping early, must not cancel the other's jobs."""
+    import threading
+
+    from mutant_gate.engine.pipeline import Run, RunSettings
+
+    from .conftest import EXAMPLES
+
+    run = Run(
+        RunSettings(kernel_path=str(EXAMPLES / "vector_add.py"), use_cache=False), sandbox, None
+    )
+    got: dict[str, list[str]] = {"short": [], "long": [], "early": []}
+
+    def consume(name: str, count: int, sleep: float, stop_after: int | None = None) -> None:
+        jobs = {
+            f"{name}{i}": main_job(f"import time\ntime.sleep({sleep})\nx = {i}\n")
+            for i in range(count)
+        }
+        for kind, key, result in run.run_jobs(jobs):
+            if kind == "finished":
+                assert result is not None and result.status is JobStatus.PASSED, result
+                got[name].append(key)
+                if stop_after is not None and len(got[name]) >= stop_after:
+                    break
+
+    threads = [
+        # stops after its first result while its second job still runs: its cleanup
+        # must not cancel the jobs the other calls queue meanwhile
+        threading.Thread(target=consume, args=("early", 4, 1.0, 1)),
+        threading.Thread(target=consume, args=("long", 8, 0.1)),
+        threading.Thread(target=consume, args=("short", 1, 0.0)),
+    ]
+    for t in threads:
+        t.start()
+        time.sleep(0.2)
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a run_jobs call never finished"
+    assert sorted(got["long"]) == [f"long{i}" for i in range(8)]
+    assert got["short"] == ["short0"]
+    assert len(got["early"]) == 1
+    assert not run.cancel.is_set()

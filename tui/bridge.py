@@ -465,7 +465,7 @@ def describe(event: object) -> str:
     if name == "OwnCheckJudged":
         if get("asserts"):
             return f"own check: can see a wrong result: {get('evidence')}"
-        return f"own check: {get('note')} ({get('evidence')})"
+        return f"own check: {get('note')}; {get('evidence')}"
     if name == "TestRejected":
         where = f" for {get('mutant_id')}" if get("mutant_id", None) else ""
         return f"{get('origin')} test rejected{where} (attempt {get('attempt')}): {get('reason')}"

@@ -506,7 +506,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                 elif isinstance(event, OwnCheckJudged):
                     if not event.asserts:
                         progress.console.print(
-                            f"[bold yellow]note: {event.note}[/] ({event.evidence})",
+                            f"[bold yellow]note: {event.note}[/]; {event.evidence}",
                             highlight=False,
                         )
                 elif isinstance(event, BaselineStarted):
