@@ -11,13 +11,12 @@ import pytest
 
 from mutant_gate.cache import Store
 from mutant_gate.engine import kernel_file
-from mutant_gate.engine.harness.probe import MAX_GOLDEN_ELEMENTS
 from mutant_gate.engine.records import MutantOutcome, Verdict
 from mutant_gate.engine.sandbox.job import CheckOutcome, JobResult, JobStatus
 from mutant_gate.engine.testlist import report_tests
 from mutant_gate.engine.writers.common import extract_code, rename_taken, static_problem
 from mutant_gate.engine.writers.llm import LLMClient, LLMError, names_model
-from mutant_gate.engine.writers.probe_inputs import build, candidates, render_test
+from mutant_gate.engine.writers.probe_inputs import SHRINK_ELEMENTS, build, candidates, render_test
 from mutant_gate.engine.writers.settings import DEFAULT_MODEL, LLMSettings
 from mutant_gate.engine.writers.stage1 import drop_functions
 from mutant_gate.engine.writers.stage2 import equivalent_reason
@@ -150,11 +149,46 @@ def test_a_probe_test_is_plain_python():
     tree = ast.parse(source)
     assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == [
         "_load",
+        "_check",
         "test_layer_norm_size_299",
     ]
     assert "from layer_norm import layer_norm" in source
     assert 'with_name("test_g.json")' in source
     assert "    result = layer_norm(x, (299,), weight, bias, eps=1e-05)" in source
+
+
+def test_a_big_output_keeps_a_sample_that_still_tells_the_mutant_apart():
+    """An output over the golden limit keeps its values where the mutant differs plus a
+    seeded uniform sample; the written test's ``_check`` compares exactly those."""
+    import torch
+
+    from mutant_gate.engine.harness.probe import golden
+
+    torch.manual_seed(0)
+    original = torch.rand(600, 500)
+    mutant = original.clone()
+    mutant[599, 499] += 1.0  # one wrong element, in the last program's tail
+    value = golden(original, mutant, budget=1000)
+    assert value["kind"] == "sample" and value["shape"] == [600, 500]
+    assert len(value["indices"]) == len(value["values"]) <= 1000
+    assert value["indices"] == sorted(set(value["indices"]))
+    assert 600 * 500 - 1 in value["indices"]  # where the mutant differs is always kept
+    assert golden(original, mutant, budget=1000) == value  # seeded
+    assert golden(original, budget=10**6)["kind"] == "tensor"  # under the budget: whole
+
+    c = build(LAYER_NORM_CALL, "c0", "base", 3)
+    source = render_test(
+        module="m", kernel_name="m.py", candidate=c, outputs={"result": value},
+        golden_name="g.json", test_name="test_m", why="",
+    )  # fmt: skip
+    helpers = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)][:2]
+    namespace = {"torch": torch}
+    exec(compile(ast.Module(body=helpers, type_ignores=[]), "probe_test", "exec"), namespace)
+    namespace["_check"](original, value)
+    with pytest.raises(AssertionError):
+        namespace["_check"](mutant, value)
+    with pytest.raises(AssertionError):
+        namespace["_check"](original[:599], value)  # another shape
 
 
 def _vector_add_call(n: int, blocks: list[int]) -> dict:
@@ -170,44 +204,53 @@ def _vector_add_call(n: int, blocks: list[int]) -> dict:
 
 
 def test_big_candidates_shrink_keeping_the_tail_past_the_last_block():
-    # The vector-add tutorial's own check: add(x, y) of 98432 = 96 * 1024 + 128 elements;
-    # its outputs are too many for a golden file, so every candidate shrinks.
-    cs = candidates([_vector_add_call(98432, [1024])], "masks", 40)
-    assert cs == candidates([_vector_add_call(98432, [1024])], "masks", 40)  # deterministic
+    # An own check of add(x, y) with 614528 = 600 * 1024 + 128 elements: above the probe's
+    # size limit, so every candidate shrinks.
+    cs = candidates([_vector_add_call(614528, [1024])], "masks", 40)
+    assert cs == candidates([_vector_add_call(614528, [1024])], "masks", 40)  # deterministic
     assert len({(c.setup, c.call) for c in cs}) == len(cs)
-    assert all(c.elements <= MAX_GOLDEN_ELEMENTS // 2 for c in cs)
+    assert all(c.elements <= SHRINK_ELEMENTS for c in cs)
     keep = "(same remainder modulo the block size 1024)"
     by = {c.describe: c for c in cs}
-    base = by[f"the own check's shapes with fresh values, sizes shrunk 98432 -> 1152 {keep}"]
+    base = by[f"the own check's shapes with fresh values, sizes shrunk 614528 -> 1152 {keep}"]
     assert "x = torch.empty((1152,)).uniform_(0.0, 1.0)" in base.setup and base.elements == 2304
     assert base.slug == "fresh_values_size_1152"
     # one off stays one off of the shrunk size, with the same remainder modulo the block
-    below = by[f"size 98431 instead of 98432 (one off), sizes shrunk 98431 -> 1151 {keep}"]
-    above = by[f"size 98433 instead of 98432 (one off), sizes shrunk 98433 -> 1153 {keep}"]
+    below = by[f"size 614527 instead of 614528 (one off), sizes shrunk 614527 -> 1151 {keep}"]
+    above = by[f"size 614529 instead of 614528 (one off), sizes shrunk 614529 -> 1153 {keep}"]
     assert "(1151,)" in below.setup and below.slug == "size_1151"
     assert "(1153,)" in above.setup and above.slug == "size_1153"
-    assert 98431 % 1024 == 1151 % 1024 and 98433 % 1024 == 1153 % 1024
+    assert 614527 % 1024 == 1151 % 1024 and 614529 % 1024 == 1153 % 1024
     # small enough already: unchanged
-    assert "size 1025 instead of 98432 (one off the block size 1024)" in by
+    assert "size 1025 instead of 614528 (one off the block size 1024)" in by
     npot = next(c for c in cs if c.kind == "npot")
-    assert npot.describe.endswith(f"sizes shrunk 147649 -> 1217 {keep}")
-    assert 147649 % 1024 == 1217 % 1024
+    assert npot.describe.endswith(f"sizes shrunk 921793 -> 1217 {keep}")
+    assert 921793 % 1024 == 1217 % 1024
     assert all(d.endswith(keep) for d in by if "shrunk" in d)
 
     # A block multiple keeps two blocks; its neighbours stay one off.
-    multiple = {c.describe: c for c in candidates([_vector_add_call(98304, [1024])], "masks", 40)}
+    multiple = {c.describe: c for c in candidates([_vector_add_call(614400, [1024])], "masks", 40)}
     assert (
-        f"the own check's shapes with fresh values, sizes shrunk 98304 -> 2048 {keep}" in multiple
+        f"the own check's shapes with fresh values, sizes shrunk 614400 -> 2048 {keep}" in multiple
     )
-    assert f"size 98305 instead of 98304 (one off), sizes shrunk 98305 -> 2049 {keep}" in multiple
-    assert f"size 98303 instead of 98304 (one off), sizes shrunk 98303 -> 2047 {keep}" in multiple
+    assert (
+        f"size 614401 instead of 614400 (one off), sizes shrunk 614401 -> 2049 {keep}" in multiple
+    )
+    assert (
+        f"size 614399 instead of 614400 (one off), sizes shrunk 614399 -> 2047 {keep}" in multiple
+    )
 
     # No block size captured: about a quarter at a time, odd stays odd, still one off.
-    plain = {c.describe: c for c in candidates([_vector_add_call(98432, [])], "masks", 40)}
-    assert "the own check's shapes with fresh values, sizes shrunk 98432 -> 6152" in plain
-    assert "size 98433 instead of 98432 (one off), sizes shrunk 98433 -> 6153" in plain
+    plain = {c.describe: c for c in candidates([_vector_add_call(614528, [])], "masks", 40)}
+    assert "the own check's shapes with fresh values, sizes shrunk 614528 -> 153632" in plain
+    assert "size 614529 instead of 614528 (one off), sizes shrunk 614529 -> 153633" in plain
     npot = next(c for c in plain.values() if c.kind == "npot")
-    assert npot.describe.endswith("sizes shrunk 147649 -> 9229")
+    assert npot.describe.endswith("sizes shrunk 921793 -> 230449")
+
+    # Below the limit nothing shrinks: the tutorial's 98432 runs as the own check had it.
+    small = {c.describe for c in candidates([_vector_add_call(98432, [1024])], "masks", 40)}
+    assert "the own check's shapes with fresh values" in small
+    assert not [d for d in small if "shrunk" in d]
 
 
 # -- the model client ----------------------------------------------------------------------
@@ -346,3 +389,56 @@ def test_the_probe_harness_needs_only_what_a_sandbox_has():
     roots = {name.split(".")[0] for name in out.split()}
     for forbidden in ("libcst", "rich", "diskcache", "textual", "openai"):
         assert forbidden not in roots, forbidden
+
+
+PROBED_MODULE = """
+import functools
+
+import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+
+def double(x):
+    return x * 2
+
+
+def _helper(x):
+    return x
+
+
+scale = Scale.apply
+twice = lambda x: x * 2  # noqa: E731
+partial_double = functools.partial(double)
+relu = torch.relu
+Klass = Scale
+LIMIT = 3
+
+double(torch.ones(2))  # the module-level check: left out when probing
+checked = double(torch.ones(2))
+print(checked)  # fails without it, and is skipped too
+"""
+
+
+def test_probe_wraps_public_callables_and_can_leave_the_module_check_out(tmp_path):
+    """The probe records calls of public functions and of public names bound to
+    callables (``layer_norm = LayerNorm.apply`` in the layer-norm tutorial); when it
+    only needs the definitions it leaves the module-level check out."""
+    import torch
+
+    from mutant_gate.engine.harness import probe as harness
+
+    path = tmp_path / "probed.py"
+    path.write_text(PROBED_MODULE)
+    recorder = harness._Recorder()
+    _, wrapped, errors = harness._run_wrapped("probed_all", str(path), recorder, main=False)
+    assert sorted(wrapped) == ["double", "partial_double", "scale", "twice"]
+    assert errors == []
+    module, wrapped, errors = harness._run_wrapped("probed_defs", str(path), None, False, False)
+    assert wrapped == [] and len(errors) == 1 and "NameError" in errors[0]
+    assert not hasattr(module, "checked")
+    assert module.scale(torch.ones(3)).tolist() == [2.0, 2.0, 2.0]

@@ -38,7 +38,7 @@ from typing import Any
 
 from . import bounds
 
-VERSION = "2"
+VERSION = "3"
 MARKER = "mutant-gate-probe:"
 MAX_CALLS = 64
 MAX_GOLDEN_ELEMENTS = 1 << 16
@@ -252,10 +252,55 @@ def _is_main_guard(node: ast.stmt) -> bool:
     )
 
 
-def _run_wrapped(module_name: str, path: str, recorder: _Recorder, main: bool) -> tuple:
+def _public_callables(node: ast.stmt, namespace: dict) -> list[str]:
+    """Names ``node`` defines that the own check may call as the kernel's wrapper: a
+    public function, or a public name bound to a callable that is neither a class, a
+    module nor a Triton object (``layer_norm = LayerNorm.apply``, as the layer-norm
+    tutorial has it)."""
+    if isinstance(node, ast.FunctionDef):
+        names = [node.name]
+    elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+    else:
+        return []
+    found = []
+    for name in names:
+        value = namespace.get(name)
+        if name.startswith(("_", "test")) or not callable(value):
+            continue
+        if isinstance(node, ast.FunctionDef):
+            if inspect.isfunction(value):
+                found.append(name)
+        elif inspect.isfunction(value) or inspect.ismethod(value):
+            found.append(name)  # a lambda, or a bound method such as Function.apply
+        elif not (inspect.isclass(value) or inspect.ismodule(value)):
+            if type(value).__module__.split(".")[0] not in ("triton", "torch", "builtins"):
+                found.append(name)  # e.g. a functools.partial
+    return found
+
+
+def _root_name(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_check(node: ast.stmt, own: set[str]) -> bool:
+    """A top-level call of the file's own functions (``test_layer_norm(1151, 8192, ...)``,
+    ``y = softmax(x)``, ``benchmark.run(...)``): the module-level check, not a definition."""
+    value = node.value if isinstance(node, ast.Expr | ast.Assign) else None
+    return isinstance(value, ast.Call) and _root_name(value) in own
+
+
+def _run_wrapped(
+    module_name: str, path: str, recorder: _Recorder | None, main: bool, checks: bool = True
+) -> tuple:
     """Execute the kernel file statement by statement as module ``module_name``,
-    wrapping each public function as soon as it is defined, so checks at module level
-    and in the ``__main__`` block (run last, when ``main``) call the wrappers.
+    wrapping each public function as soon as it is defined (with a ``recorder``), so
+    checks at module level and in the ``__main__`` block (run last, when ``main``) call
+    the wrappers. Without ``checks`` the module-level check is left out (``_is_check``)
+    and a statement that then fails is skipped: what a probe needs is the definitions,
+    and the layer-norm tutorial's check alone takes 18 s in the interpreter.
     Returns (module, names wrapped, errors)."""
     with open(path, encoding="utf-8") as fh:
         source = fh.read()
@@ -276,10 +321,13 @@ def _run_wrapped(module_name: str, path: str, recorder: _Recorder, main: bool) -
     guard = None
     saved = sys.argv[:]
     sys.argv = [path]
+    own = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     try:
         for node in tree.body:
             if _is_main_guard(node):
                 guard = node
+                continue
+            if not checks and _is_check(node, own):
                 continue
             code = compile(ast.Module(body=[node], type_ignores=[]), path, "exec", flags, True)
             try:
@@ -290,11 +338,9 @@ def _run_wrapped(module_name: str, path: str, recorder: _Recorder, main: bool) -
                 if len(errors) < 5:
                     errors.append(traceback.format_exc(limit=-3))
                 continue
-            if isinstance(node, ast.FunctionDef) and not node.name.startswith(("_", "test")):
-                fn = namespace.get(node.name)
-                if inspect.isfunction(fn):
-                    namespace[node.name] = recorder.wrap(node.name, fn)
-                    wrapped.append(node.name)
+            for name in _public_callables(node, namespace) if recorder is not None else ():
+                namespace[name] = recorder.wrap(name, namespace[name])
+                wrapped.append(name)
         if main and guard is not None:
             code = compile(ast.Module(body=guard.body, type_ignores=[]), path, "exec", flags, True)
             try:
@@ -400,26 +446,74 @@ def _changed(before: Any, after: Any) -> bool:
     return _difference(before, after) is not None
 
 
-def golden(value: Any) -> dict:
-    """JSON form of an output (exact: every float dtype round-trips through a double)."""
+def _values(flat: Any) -> list:
+    import torch
+
+    if flat.is_floating_point():
+        return flat.double().tolist()
+    if flat.dtype == torch.bool:
+        return [bool(v) for v in flat.tolist()]
+    return flat.tolist()
+
+
+#: assert_close's default (rtol, atol) per dtype, to find where a mutant's output differs
+_TOLERANCE = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5)}
+
+
+def _sample(t: Any, actual: Any, budget: int) -> dict:
+    """Expected values at ``budget`` positions of a big output: where the mutant's output
+    differs (up to a quarter of them, first first) and a seeded uniform sample."""
+    import torch
+
+    flat = t.reshape(-1)
+    picks = torch.empty(0, dtype=torch.long)
+    if isinstance(actual, torch.Tensor) and actual.shape == t.shape and actual.dtype == t.dtype:
+        other = actual.detach().cpu().reshape(-1)
+        if flat.is_floating_point():
+            rtol, atol = _TOLERANCE.get(_dtype_name(t.dtype), (1e-7, 1e-7))
+            same = torch.isclose(
+                other.double(), flat.double(), rtol=rtol, atol=atol, equal_nan=True
+            )
+        else:
+            same = other == flat
+        picks = torch.nonzero(~same).reshape(-1)[: budget // 4]
+    generator = torch.Generator().manual_seed(0)
+    spread = torch.randperm(flat.numel(), generator=generator)[: budget - picks.numel()]
+    where = torch.unique(torch.cat([picks, spread]))  # sorted
+    return {
+        "kind": "sample",
+        "dtype": _dtype_name(t.dtype),
+        "shape": list(t.shape),
+        "indices": where.tolist(),
+        "values": _values(flat[where]),
+    }
+
+
+def golden(value: Any, actual: Any = None, budget: int | None = None) -> dict:
+    """JSON form of an output (exact: every float dtype round-trips through a double).
+
+    A tensor of more than ``budget`` elements keeps only a sample of its values
+    (``_sample``; ``actual``, the mutant's output, says where it differs)."""
     import torch
 
     if isinstance(value, torch.Tensor):
         t = value.detach().cpu()
-        if t.is_floating_point():
-            values = t.double().reshape(-1).tolist()
-        elif t.dtype == torch.bool:
-            values = [bool(v) for v in t.reshape(-1).tolist()]
-        else:
-            values = t.reshape(-1).tolist()
+        if budget is not None and t.numel() > budget:
+            return _sample(t, actual, budget)
         return {
             "kind": "tensor",
             "dtype": _dtype_name(t.dtype),
             "shape": list(t.shape),
-            "values": values,
+            "values": _values(t.reshape(-1)),
         }
     if isinstance(value, tuple | list):
-        return {"kind": "sequence", "items": [golden(v) for v in value]}
+        others = actual if isinstance(actual, tuple | list) and len(actual) == len(value) else None
+        return {
+            "kind": "sequence",
+            "items": [
+                golden(v, others[i] if others else None, budget) for i, v in enumerate(value)
+            ],
+        }
     if value is None:
         return {"kind": "none"}
     if isinstance(value, bool | int | float | str):
@@ -428,7 +522,7 @@ def golden(value: Any) -> dict:
 
 
 def _elements(value: dict) -> int:
-    if value["kind"] == "tensor":
+    if value["kind"] in ("tensor", "sample"):
         return len(value["values"])
     if value["kind"] == "sequence":
         return sum(_elements(v) for v in value["items"])
@@ -454,19 +548,46 @@ def _fits(outputs: dict) -> bool:
     return None not in sizes and sum(s for s in sizes if s is not None) <= MAX_GOLDEN_ELEMENTS
 
 
+def _tensors(value: Any) -> int:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return 1
+    if isinstance(value, tuple | list):
+        return sum(_tensors(v) for v in value)
+    return 0
+
+
+def _golden_outputs(outputs: dict, actual: dict | None) -> dict:
+    """Every output whole where they fit together, else each big tensor sampled."""
+    budget = None
+    if not _fits(outputs):
+        budget = MAX_GOLDEN_ELEMENTS // (2 * max(1, sum(_tensors(v) for v in outputs.values())))
+    return {name: golden(v, (actual or {}).get(name), budget) for name, v in outputs.items()}
+
+
 RANK = {"differs": 0, "mutant_error": 1, "bounds": 2}
+
+
+def _definitions(module: str, workdir: str) -> Any:
+    """The kernel module (or its mutant) without its module-level check; a module that
+    is not a file of the job (a package's) is imported as it is."""
+    path = os.path.join(workdir, module + ".py")
+    if "." not in module and os.path.isfile(path):
+        return _run_wrapped(module, path, None, main=False, checks=False)[0]
+    return importlib.import_module(module)
 
 
 def compare(request: dict, workdir: str) -> dict:
     """Run every candidate on the original and (if given) the mutant module."""
     import torch
 
-    original = importlib.import_module(request["module"])
+    original = _definitions(request["module"], workdir)
     mutant = (
-        importlib.import_module(request["mutant_module"]) if request.get("mutant_module") else None
+        _definitions(request["mutant_module"], workdir) if request.get("mutant_module") else None
     )
     results: list[dict] = []
-    # (kept: 0 where the outputs can be written as golden values, rank, order, outputs)
+    # (whole: 0 where every output fits as golden values, rank, order, outputs)
     best: tuple[int, int, int, dict] | None = None
     for order, candidate in enumerate(request["candidates"]):
         cid = candidate["id"]
@@ -488,6 +609,8 @@ def compare(request: dict, workdir: str) -> dict:
         else:
             print(f"{MARKER} {cid} mutant", flush=True)
             m_outputs, m_error, m_violation = _execute(mutant, candidate)
+            if m_outputs is not None:
+                m_outputs = {name: m_outputs.get(name) for name in kept}
             if m_violation is not None:
                 status, detail = "bounds", m_violation.get("message", "out of bounds")
             elif m_error is not None:
@@ -506,12 +629,13 @@ def compare(request: dict, workdir: str) -> dict:
             continue
         key = (0 if _fits(kept) else 1, rank, order)
         if best is None or key < best[:3]:
-            best = (*key, {"id": cid, "outputs": kept})
+            mutant_outputs = m_outputs if mutant is not None else None
+            best = (*key, {"id": cid, "outputs": kept, "mutant": mutant_outputs})
     expected = None
     if best is not None:
         found = best[3]
         try:
-            values = {name: golden(v) for name, v in found["outputs"].items()}
+            values = _golden_outputs(found["outputs"], found["mutant"])
         except TypeError as exc:
             expected = {"id": found["id"], "error": str(exc)}
         else:
