@@ -247,6 +247,24 @@ def test_big_candidates_shrink_keeping_the_tail_past_the_last_block():
     npot = next(c for c in plain.values() if c.kind == "npot")
     assert npot.describe.endswith("sizes shrunk 921793 -> 230449")
 
+    # Rows far below every block size are programs run one by one: they shrink first, to
+    # 16 plus their remainder modulo 16, and a row one off stays one off.
+    rows = {
+        "function": "layer_norm",
+        "args": [
+            {"name": "x", "kind": "tensor", "shape": [1151, 8192], "dtype": "float16"},
+            {"name": "w", "kind": "tensor", "shape": [8192], "dtype": "float16"},
+        ],
+        "kwargs": {},
+        "launches": 1,
+        "constexprs": {"BLOCK_SIZE": [8192], "num_warps": [8]},  # num_warps: not a block
+        "duration_s": 5.0,
+    }
+    by_rows = {c.describe for c in candidates([rows], "masks", 40)}
+    assert "the own check's shapes with fresh values, sizes shrunk 1151 -> 31" in by_rows
+    assert "size 1152 instead of 1151 (one off), sizes shrunk 1152 -> 32" in by_rows
+    assert "size 8191 instead of 8192 (one off), sizes shrunk 1151 -> 31" in by_rows
+
     # Below the limit nothing shrinks: the tutorial's 98432 runs as the own check had it.
     small = {c.describe for c in candidates([_vector_add_call(98432, [1024])], "masks", 40)}
     assert "the own check's shapes with fresh values" in small

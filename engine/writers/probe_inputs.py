@@ -38,6 +38,8 @@ MAX_ELEMENTS = 1 << 20  # per candidate, all tensors together
 #: sizes of a few blocks keep more than one program per grid axis (a 512x512 matmul of
 #: 128x256 blocks is not shrunk; smaller goldens would need one program per axis)
 SHRINK_ELEMENTS = 1 << 19
+#: a count of rows (``_rows``) shrinks to this many plus its remainder modulo this
+ROWS = 16
 #: value modes: (name, description)
 MODES = (
     ("negative", "all negative values"),
@@ -172,16 +174,28 @@ def _variable(name: str | None, index: int, taken: set[str]) -> str:
     return var
 
 
+#: launch options recorded with the constexprs: not block sizes
+LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
+
+
 def _blocks(call: dict) -> list[int]:
     """The call's captured power-of-two block sizes (integer constexprs of 8 or more)."""
     return sorted(
         {
             v
-            for values in call.get("constexprs", {}).values()
+            for name, values in call.get("constexprs", {}).items()
+            if name not in LAUNCH_OPTIONS
             for v in values
             if isinstance(v, int) and not isinstance(v, bool) and v >= 8 and v & (v - 1) == 0
         }
     )
+
+
+def _rows(d: int, blocks: list[int]) -> bool:
+    """A size far below every block size: not a block's extent but a count of rows, one
+    program each (the layer-norm tutorial's 1151 rows of 8192): the interpreter runs
+    programs one by one, so such a size is what makes a probe slow."""
+    return bool(blocks) and all(b >= 2 * d for b in blocks)
 
 
 def _pow2(n: int) -> bool:
@@ -190,6 +204,8 @@ def _pow2(n: int) -> bool:
 
 def _smaller(d: int, blocks: list[int]) -> tuple[int, int | None] | None:
     """(a smaller size for ``d``, the block size whose remainder it keeps or None)."""
+    if _rows(d, blocks) and d > 2 * ROWS:
+        return ROWS + d % ROWS, None  # a few programs, the same remainder modulo 16
     for b in reversed(blocks):  # the largest block first: its remainder keeps the others'
         if d > 2 * b:
             return (b + d % b if d % b else 2 * b), b
@@ -219,7 +235,8 @@ def _shrink(
         live = [v for v in set(current.values()) if v > 3 and v not in stuck]
         if not live:
             break
-        value = max(live)
+        # rows first: fewer programs make a probe faster than smaller blocks do
+        value = max(live, key=lambda v: (_rows(v, blocks), v))
         changed = False
         for d in dims:
             if current[d] != value:
