@@ -53,14 +53,26 @@ def _skip(*args: Any, **kwargs: Any) -> None:
 
 
 def install() -> None:
-    """Skip every launch and fill empty tensors (in a job's own forked child only)."""
+    """Skip every launch and fill empty tensors (in a job's own forked child only).
+
+    A ``warmup`` (compile only: the fused-softmax tutorial sizes its grid from the
+    compiled kernel) still compiles; the launch of what it returns is skipped."""
     import torch
+    from triton.compiler.compiler import CompiledKernel
     from triton.runtime import interpreter
     from triton.runtime.jit import JITFunction
 
     _SKIPPED[0] = 0
     interpreter.GridExecutor.__call__ = _skip
-    JITFunction.run = _skip
+    run = JITFunction.run
+
+    def run_or_skip(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("warmup"):
+            return run(self, *args, **kwargs)
+        return _skip()
+
+    JITFunction.run = run_or_skip
+    CompiledKernel.__getitem__ = lambda self, grid: _skip
     for name in ("empty", "empty_like", "empty_strided"):
         setattr(torch, name, _poisoned(getattr(torch, name)))
     torch.Tensor.new_empty = _poisoned(torch.Tensor.new_empty)

@@ -215,6 +215,9 @@ def run_checks(job: Job, workdir: str) -> JobResult:
     seed_everything(job.seed)
     if job.mode == "interpret":
         prepare()
+    else:  # compiled: in the job's own child, which makes its own CUDA context
+        shims.install()
+        shims.reset_used()
     if job.autotune_config:
         os.environ[shims.AUTOTUNE_ENV] = str(job.autotune_config)
     if job.null_launches:

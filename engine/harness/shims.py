@@ -17,20 +17,22 @@ memory, warp size 32, target ``GPUTarget("cuda", 80, 32)``, capability (8, 0)),
 but only where the real query fails: a working driver is left alone.
 ``used()`` names the shimmed queries the file actually called.
 
-In interpreter mode ``@triton.autotune`` is made deterministic: timing configs
-on a CPU says nothing about a GPU and would make verdicts depend on machine
-load, so the first config (after pruning) always wins, without benchmarking;
-``used()`` names the config.
+In both modes ``@triton.autotune`` is made deterministic: timing configs on a
+CPU says nothing about a GPU, and on a GPU shared by a pool of workers a timing
+race would make verdicts depend on load; so the first config (after pruning)
+always wins, without benchmarking (``--all-configs`` pins each in turn);
+``used()`` names the config. Likewise ``triton.testing.perf_report`` /
+``do_bench`` are neutralised in both modes: a benchmark is not a check
+(benchmarks are not run, plots not drawn, ``do_bench`` calls its function once).
 
-Files written for a GPU (the Triton tutorials) also hard-code CUDA: tensors
-made with ``device="cuda"`` (or ``.cuda()``, ``.to("cuda")``) are made on the
-CPU instead and report ``is_cuda`` as the file expects; ``torch.cuda``'s
-synchronize / current_device / device properties answer plausibly; and
-``triton.testing.perf_report`` / ``do_bench`` are neutralised (benchmarks are not
-run, plots not drawn); and torch's ``layer_norm`` in float16/bfloat16, whose CPU
-backward is far less precise than CUDA's, runs in float32 and rounds once, as
-the CUDA kernel does. These apply only in interpreter mode with no CUDA
-device. ``torch.cuda.is_available()`` keeps telling the truth.
+Files written for a GPU (the Triton tutorials) also hard-code CUDA. In
+interpreter mode with no CUDA device: tensors made with ``device="cuda"`` (or
+``.cuda()``, ``.to("cuda")``) are made on the CPU instead and report ``is_cuda``
+as the file expects; ``torch.cuda``'s synchronize / current_device / device
+properties answer plausibly; and torch's ``layer_norm`` in float16/bfloat16,
+whose CPU backward is far less precise than CUDA's, runs in float32 and rounds
+once, as the CUDA kernel does. ``torch.cuda.is_available()`` keeps telling the
+truth.
 """
 
 from __future__ import annotations
@@ -431,18 +433,21 @@ def install() -> list[str]:
         _APPLIED.append("torch.cuda.get_device_capability")
     import os
 
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        from triton.runtime.autotuner import Autotuner
+    from triton.runtime.autotuner import Autotuner
 
-        _SAVED["Autotuner._bench"] = Autotuner._bench
-        Autotuner._bench = _first_config_bench
-        _APPLIED.append("triton.autotune")
+    # Both modes: a verdict must not hang on which config won a timing race, and a
+    # benchmark is not a check (on a GPU shared by a pool's workers it only times out).
+    _SAVED["Autotuner._bench"] = Autotuner._bench
+    Autotuner._bench = _first_config_bench
+    _APPLIED.append("triton.autotune")
+    if os.environ.get("TRITON_INTERPRET") == "1":
         _install_compiled_stand_ins()
         _APPLIED.append("compiled-kernel-stand-ins")
         if not torch.cuda.is_available():
             _install_cuda_as_cpu(torch)
-            _install_no_benchmarks()
-            _APPLIED.extend(["cuda-as-cpu", "no-benchmarks"])
+            _APPLIED.append("cuda-as-cpu")
+    _install_no_benchmarks()
+    _APPLIED.append("no-benchmarks")
     if not _APPLIED:
         _SAVED["none"] = None  # remember that install ran
     return list(_APPLIED)
