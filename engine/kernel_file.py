@@ -67,8 +67,16 @@ class KernelFile:
             checks.append(Check(CheckKind.MAIN, self.name, OWN_CHECK))
         if self.test_functions:
             checks.append(Check(CheckKind.PYTEST, self.name, OWN_CHECK))
-        checks.extend(Check(CheckKind.PYTEST, t.name, EXTRA_TESTS) for t in self.tests)
+        checks.extend(
+            Check(CheckKind.PYTEST, t.name, EXTRA_TESTS, preload=self.preload_for(t))
+            for t in self.tests
+        )
         return tuple(checks)
+
+    def preload_for(self, test: TestFile) -> str:
+        """A probe test only calls the wrapper: the module is loaded for it without its
+        module-level check (``Check.preload``)."""
+        return self.module if test.origin == "probe" and self.project is None else ""
 
     def files(self, kernel_source: str | None = None) -> tuple[tuple[str, str], ...]:
         """The job's files, with ``kernel_source`` (a mutant) in place of the original."""

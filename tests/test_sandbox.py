@@ -229,3 +229,34 @@ def test_overlapping_run_jobs_calls_each_get_every_result(sandbox):
     assert got["short"] == ["short0"]
     assert len(got["early"]) == 1
     assert not run.cancel.is_set()
+
+
+def test_preload_leaves_the_module_level_check_out_of_a_probe_test(sandbox):
+    """A probe test's module is loaded without its module-level check (a tutorial's can
+    take longer than every probe test together); without preload the import runs it."""
+    module = textwrap.dedent("""
+        def double(x):
+            return 2 * x
+
+
+        def slow_check():
+            raise RuntimeError("the module-level check ran")
+
+
+        slow_check()
+        FACTOR = double(1)
+    """)
+    test = "from mod import double\n\n\ndef test_double():\n    assert double(3) == 6\n"
+
+    def job(preload: str) -> Job:
+        return Job(
+            files=(("mod.py", module), ("test_mod.py", test)),
+            checks=(Check(CheckKind.PYTEST, "test_mod.py", "test:extra", preload=preload),),
+            timeout_s=20.0,
+        )
+
+    assert sandbox.run(job("mod")).status is JobStatus.PASSED
+    failed = sandbox.run(job(""))
+    assert failed.status is JobStatus.FAILED and "the module-level check ran" in failed.error
+    assert Job.from_json(job("mod").to_json()) == job("mod")
+    assert "preload" not in job("").to_json()["checks"][0]  # unchanged cache keys otherwise

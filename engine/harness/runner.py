@@ -102,6 +102,13 @@ def _run_pytest(
     import pytest
 
     collector = _PytestCollector(check.name)
+    if check.preload and check.preload not in sys.modules:
+        from .probe import _definitions
+
+        try:
+            _definitions(check.preload, workdir)
+        except BaseException:  # noqa: BLE001 - the test's own import then says what fails
+            sys.modules.pop(check.preload, None)
     targets = [f"{check.path}::{s}" for s in check.select] or [check.path]
     if project is None:
         args = [*targets, "-q", "-p", "no:cacheprovider", "--rootdir", workdir, "-c", os.devnull]

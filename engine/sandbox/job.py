@@ -36,19 +36,30 @@ class Check:
     path: str
     name: str
     select: tuple[str, ...] = ()
+    #: a module of the job's files loaded before this check without its module-level
+    #: check (``harness/probe._definitions``): a probe test only calls the wrapper, and
+    #: importing a tutorial can cost its whole own check (18 s for the layer norm's)
+    preload: str = ""
 
     def to_json(self) -> dict:
-        return {
+        data = {
             "kind": self.kind.value,
             "path": self.path,
             "name": self.name,
             "select": list(self.select),
         }
+        if self.preload:  # only when set: every other check keeps its cache key
+            data["preload"] = self.preload
+        return data
 
     @staticmethod
     def from_json(data: dict) -> Check:
         return Check(
-            CheckKind(data["kind"]), data["path"], data["name"], tuple(data.get("select", ()))
+            CheckKind(data["kind"]),
+            data["path"],
+            data["name"],
+            tuple(data.get("select", ())),
+            data.get("preload", ""),
         )
 
 

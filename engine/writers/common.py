@@ -127,7 +127,7 @@ def job_with_test(
         else ((kernel.name, kernel.source if source is None else source),)
     )
     files = (*own, (test.name, test.source), *test.data)
-    check = Check(CheckKind.PYTEST, test.name, EXTRA_TESTS)
+    check = Check(CheckKind.PYTEST, test.name, EXTRA_TESTS, preload=kernel.preload_for(test))
     return Job(
         files=files,
         checks=(*kernel.checks, check) if with_checks else (check,),
