@@ -178,3 +178,61 @@ def test_probe_kills_when_every_output_is_bigger_than_a_golden_file(tmp_path):
     assert div["verdict"] == "killed" and div["by"].startswith("test:"), div
     assert div["claims"] == []
     assert "no difference found" not in proc.stdout
+
+
+# Two kernels: the public wrapper launches only the first; the second is launched by a
+# private helper the own check calls (as the layer-norm tutorial's backward kernels are
+# launched by autograd, never by the wrapper the probe can call).
+TWO_KERNELS = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def triple_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 3.0, mask=mask)
+
+
+@triton.jit
+def halve_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 0.5, mask=mask)
+
+
+def triple(x):
+    out = torch.empty_like(x)
+    triple_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
+    return out
+
+
+def _halve(x):
+    out = torch.empty_like(x)
+    halve_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
+    return out
+
+
+if __name__ == "__main__":
+    x = torch.rand(100)
+    assert triple(x).shape == _halve(x).shape  # the values are never compared
+"""
+
+
+def test_probe_says_when_no_wrapper_call_launches_the_mutated_kernel(tmp_path):
+    (tmp_path / "two.py").write_text(TWO_KERNELS)
+    args = ["run", "two.py", "--operators", "mul-div", "--probes", "4", "-j", "2"]
+    proc = run_cli(*args, "--json", "r.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    (tri,) = [m for m in report["mutants"] if "* 3.0" in m["before"]]
+    (half,) = [m for m in report["mutants"] if "* 0.5" in m["before"]]
+    assert tri["verdict"] == "killed" and tri["by"].startswith("test:")
+    assert half["verdict"] == "survived" and half["claims"] == []
+    assert half["probe"] == {
+        "probes": 0,
+        "result": "the own check's wrapper calls never launch halve_kernel "
+        "(they launch triple_kernel): nothing to vary",
+    }

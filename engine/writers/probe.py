@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from ..events import Event, TestAccepted, TestRejected, WriterNote
 from ..harness import probe as harness
 from ..kernel_file import TestFile
+from ..project import jit_callers
 from ..records import Mutant, Verdict
 from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
 from ..verdicts import summarize_error
@@ -231,9 +232,21 @@ def probe_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
         for m in survivors:
             run.details.setdefault(m.id, {})["probe"] = {"probes": 0, "result": note}
         return
-    searches = {
-        m.id: _Search(m, candidates(calls, m.family, budget, run.settings.seed)) for m in survivors
-    }
+    searches = {}
+    for m in survivors:
+        # Only calls that launch the mutated function (or a kernel calling it) can show it.
+        reach = jit_callers(run.kernel.source, m.function)
+        reaching = [c for c in calls if reach & set(c.get("kernels", ()))]
+        if not reaching:
+            launched = sorted({k for c in calls for k in c.get("kernels", ())})
+            text = (
+                f"the own check's wrapper calls never launch {m.function} "
+                f"(they launch {', '.join(launched) or 'nothing'}): nothing to vary"
+            )
+            run.details.setdefault(m.id, {})["probe"] = {"probes": 0, "result": text}
+            yield WriterNote("probe", text, mutant_id=m.id)
+            continue
+        searches[m.id] = _Search(m, candidates(reaching, m.family, budget, run.settings.seed))
     while True:
         active = [
             s
