@@ -68,6 +68,9 @@ def test_selection_runs_fewer_cases_with_the_same_verdicts(tmp_path):
         f"cases run: selected {selection['cases_run']}, full suite {suite * selection['mutants']}"
     )
     assert selection["cases_run"] < suite * selection["mutants"]
+    said = " ".join(selected.stdout.split())
+    assert f"test selection: {selection['cases_run']} test cases for {selection['mutants']}" in said
+    assert f"the full suite: {suite} per mutant ({suite * selection['mutants']} in all)" in said
 
     # Same verdicts; the first failing case may differ (selection runs the fastest first).
     def kinds(report):

@@ -384,6 +384,15 @@ def _summary(console: Console, report: dict) -> None:
         f"(excluded: {excluded})",
         highlight=False,
     )
+    selection = report.get("selection")
+    if selection and selection.get("mutants"):
+        n, suite = selection["mutants"], selection["suite_cases"]
+        console.print(
+            f"test selection: {selection['cases_run']} test cases for {n} mutants "
+            f"({selection['cases_run'] / n:.1f} per mutant, fastest first, stopping at the "
+            f"first kill); the full suite: {suite} per mutant ({suite * n} in all)",
+            highlight=False,
+        )
     net = "cut" if report["sandbox"]["network_cut"] else "NOT cut (unshare refused)"
     iso = report["sandbox"].get("isolation") or {}
     if iso:
