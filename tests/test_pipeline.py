@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 
 import diskcache
 import pytest
@@ -169,11 +170,20 @@ def _start_run(target: str, cache_dir, cwd, jobs: str, **popen) -> subprocess.Po
     """A real CLI run in the background (no writer: the cache holds mutant jobs only)."""
     cmd = [sys.executable, "-m", "mutant_gate.tui.cli", "run", target, "-j", jobs, "-q",
            "--writer", "none", "--cache-dir", str(cache_dir)]  # fmt: skip
-    return subprocess.Popen(cmd, cwd=cwd, **popen)
+    # SIGINT as in a terminal, even where the suite itself runs with it ignored (a
+    # background job of a non-interactive shell inherits SIG_IGN, and so would the run).
+    restore = partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
+    return subprocess.Popen(cmd, cwd=cwd, preexec_fn=restore, **popen)
 
 
-def _wait_for_results(proc: subprocess.Popen, cache_dir, count: int = 4) -> None:
-    """Until ``count`` job results are stored (baseline + 3 mutants) or the run ends."""
+#: job results a run stores besides its mutants': the baseline and the own check's run
+#: with every kernel launch skipped (``Run.judge_own_check``)
+NOT_MUTANTS = 2
+
+
+def _wait_for_results(proc: subprocess.Popen, cache_dir, count: int = NOT_MUTANTS + 3) -> None:
+    """Until ``count`` job results are stored (the baseline, the null run, 3 mutants) or
+    the run ends."""
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
         if cache_dir.exists() and _count_results(cache_dir) >= count:
@@ -193,7 +203,7 @@ def test_sigkill_mid_run_then_resume(tmp_path):
     finally:
         proc.wait()
     stored = _count_results(cache_dir)
-    assert stored >= 4
+    assert stored >= NOT_MUTANTS + 3
     report_path = tmp_path / "resumed.json"
     resumed = run_cli(
         "run",
@@ -211,9 +221,7 @@ def test_sigkill_mid_run_then_resume(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     report = read_report(report_path)
     cached = sum(m["cached"] for m in report["mutants"])
-    assert (
-        cached == stored - 1
-    )  # every finished mutant job, nothing re-run; the baseline was one entry
+    assert cached == stored - NOT_MUTANTS  # every finished mutant job, nothing re-run
     assert report["complete"]
     # Same verdicts as an uninterrupted run.
     clean_path = tmp_path / "clean.json"
@@ -259,5 +267,5 @@ def test_ctrl_c_stops_promptly_and_the_next_run_resumes(tmp_path):
     )
     assert resumed.returncode == 0, resumed.stderr
     report = read_report(report_path)
-    assert sum(m["cached"] for m in report["mutants"]) == stored - 1
+    assert sum(m["cached"] for m in report["mutants"]) == stored - NOT_MUTANTS
     assert report["complete"]
