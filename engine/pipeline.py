@@ -260,10 +260,10 @@ class Run:
         (``harness/null_run.py``): if it still passes, it cannot see a wrong result,
         whatever its source says (``assert x.device == DEVICE`` is not a check of the
         output). Falls back on reading the source when that run says nothing."""
-        own = tuple(c for c in kernel.checks if c.name.startswith(OWN_CHECK))
-        record = self.report_extra["own_check"]
+        own = tuple(c for c in kernel.checks if c.name == OWN_CHECK)  # as "kinds" counts them
         if not own:
             return
+        record = self.report_extra["own_check"]
         job = replace(
             self.job_for(kernel, None, self.settings.timeout_s), checks=own, null_launches=True
         )
