@@ -16,13 +16,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from importlib import metadata
 
 from mutant_gate.cache import Store
 
 from .changes import changed_functions
-from .checks import DEFAULT_TARGETS, install_checks
+from .checks import install_checks
 from .errors import BadInput
 from .events import (
     BaselineFinished,
@@ -43,44 +43,9 @@ from .records import Mutant, MutantOutcome, Verdict
 from .report import build_report
 from .sandbox import Sandbox
 from .sandbox.job import Check, Job, JobResult, JobStatus
+from .settings import RunSettings
 from .verdicts import decide, summarize_error
-from .writers import WriterSettings, install_writers
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    kernel_path: str
-    tests: tuple[str, ...] = ()
-    operators: str | None = None
-    #: only jit functions touched since this git ref are mutated (``engine/changes.py``)
-    changed_since: str | None = None
-    workers: int | None = None
-    timeout_s: float = 120.0  # limit for the original's own check
-    timeout_factor: float = 3.0  # mutant limit = factor * original time + base
-    timeout_base_s: float = 5.0
-    memory_mb: int = 4096
-    seed: int = 0
-    cache_dir: str = ".mutant-gate"
-    use_cache: bool = True
-    fail_under: float | None = None
-    mode: str = "interpret"  # interpret (CPU, Triton's interpreter) | compiled (CUDA device)
-    sanitize: bool = False  # compiled mode under compute-sanitizer memcheck
-    compare_modes: bool = False  # run every mutant in both modes
-    project_root: str | None = None  # project mode: where the tests run from (default: found)
-    select_tests: bool = True  # project mode: run only the test cases that reach a mutant
-    all_configs: bool = False  # run every @triton.autotune config, not only the first
-    backend: str = "local"  # local | contree (engine/sandbox/contree.py)
-    contree_image: str | None = None  # None: contree.DEFAULT_IMAGE
-    extra: dict = field(default_factory=dict)
-    #: test writers (probe, model stage 1/2): ``engine/writers``; never holds the API key
-    writers: WriterSettings = field(default_factory=WriterSettings)
-    #: checks on survivors after the writers: ``engine/checks``
-    compile_check: bool = False
-    compile_targets: tuple[str, ...] = DEFAULT_TARGETS
-    diff_oracle: bool = False
-
-    def to_json(self) -> dict:
-        return asdict(self)
+from .writers import install_writers
 
 
 def toolchain(mode: str) -> dict:

@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass
-from enum import StrEnum
 
+from .vocabulary import Verdict
 
-class Verdict(StrEnum):
-    KILLED = "killed"
-    SURVIVED = "survived"
-    EQUIVALENT = "equivalent"
-    NOT_COMPILABLE = "not_compilable"
-    ERROR = "error"
+__all__ = ["Mutant", "MutantOutcome", "Verdict"]
 
 
 @dataclass(frozen=True)

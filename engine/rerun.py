@@ -18,7 +18,6 @@ Every other mutant keeps its verdict and details; the result is a new run record
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Iterator
@@ -27,12 +26,12 @@ from mutant_gate.cache import Store
 
 from .errors import BadInput
 from .events import BaselineFinished, BaselineStarted, Event, RunFinished, RunStarted
-from .pipeline import Run, RunSettings
+from .pipeline import Run
 from .records import Mutant, MutantOutcome, Verdict
 from .report import ROW_FIELDS
 from .sandbox import Sandbox
 from .sandbox.job import Job, JobResult
-from .writers import LLMSettings, WriterSettings
+from .settings import RunSettings
 
 #: Top-level report fields ``build_report`` writes; the rest are stages' extras.
 REPORT_FIELDS = {
@@ -49,25 +48,6 @@ REPORT_FIELDS = {
     "complete",
     "rerun",
 }
-
-
-def _build(cls: type, data: dict) -> object:
-    """A frozen settings dataclass from its JSON, ignoring fields it does not know."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in names})
-
-
-def settings_from_json(data: dict, **overrides: object) -> RunSettings:
-    """The ``RunSettings`` a report recorded (its ``settings``), with ``overrides``."""
-    data = dict(data)
-    writers = dict(data.get("writers") or {})
-    writers["llm"] = _build(LLMSettings, writers.get("llm") or {})
-    data["writers"] = _build(WriterSettings, writers)
-    for key in ("tests", "compile_targets"):
-        if isinstance(data.get(key), list):
-            data[key] = tuple(data[key])
-    data.update(overrides)
-    return _build(RunSettings, data)  # type: ignore[return-value]
 
 
 def _key(operator: str, function: str, before: str, after: str) -> tuple[str, str, str, str]:

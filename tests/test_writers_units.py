@@ -17,7 +17,7 @@ from mutant_gate.engine.testlist import report_tests
 from mutant_gate.engine.writers.common import extract_code, rename_taken, static_problem
 from mutant_gate.engine.writers.llm import LLMClient, LLMError, names_model
 from mutant_gate.engine.writers.probe_inputs import SHRINK_ELEMENTS, build, candidates, render_test
-from mutant_gate.engine.writers.settings import DEFAULT_MODEL, LLMSettings
+from mutant_gate.engine.settings import DEFAULT_MODEL, LLMSettings
 from mutant_gate.engine.writers.stage1 import drop_functions
 from mutant_gate.engine.writers.stage2 import equivalent_reason
 

@@ -21,7 +21,8 @@ from mutant_gate.cache import DEFAULT_DIR, Store
 from mutant_gate.engine import reports
 from mutant_gate.engine.errors import EXIT_OK, EXIT_UNDER_THRESHOLD, BadInput
 from mutant_gate.engine.events import BaselineFinished, MutantFinished, RunFinished, RunStarted
-from mutant_gate.engine.reports.common import by_words, gate, percent
+from mutant_gate.engine.reports.common import gate, percent
+from mutant_gate.engine.vocabulary import by_words
 
 #: ``--stryker PATH``... -> format
 REPORT_FLAGS = {"stryker": "stryker", "junit": "junit", "markdown": "markdown", "html": "html"}
@@ -203,7 +204,8 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 # -- mutant-gate rerun ------------------------------------------------------------------------
 def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
-    from mutant_gate.engine.rerun import Rerun, recorded_paths, select, settings_from_json
+    from mutant_gate.engine.rerun import Rerun, recorded_paths, select
+    from mutant_gate.engine.settings import settings_from_json
 
     if not args.survivors and not args.mutant:
         raise BadInput("rerun: say what to judge again: --survivors and/or --mutant ID")

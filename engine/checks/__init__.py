@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .compile_check import DEFAULT_TARGETS, compile_check_stage, parse_targets
+from ..settings import DEFAULT_TARGETS, parse_targets
+from .compile_check import compile_check_stage
 from .diff_oracle import diff_oracle_stage
 
 if TYPE_CHECKING:

@@ -21,12 +21,10 @@ Per mutant the report gets ``compile``: {target: {ok, message, seconds}} (plus
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from statistics import mean
 from typing import TYPE_CHECKING
 
-from ..errors import BadInput
 from ..events import CheckFinished, CheckStarted, Event
 from ..records import Mutant, MutantOutcome, Verdict
 from ..sandbox.job import Job, JobResult
@@ -36,30 +34,8 @@ if TYPE_CHECKING:
     from ..pipeline import Run
 
 CHECK = "compile"
-DEFAULT_TARGETS = ("sm_75",)
 #: Compile time allowed per signature and target, on top of a fixed allowance.
 SECONDS_PER_COMPILE = 10.0
-
-
-def parse_targets(text: str) -> tuple[str, ...]:
-    """``"sm_80,sm_90"`` -> ("sm_80", "sm_90"); bad input raises ``BadInput``."""
-    targets: list[str] = []
-    for part in text.split(","):
-        name = part.strip().lower()
-        if not name:
-            continue
-        if re.fullmatch(r"\d{2,3}a?", name):
-            name = "sm_" + name
-        match = re.fullmatch(r"sm_(\d{2,3})a?", name)
-        if not match or not 50 <= int(match.group(1)) <= 130:
-            raise BadInput(
-                f"--compile-target: {part.strip()!r} is not a CUDA target like sm_75, sm_80, sm_90"
-            )
-        if name not in targets:
-            targets.append(name)
-    if not targets:
-        raise BadInput("--compile-target: no target given (e.g. sm_80,sm_90)")
-    return tuple(targets)
 
 
 def _capture(run: Run) -> tuple[list[dict], int, str | None]:

@@ -13,24 +13,7 @@ import os
 import re
 from importlib import metadata
 
-#: Verdicts in the order every format lists them.
-VERDICTS = ("killed", "survived", "equivalent", "not_compilable", "error", "pending")
-#: The TUI's glyphs: a cell says its state without colour.
-GLYPHS = {
-    "killed": "✓",
-    "survived": "✗",
-    "equivalent": "≡",
-    "not_compilable": "⊘",
-    "error": "!",
-    "pending": "·",
-}
-#: What each ``by`` of a killed mutant means, in words.
-BY_WORDS = {
-    "own-check": "the file's own check",
-    "bounds": "the bounds check (an unmasked load/store outside its tensors)",
-    "crash": "a crash (the sandbox child died by a signal)",
-    "timeout": "a timeout (the mutant outlived its limit)",
-}
+from ..vocabulary import REPORT_STATES
 
 
 def tool_version() -> str:
@@ -44,17 +27,9 @@ def kernel_name(report: dict) -> str:
     return os.path.basename(report.get("kernel", {}).get("path", "kernel.py"))
 
 
-def by_words(by: str | None) -> str:
-    if not by:
-        return ""
-    if by.startswith("test:"):
-        return f"test {by[5:]}"
-    return BY_WORDS.get(by, by)
-
-
 def counts(report: dict) -> dict[str, int]:
     """Mutants per verdict, every verdict present (pending included)."""
-    out = dict.fromkeys(VERDICTS, 0)
+    out = dict.fromkeys(REPORT_STATES, 0)
     for row in report.get("mutants", []):
         out[row.get("verdict", "pending")] = out.get(row.get("verdict", "pending"), 0) + 1
     return out

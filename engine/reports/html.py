@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import html
 
+from ..vocabulary import GLYPHS, by_words
+from ..vocabulary import REPORT_STATES as VERDICTS
 from .common import (
-    GLYPHS,
-    VERDICTS,
-    by_words,
     claim_lines,
     compile_lines,
     counts,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from ..vocabulary import by_words
 from .common import (
-    by_words,
     claim_lines,
     compile_lines,
     counts,

@@ -8,9 +8,9 @@ fewer survivor rows are listed, saying how many were left out.
 
 from __future__ import annotations
 
+from ..vocabulary import GLYPHS
+from ..vocabulary import REPORT_STATES as VERDICTS
 from .common import (
-    GLYPHS,
-    VERDICTS,
     claim_lines,
     counts,
     gate,

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import os
 
+from ..vocabulary import by_words
 from .common import (
-    by_words,
     claim_lines,
     compile_lines,
     end_position,

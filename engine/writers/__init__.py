@@ -21,9 +21,7 @@ from typing import TYPE_CHECKING
 from ..errors import BadInput
 from ..events import Event, WriterNote
 from ..records import Mutant
-from .common import write_tests
-from .llm import LLMClient, LLMError, no_tokens
-from .settings import (
+from ..settings import (
     DEFAULT_BASE_URL,
     DEFAULT_MODEL,
     KEY_VARIABLES,
@@ -32,6 +30,8 @@ from .settings import (
     WriterSettings,
     api_key,
 )
+from .common import write_tests
+from .llm import LLMClient, LLMError, no_tokens
 
 if TYPE_CHECKING:
     from ..pipeline import Run

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from mutant_gate.cache import Store
 
-from .settings import LLMSettings
+from ..settings import LLMSettings
 
 if TYPE_CHECKING:
     import openai
