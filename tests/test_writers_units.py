@@ -13,11 +13,11 @@ from mutant_gate.cache import Store
 from mutant_gate.engine import kernel_file
 from mutant_gate.engine.records import MutantOutcome, Verdict
 from mutant_gate.engine.sandbox.job import CheckOutcome, JobResult, JobStatus
+from mutant_gate.engine.settings import DEFAULT_MODEL, LLMSettings
 from mutant_gate.engine.testlist import report_tests
 from mutant_gate.engine.writers.common import extract_code, rename_taken, static_problem
 from mutant_gate.engine.writers.llm import LLMClient, LLMError, names_model
 from mutant_gate.engine.writers.probe_inputs import SHRINK_ELEMENTS, build, candidates, render_test
-from mutant_gate.engine.settings import DEFAULT_MODEL, LLMSettings
 from mutant_gate.engine.writers.stage1 import drop_functions
 from mutant_gate.engine.writers.stage2 import equivalent_reason
 
