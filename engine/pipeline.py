@@ -83,10 +83,42 @@ def select_tests(
     return tuple(chosen)
 
 
+def load(settings: RunSettings) -> tuple[KernelFile, list[Mutant], float, dict | None]:
+    """Read the kernel file and plant its mutants: (kernel, mutants, seconds, changed_since).
+
+    Bad input (a missing or broken file, unknown operators, a bad git ref) raises
+    ``BadInput`` here, before anything runs."""
+    kernel = load_kernel_file(settings.kernel_path, settings.tests, settings.project_root)
+    try:
+        operators = select_operators(settings.operators)
+    except ValueError as exc:
+        raise BadInput(f"--operators: {exc}") from None
+    start = time.perf_counter()
+    mutants = generate_mutants(kernel.source, kernel.path, operators)
+    changed = None
+    if settings.changed_since is not None:
+        names = [f.name for f in kernel.jit_functions]
+        functions = changed_functions(kernel.path, kernel.source, names, settings.changed_since)
+        mutants = [m for m in mutants if m.function in functions]
+        changed = {
+            "ref": settings.changed_since,
+            "functions": functions,
+            "unchanged": [n for n in names if n not in functions],
+        }
+    return kernel, mutants, time.perf_counter() - start, changed
+
+
 class Run:
     """One run of the pipeline; iterate ``events()`` to drive it."""
 
-    def __init__(self, settings: RunSettings, sandbox: Sandbox, store: Store | None) -> None:
+    def __init__(
+        self,
+        settings: RunSettings,
+        sandbox: Sandbox,
+        store: Store | None,
+        *,
+        other_sandbox: Sandbox | None = None,
+    ) -> None:
         self.settings = settings
         self.sandbox = sandbox
         self.store = store if settings.use_cache else None
@@ -100,8 +132,8 @@ class Run:
         self.coverage: dict[str, dict] | None = None
         #: ``--all-configs``: how many autotune configs each mutant runs under
         self.configs = 1
-        #: ``--compare-modes``: a sandbox of the other mode (set by the caller)
-        self.other_sandbox: Sandbox | None = None
+        #: ``--compare-modes``: a sandbox of the other mode
+        self.other_sandbox = other_sandbox
         #: Extra report fields per mutant id (compile, oracle, claims...), filled by later stages.
         self.details: dict[str, dict] = {}
         #: Extra top-level report fields (tokens, check summaries...).
@@ -119,27 +151,10 @@ class Run:
 
     # -- stages -------------------------------------------------------------
     def load(self) -> tuple[KernelFile, list[Mutant], float]:
-        kernel = load_kernel_file(
-            self.settings.kernel_path, self.settings.tests, self.settings.project_root
-        )
-        try:
-            operators = select_operators(self.settings.operators)
-        except ValueError as exc:
-            raise BadInput(f"--operators: {exc}") from None
-        start = time.perf_counter()
-        mutants = generate_mutants(kernel.source, kernel.path, operators)
-        if self.settings.changed_since is not None:
-            names = [f.name for f in kernel.jit_functions]
-            changed = changed_functions(
-                kernel.path, kernel.source, names, self.settings.changed_since
-            )
-            mutants = [m for m in mutants if m.function in changed]
-            self.report_extra["changed_since"] = {
-                "ref": self.settings.changed_since,
-                "functions": changed,
-                "unchanged": [n for n in names if n not in changed],
-            }
-        return kernel, mutants, time.perf_counter() - start
+        kernel, mutants, generation_s, changed = load(self.settings)
+        if changed is not None:
+            self.report_extra["changed_since"] = changed
+        return kernel, mutants, generation_s
 
     def job_for(
         self,
