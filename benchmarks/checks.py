@@ -23,9 +23,9 @@ from pathlib import Path
 
 from mutant_gate.engine.checks import parse_targets
 from mutant_gate.engine.events import BaselineFinished, CheckFinished, CheckStarted, RunFinished
-from mutant_gate.engine.pipeline import Run, RunSettings
+from mutant_gate.engine.pipeline import Run
 from mutant_gate.engine.sandbox.local import LocalSandbox
-from mutant_gate.engine.writers import WriterSettings
+from mutant_gate.engine.settings import RunSettings, WriterSettings
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEFAULT = ("vector_add.py", "softmax.py", "layer_norm.py", "matmul.py")

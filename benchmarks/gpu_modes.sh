@@ -13,12 +13,12 @@ for f in examples/*.py; do
   name=$(basename "$f" .py)
   for mode in interpret compiled; do
     start=$(date +%s%N)
-    python3 -m mutant_gate.tui.cli run "$f" --mode $mode --writer none --no-cache -q --json "$out/$name.$mode.json" > "$out/$name.$mode.txt" 2>&1
+    python3 -m mutant_gate.cli run "$f" --mode $mode --writer none --no-cache -q --json "$out/$name.$mode.json" > "$out/$name.$mode.txt" 2>&1
     rc=$?
     echo "$name $mode rc=$rc wall_ms=$(( ($(date +%s%N) - start) / 1000000 ))" >> "$out/gpu_times.txt"
   done
 done
 python3 benchmarks/mode_table.py "$out" > "$out/gpu_modes.md"
 # Under compute-sanitizer memcheck the GPU catches what the interpreter's bounds check does.
-python3 -m mutant_gate.tui.cli run examples/vector_add.py --mode compiled --sanitize --writer none --no-cache -q \
+python3 -m mutant_gate.cli run examples/vector_add.py --mode compiled --sanitize --writer none --no-cache -q \
   --json "$out/vector_add.sanitize.json" > "$out/vector_add.sanitize.txt" 2>&1

@@ -30,7 +30,7 @@ def run_all(folder: Path, out: Path, extra: list[str]) -> None:
         report = out / f"{path.stem}.json"
         start = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-m", "mutant_gate.tui.cli", "run", str(path), "--json",
+            [sys.executable, "-m", "mutant_gate.cli", "run", str(path), "--json",
              str(report), "--cache-dir", str(out / "cache"), "-q", *extra],
             capture_output=True, text=True, cwd=out,
         )  # fmt: skip

@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 
 from mutant_gate.cache import DEFAULT_DIR
+from mutant_gate.engine.session import find_report
 from mutant_gate.tui.app import create_app
-from mutant_gate.tui.commands import load_report
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REPORT = ROOT / "tests" / "data" / "tui_layer_norm_report.json"
@@ -43,7 +43,7 @@ def main() -> None:
     if args.run.endswith(".json"):
         report = json.loads(Path(args.run).read_text())
     else:
-        report = load_report(args.run, args.cache_dir)
+        report = find_report(args.run, args.cache_dir)
     out = Path(args.out)
     asyncio.run(screenshot(report, out))
     print(f"{out} ({out.stat().st_size // 1024} KiB) from run {report.get('run_id')}")

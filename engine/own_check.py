@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from .harness.main_guard import is_main_guard
+
 NOTHING_ASSERTED = (
     "the own check asserts nothing: mutants can only be killed by crashes, bounds or new tests"
 )
@@ -22,18 +24,6 @@ class OwnCheck:
     module_level: bool  # top-level code exercises the file's own functions
     test_functions: tuple[str, ...]  # runnable under pytest (no unfilled parameters)
     asserts: bool
-
-
-def _is_main_guard(node: ast.stmt) -> bool:
-    return (
-        isinstance(node, ast.If)
-        and isinstance(node.test, ast.Compare)
-        and isinstance(node.test.left, ast.Name)
-        and node.test.left.id == "__name__"
-        and any(
-            isinstance(c, ast.Constant) and c.value == "__main__" for c in node.test.comparators
-        )
-    )
 
 
 def _called_names(nodes: list[ast.AST]) -> set[str]:
@@ -88,14 +78,14 @@ def analyse(source: str) -> OwnCheck:
     functions = {
         n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
     }
-    main = [n for n in tree.body if _is_main_guard(n)]
+    main = [n for n in tree.body if is_main_guard(n)]
     top = [
         n
         for n in tree.body
         if not isinstance(
             n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom
         )
-        and not _is_main_guard(n)
+        and not is_main_guard(n)
     ]
     module_level = bool(_called_names(top) & set(functions))
     tests = tuple(n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _runnable_test(n))

@@ -1,4 +1,11 @@
-"""The JSON report (schema documented in README.md) and the score."""
+"""The JSON report, built here and nowhere else, from the verdict ledger (schema in
+README.md), and the score.
+
+Each row holds the mutant, its verdict, and the sections the stages recorded in the
+ledger (declared in ``verdicts.ROW_SECTIONS``); the top level holds the run's
+sections (``verdicts.RUN_SECTIONS``). ``engine/formats/`` renders this report into
+other formats; it never decides anything.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +13,41 @@ from collections import Counter
 from collections.abc import Sequence
 
 from .kernel_file import KernelFile
-from .records import Mutant, MutantOutcome, Verdict
+from .records import Mutant, MutantOutcome
 from .sandbox.job import JobResult
 from .testlist import report_tests
+from .verdicts import Ledger
+from .vocabulary import EXCLUDED, PENDING, Verdict
 
-SCHEMA_VERSION = 1
-#: Verdicts excluded from the adjusted score (each exclusion is listed).
-EXCLUDED = (Verdict.NOT_COMPILABLE, Verdict.EQUIVALENT)
+#: 2: rows carry ``changes`` (every verdict change: stage, was, now, evidence).
+SCHEMA_VERSION = 2
+#: Top-level fields ``build_report`` writes itself; the rest are the ledger's sections.
+REPORT_FIELDS = frozenset(
+    {
+        "schema_version",
+        "run_id",
+        "kernel",
+        "toolchain",
+        "settings",
+        "sandbox",
+        "tests",
+        "baseline",
+        "mutants",
+        "score",
+        "complete",
+        "rerun",
+    }
+)
 
 
-def score(outcomes: Sequence[MutantOutcome]) -> dict:
-    total = len(outcomes)
-    killed = sum(1 for o in outcomes if o.verdict is Verdict.KILLED)
-    excluded = [
-        {"id": o.mutant_id, "verdict": o.verdict.value} for o in outcomes if o.verdict in EXCLUDED
-    ]
+def score(rows: Sequence[dict]) -> dict:
+    """Raw and adjusted score of judged report rows (``id``, ``verdict``); every
+    exclusion from the adjusted score is listed."""
+    verdicts = [(row["id"], str(row["verdict"])) for row in rows]
+    excluded_values = {v.value for v in EXCLUDED}
+    total = len(verdicts)
+    killed = sum(1 for _, v in verdicts if v == Verdict.KILLED.value)
+    excluded = [{"id": i, "verdict": v} for i, v in verdicts if v in excluded_values]
     counted = total - len(excluded)
     return {
         "killed": killed,
@@ -28,7 +55,7 @@ def score(outcomes: Sequence[MutantOutcome]) -> dict:
         "raw": round(100.0 * killed / total, 2) if total else None,
         "adjusted": round(100.0 * killed / counted, 2) if counted else None,
         "excluded": excluded,
-        "by_verdict": dict(Counter(o.verdict.value for o in outcomes)),
+        "by_verdict": dict(Counter(v for _, v in verdicts)),
     }
 
 
@@ -65,7 +92,7 @@ def mutant_row(mutant: Mutant, outcome: MutantOutcome | None, details: dict | No
         "before": mutant.before,
         "after": mutant.after,
         "diff": mutant.diff,
-        "verdict": outcome.verdict.value if outcome else "pending",
+        "verdict": outcome.verdict.value if outcome else PENDING,
         "by": outcome.by if outcome else None,
         "reason": outcome.reason if outcome else "",
         "duration_s": round(outcome.duration_s, 4) if outcome else None,
@@ -79,19 +106,14 @@ def build_report(
     run_id: str,
     kernel: KernelFile,
     mutants: Sequence[Mutant],
-    outcomes: dict[str, MutantOutcome],
-    details: dict[str, dict] | None = None,
+    ledger: Ledger,
     baseline: JobResult,
     settings: dict,
     toolchain: dict,
     sandbox: dict,
-    extra: dict | None = None,
 ) -> dict:
-    rows = [
-        mutant_row(mutant, outcomes.get(mutant.id), (details or {}).get(mutant.id))
-        for mutant in mutants
-    ]
-    finished = [outcomes[m.id] for m in mutants if m.id in outcomes]
+    outcomes = ledger.outcomes()
+    rows = [mutant_row(m, outcomes.get(m.id), ledger.details(m.id)) for m in mutants]
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -107,9 +129,9 @@ def build_report(
         "tests": report_tests(kernel, baseline, mutants, outcomes),
         "baseline": {"duration_s": round(baseline.duration_s, 4), "shims": list(baseline.shims)},
         "mutants": rows,
-        "score": score(finished),
-        "complete": len(finished) == len(mutants),
-        **(extra or {}),
+        "score": score([r for r in rows if r["verdict"] != PENDING]),
+        "complete": all(m.id in outcomes for m in mutants),
+        **ledger.sections(),
     }
 
 

@@ -19,35 +19,17 @@ Every other mutant keeps its verdict and details; the result is a new run record
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Iterator
 
 from mutant_gate.cache import Store
 
 from .errors import BadInput
-from .events import BaselineFinished, BaselineStarted, Event, RunFinished, RunStarted
-from .pipeline import Run
-from .records import Mutant, MutantOutcome, Verdict
-from .report import ROW_FIELDS
+from .pipeline import Plan, Run
+from .records import Mutant
+from .report import REPORT_FIELDS
 from .sandbox import Sandbox
-from .sandbox.job import Job, JobResult
 from .settings import RunSettings
-
-#: Top-level report fields ``build_report`` writes; the rest are stages' extras.
-REPORT_FIELDS = {
-    "schema_version",
-    "run_id",
-    "kernel",
-    "toolchain",
-    "settings",
-    "sandbox",
-    "tests",
-    "baseline",
-    "mutants",
-    "score",
-    "complete",
-    "rerun",
-}
+from .stage import StageContext
+from .verdicts import RUN_SECTIONS
 
 
 def _key(operator: str, function: str, before: str, after: str) -> tuple[str, str, str, str]:
@@ -94,96 +76,65 @@ def select(rows: list[dict], survivors: bool, ids: list[str]) -> list[str]:
     return chosen
 
 
-class _FreshRun(Run):
-    """A run that reads no cached job result (``--force``) but still stores what arrives."""
+class RerunPlan(Plan):
+    """The mutants of a past run, matched to today's file; the chosen ones are judged
+    again (stage ``rerun`` in the ledger), every other verdict and section is carried
+    over. No writer, no check and no own-check judgement runs again."""
 
-    def cached(self, job: Job) -> JobResult | None:
-        return None
+    stage = "rerun"
+    judge_own_check = False
+    writers = False
 
-
-class Rerun:
-    """Drive with ``events()`` as a ``Run``: RunStarted (the chosen mutants), the
-    baseline, a MutantFinished per chosen mutant, RunFinished (the new report)."""
-
-    def __init__(
-        self,
-        report: dict,
-        settings: RunSettings,
-        sandbox: Sandbox,
-        store: Store | None,
-        chosen: list[str],
-        *,
-        force: bool = False,
-    ) -> None:
+    def __init__(self, report: dict, chosen: list[str]) -> None:
         self.old = report
         self.chosen = chosen
-        self.run = (_FreshRun if force else Run)(settings, sandbox, store)
-        #: (old id, new id, old verdict, new verdict, by) per judged mutant
-        self.changes: list[dict] = []
+        self.mapping: dict[str, Mutant] = {}
+        self.same_file = True
 
-    def events(self) -> Iterator[Event]:
-        run, old = self.run, self.old
-        rows = old["mutants"]
-        kernel, mutants, generation_s = run.load()
+    def choose(self, ctx: StageContext, mutants: list[Mutant]) -> list[Mutant]:
+        old, rows = self.old, self.old["mutants"]
         limited = (old.get("changed_since") or {}).get("functions")
         if limited is not None:  # the run mutated only functions changed since a ref
             mutants = [m for m in mutants if m.function in limited]
-        same = kernel.sha256 == old.get("kernel", {}).get("sha256")
-        mapping = match_mutants(rows, mutants, same)
-        run.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + kernel.sha256[:8]
-        run.kernel = kernel
-        run.mutants = [mapping[r["id"]] for r in rows]
+        self.same_file = ctx.kernel.sha256 == old.get("kernel", {}).get("sha256")
+        self.mapping = match_mutants(rows, mutants, self.same_file)
+        ctx.mutants = [self.mapping[r["id"]] for r in rows]
         for r in rows:
-            new = mapping[r["id"]]
-            details = {k: v for k, v in r.items() if k not in ROW_FIELDS}
-            if details:
-                run.details[new.id] = details
-            if r.get("verdict") in {v.value for v in Verdict}:
-                run.outcomes[new.id] = MutantOutcome(
-                    new.id,
-                    Verdict(r["verdict"]),
-                    r.get("by"),
-                    r.get("reason") or "",
-                    r.get("duration_s") or 0.0,
-                    bool(r.get("cached")),
-                )
-        run.report_extra.update({k: v for k, v in old.items() if k not in REPORT_FIELDS})
-        targets = [mapping[i] for i in self.chosen]
-        yield RunStarted(run.run_id, kernel, tuple(targets), generation_s)
-        yield BaselineStarted(run.settings.timeout_s)
-        baseline, cached = run.baseline(kernel)
-        run.timeout_s = run.mutant_timeout(baseline)
-        run.baseline_result, run.generation_s = baseline, generation_s
-        yield BaselineFinished(baseline, cached, run.timeout_s)
-        before = {mapping[r["id"]].id: (r["id"], r) for r in rows}
-        yield from run.run_mutants(kernel, targets)
-        for m in targets:
-            old_id, row = before[m.id]
-            outcome = run.outcomes[m.id]
-            self.changes.append(
+            ctx.ledger.restore(self.mapping[r["id"]].id, r)
+        for key, value in old.items():
+            if key not in REPORT_FIELDS and key in RUN_SECTIONS:
+                ctx.ledger.put_section(key, value)
+        return [self.mapping[i] for i in self.chosen]
+
+    def finish(self, ctx: StageContext, report: dict) -> None:
+        rows = {r["id"]: r for r in self.old["mutants"]}
+        changes = []
+        for old_id in self.chosen:
+            new = self.mapping[old_id]
+            outcome = ctx.ledger.outcome(new.id)
+            assert outcome is not None
+            changes.append(
                 {
-                    "id": m.id,
+                    "id": new.id,
                     "was_id": old_id,
-                    "was": row.get("verdict"),
+                    "was": rows[old_id].get("verdict"),
                     "now": outcome.verdict.value,
                     "by": outcome.by,
                     "reason": outcome.reason,
                 }
             )
-        report = run.report()
-        self._carry_tests(report, mapping)
+        self._carry_tests(report)
         report["rerun"] = {
-            "of": old.get("run_id"),
-            "kernel_changed": not same,
-            "tests": list(run.settings.tests),
-            "mutants": self.changes,
+            "of": self.old.get("run_id"),
+            "kernel_changed": not self.same_file,
+            "tests": list(ctx.settings.tests),
+            "mutants": changes,
         }
-        run.save(report)
-        yield RunFinished(report)
 
-    def _carry_tests(self, report: dict, mapping: dict[str, Mutant]) -> None:
+    def _carry_tests(self, report: dict) -> None:
         """Tests of the old run that the rerun did not run (writers' killer tests), for
         the carried-over verdicts that still name them."""
+        mapping = self.mapping
         names = {t.get("name") for t in report["tests"]}
         verdicts = {r["id"]: r for r in report["mutants"]}
         for test in self.old.get("tests", []):
@@ -196,6 +147,19 @@ class Rerun:
             ]
             if kills:
                 report["tests"].append({**test, "kills": kills, "carried_over": True})
+
+
+def start_rerun(
+    report: dict,
+    settings: RunSettings,
+    sandbox: Sandbox,
+    store: Store | None,
+    chosen: list[str],
+    *,
+    force: bool = False,
+) -> Run:
+    """The same driver as a run, with the rerun's plan (``--force``: no cached result)."""
+    return Run(settings, sandbox, store, plan=RerunPlan(report, chosen), fresh=force)
 
 
 def recorded_paths(report: dict, extra_tests: list[str]) -> tuple[str, tuple[str, ...]]:

@@ -5,13 +5,17 @@ on its own.
 - ``make_sandbox(settings)``: the backend the settings name (contree-sdk is imported
   only when used; a remote sandbox is started so its image's versions key the cache).
 - ``check_input(settings)``: bad input fails here, before anything runs (one line).
-- ``start_run(settings, sandbox, store)``: a ``Run`` to drive with ``events()``.
+- ``start_run(settings, sandbox, store)``: a ``Run`` to drive with ``events()``;
+  ``start_rerun(report, ...)``: chosen mutants of a past run again, same driver.
 - ``find_record`` / ``find_report`` / ``latest_id`` / ``replay_lookup``: a past run
   by id, unique prefix, ``latest`` or a JSON report file.
+- ``require`` / ``check_extras``: an optional extra (``[tui]``, ``[llm]``, ``[contree]``)
+  that is not installed is one line before anything starts, not an ImportError later.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 
@@ -19,7 +23,32 @@ from mutant_gate.cache import Store
 
 from .errors import BadInput
 from .sandbox import Sandbox
-from .settings import RunSettings
+from .settings import WRITERS, RunSettings
+
+# -- optional extras ------------------------------------------------------------------------
+#: module -> (the package that provides it, the mutant-gate extra that installs it)
+EXTRAS: dict[str, tuple[str, str]] = {
+    "textual": ("textual", "tui"),
+    "openai": ("openai", "llm"),
+    "contree_sdk": ("contree-sdk", "contree"),
+}
+
+
+def require(module: str, what: str) -> None:
+    """BadInput (one line, exit 2) when ``what`` needs ``module`` and it is not installed."""
+    if importlib.util.find_spec(module) is None:
+        package, extra = EXTRAS[module]
+        raise BadInput(f"{what} needs {package}: pip install 'mutant-gate[{extra}]'")
+
+
+def check_extras(settings: RunSettings) -> None:
+    """Every optional module a run with ``settings`` will import is installed."""
+    if settings.backend == "contree":
+        require("contree_sdk", "--backend contree")
+    if settings.writers.writer == "llm":
+        require("openai", "--writer llm")
+    if settings.writers.stage2:
+        require("openai", "--stage2")
 
 
 # -- sandboxes ---------------------------------------------------------------------------
@@ -45,6 +74,11 @@ def check_input(settings: RunSettings) -> None:
     from .pipeline import load
 
     load(settings)
+    if settings.writers.writer not in WRITERS:
+        raise BadInput(
+            f"--writer must be one of {', '.join(WRITERS)}, not {settings.writers.writer!r}"
+        )
+    check_extras(settings)
 
 
 def start_run(settings: RunSettings, sandbox: Sandbox, store: Store | None):
@@ -55,6 +89,22 @@ def start_run(settings: RunSettings, sandbox: Sandbox, store: Store | None):
     if settings.compare_modes:
         other = make_sandbox(settings, "compiled" if settings.mode == "interpret" else "interpret")
     return Run(settings, sandbox, store, other_sandbox=other)
+
+
+def start_rerun(
+    report: dict,
+    settings: RunSettings,
+    sandbox: Sandbox,
+    store: Store | None,
+    chosen: list[str],
+    *,
+    force: bool = False,
+):
+    """Chosen mutants of a past run judged again: the same driver with a rerun plan; its
+    ``RunFinished`` report says what changed (``rerun``)."""
+    from .rerun import start_rerun as rerun
+
+    return rerun(report, settings, sandbox, store, chosen, force=force)
 
 
 # -- past runs -----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
+from .harness.main_guard import is_main_guard
 from .kernel_file import EXTRA_TESTS, OWN_CHECK, KernelFile
 from .records import Mutant, MutantOutcome, Verdict
 from .sandbox.job import JobResult
@@ -42,15 +43,7 @@ def main_block(source: str) -> str | None:
     except SyntaxError:
         return None
     for node in tree.body:
-        if (
-            isinstance(node, ast.If)
-            and isinstance(node.test, ast.Compare)
-            and isinstance(node.test.left, ast.Name)
-            and node.test.left.id == "__name__"
-            and len(node.test.comparators) == 1
-            and isinstance(node.test.comparators[0], ast.Constant)
-            and node.test.comparators[0].value == "__main__"
-        ):
+        if is_main_guard(node):
             return ast.get_source_segment(source, node)
     return None
 

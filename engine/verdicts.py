@@ -1,16 +1,24 @@
-"""Where a mutant's verdict is decided: from the sandbox's result, nothing else.
+"""Where a mutant's verdict is decided, and the only code that changes one.
 
-``killed`` needs evidence from running the mutant: a failing check, a bounds
-violation, a crash or a timeout. A harness failure is ``error`` and never
-counts as a kill.
+``decide(result)`` reads a mutant's first verdict off its sandbox job: ``killed``
+needs evidence from running the mutant (a failing check, a bounds violation, a crash
+or a timeout); a harness failure is ``error`` and never counts as a kill; all checks
+passing is ``survived``.
+
+After that, a verdict changes only through the ``Ledger`` below, and only as ``RULES``
+allow: each change names the stage that made it and the evidence it rests on, and is
+kept on the mutant's row (``changes``). Stages (writers, checks) record into the
+ledger; they never set a verdict themselves.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from dataclasses import dataclass, replace
 
 from .kernel_file import EXTRA_TESTS, OWN_CHECK
-from .records import Verdict
+from .records import MutantOutcome, Verdict
 from .sandbox.job import JobResult, JobStatus
 
 
@@ -70,3 +78,249 @@ def decide(result: JobResult) -> tuple[Verdict, str | None, str]:
     if status is JobStatus.TIMEOUT:
         return Verdict.KILLED, "timeout", result.error.strip().splitlines()[0]
     return Verdict.ERROR, None, summarize_error(result.error) or "harness error"
+
+
+# -- the ledger ------------------------------------------------------------------------
+#: When a verdict may change after its job decided it, and from which verdicts.
+#: - ``kill``: a test that passes the original and fails the mutant, both run in the
+#:   sandbox, kills a survivor, and refutes an equivalence claim;
+#: - ``set_aside``: the compiler rejects the survivor (or claimed mutant): not_compilable;
+#: - ``claim``: an equivalence claim (a model's EQUIVALENT, the probe finding no
+#:   difference) on a survivor: ``equivalent``;
+#: - ``refute``: evidence contradicts a claim (the oracle saw outputs differ): survived.
+#: ``judge`` (a mutant's job, first or again) may move any verdict.
+RULES: dict[str, tuple[Verdict, ...]] = {
+    "kill": (Verdict.SURVIVED, Verdict.EQUIVALENT),
+    "set_aside": (Verdict.SURVIVED, Verdict.EQUIVALENT),
+    "claim": (Verdict.SURVIVED,),
+    "refute": (Verdict.EQUIVALENT,),
+}
+
+#: Per-mutant report sections the ledger keeps, beside the verdict (the report's rows).
+ROW_SECTIONS = frozenset(
+    {
+        "changes",  # the ledger's own: every verdict change with its stage and evidence
+        "claims",  # writers: equivalence claims and what evidence said of them
+        "attempts",  # writers: rejected tests, with why
+        "probe",  # probe writer: how many inputs, what it found
+        "compile",  # compile-check: per target
+        "oracle",  # diff-oracle: the sentence and the numbers
+        "modes",  # --compare-modes: both modes' verdicts
+        "tests_selected",  # project mode: test cases run for the mutant
+    }
+)
+#: Run-level report sections (the report's top-level fields beside the core ones).
+RUN_SECTIONS = frozenset(
+    {
+        "own_check",
+        "changed_since",
+        "selection",
+        "autotune",
+        "modes",
+        "checks",
+        "tokens",
+        "writers",
+        "stage1",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One verdict change: which stage, from what to what, and the evidence."""
+
+    stage: str
+    was: str | None
+    now: str
+    evidence: str
+
+    def to_json(self) -> dict:
+        return {"stage": self.stage, "was": self.was, "now": self.now, "evidence": self.evidence}
+
+
+class Ledger:
+    """A run's verdicts, the evidence beside them, and the stages' report sections.
+
+    Thread-safe: the explorer runs stages in threads of their own. Reading is free;
+    changing a verdict goes through ``judge``/``kill``/``set_aside``/``claim``/``refute``
+    (or ``restore`` for a rerun's carried-over rows), each checked against ``RULES``.
+    A change the rules do not allow returns None and changes nothing (a stage that
+    lost a race: the mutant was killed meanwhile).
+    """
+
+    def __init__(self) -> None:
+        self._outcomes: dict[str, MutantOutcome] = {}
+        self._details: dict[str, dict] = {}
+        self._sections: dict = {}
+        self._lock = threading.RLock()
+
+    # -- reading --------------------------------------------------------------------
+    def outcome(self, mutant_id: str) -> MutantOutcome | None:
+        return self._outcomes.get(mutant_id)
+
+    def verdict(self, mutant_id: str) -> Verdict | None:
+        outcome = self._outcomes.get(mutant_id)
+        return outcome.verdict if outcome is not None else None
+
+    def outcomes(self) -> dict[str, MutantOutcome]:
+        """A copy: mutant id -> outcome, for every mutant judged so far."""
+        with self._lock:
+            return dict(self._outcomes)
+
+    def details(self, mutant_id: str) -> dict:
+        """A copy of the mutant's report sections (empty when it has none)."""
+        with self._lock:
+            return dict(self._details.get(mutant_id, {}))
+
+    def row(self, mutant_id: str, name: str, default=None):
+        """The mutant's section ``name`` (created from ``default`` if missing): stages
+        fill it in place (``ledger.row(id, "probe", {})["result"] = ...``)."""
+        if name not in ROW_SECTIONS:
+            raise KeyError(f"undeclared report row section {name!r} (verdicts.ROW_SECTIONS)")
+        with self._lock:
+            return self._details.setdefault(mutant_id, {}).setdefault(
+                name, {} if default is None else default
+            )
+
+    def put_row(self, mutant_id: str, name: str, value) -> None:
+        if name not in ROW_SECTIONS:
+            raise KeyError(f"undeclared report row section {name!r} (verdicts.ROW_SECTIONS)")
+        with self._lock:
+            self._details.setdefault(mutant_id, {})[name] = value
+
+    def section(self, name: str, default=None):
+        """The run-level section ``name`` (created from ``default`` if missing)."""
+        if name not in RUN_SECTIONS:
+            raise KeyError(f"undeclared report section {name!r} (verdicts.RUN_SECTIONS)")
+        with self._lock:
+            return self._sections.setdefault(name, {} if default is None else default)
+
+    def put_section(self, name: str, value) -> None:
+        if name not in RUN_SECTIONS:
+            raise KeyError(f"undeclared report section {name!r} (verdicts.RUN_SECTIONS)")
+        with self._lock:
+            self._sections[name] = value
+
+    def sections(self) -> dict:
+        with self._lock:
+            return dict(self._sections)
+
+    # -- the only code that changes a verdict ---------------------------------------------
+    def judge(
+        self,
+        mutant_id: str,
+        result: JobResult,
+        cached: bool,
+        *,
+        stage: str = "mutants",
+        note: str = "",
+    ) -> MutantOutcome:
+        """The verdict its job shows (``decide``); a second judgement (a rerun) is a change."""
+        verdict, by, reason = decide(result)
+        if note and verdict is not Verdict.SURVIVED:
+            reason = f"{reason} ({note})"
+        outcome = MutantOutcome(mutant_id, verdict, by, reason, result.duration_s, cached)
+        with self._lock:
+            if mutant_id in self._outcomes:
+                self._record(mutant_id, stage, outcome, reason)
+            self._outcomes[mutant_id] = outcome
+        return outcome
+
+    def kill(
+        self,
+        mutant_id: str,
+        *,
+        by: str,
+        reason: str,
+        duration_s: float,
+        cached: bool,
+        stage: str,
+        evidence: str,
+    ) -> MutantOutcome | None:
+        """A proved test failed the mutant: ``killed`` by it."""
+        return self._change(
+            "kill",
+            mutant_id,
+            stage,
+            evidence,
+            verdict=Verdict.KILLED,
+            by=by,
+            reason=reason,
+            duration_s=duration_s,
+            cached=cached,
+        )
+
+    def set_aside(self, mutant_id: str, reason: str, *, stage: str) -> MutantOutcome | None:
+        """The compiler rejects it: ``not_compilable``, excluded from the adjusted score."""
+        return self._change(
+            "set_aside",
+            mutant_id,
+            stage,
+            reason,
+            verdict=Verdict.NOT_COMPILABLE,
+            by=None,
+            reason=reason,
+        )
+
+    def claim(
+        self, mutant_id: str, reason: str, *, stage: str, cached: bool = True
+    ) -> MutantOutcome | None:
+        """An equivalence claim: ``equivalent`` (a claim, listed among the exclusions)."""
+        return self._change(
+            "claim",
+            mutant_id,
+            stage,
+            reason,
+            verdict=Verdict.EQUIVALENT,
+            by=None,
+            reason=reason,
+            cached_and=cached,
+        )
+
+    def refute(self, mutant_id: str, evidence: str, *, stage: str) -> MutantOutcome | None:
+        """Evidence contradicts the claim: a survivor again, the claim kept on record."""
+        return self._change(
+            "refute",
+            mutant_id,
+            stage,
+            evidence,
+            verdict=Verdict.SURVIVED,
+            by=None,
+            reason=evidence,
+        )
+
+    def restore(self, mutant_id: str, row: dict) -> None:
+        """A verdict and its sections carried over from a recorded report row (a rerun
+        judges some mutants again and keeps the others as they were recorded)."""
+        if row.get("verdict") not in {v.value for v in Verdict}:
+            return
+        outcome = MutantOutcome(
+            mutant_id,
+            Verdict(row["verdict"]),
+            row.get("by"),
+            row.get("reason") or "",
+            row.get("duration_s") or 0.0,
+            bool(row.get("cached")),
+        )
+        with self._lock:
+            self._outcomes[mutant_id] = outcome
+            self._details[mutant_id] = {k: v for k, v in row.items() if k in ROW_SECTIONS}
+
+    def _change(
+        self, rule: str, mutant_id: str, stage: str, evidence: str, *, cached_and=None, **fields
+    ) -> MutantOutcome | None:
+        with self._lock:
+            old = self._outcomes.get(mutant_id)
+            if old is None or old.verdict not in RULES[rule]:
+                return None
+            if cached_and is not None:
+                fields["cached"] = old.cached and cached_and
+            new = replace(old, **fields)
+            self._record(mutant_id, stage, new, evidence)
+            self._outcomes[mutant_id] = new
+            return new
+
+    def _record(self, mutant_id: str, stage: str, new: MutantOutcome, evidence: str) -> None:
+        old = self._outcomes.get(mutant_id)
+        change = Change(stage, old.verdict.value if old else None, new.verdict.value, evidence)
+        self._details.setdefault(mutant_id, {}).setdefault("changes", []).append(change.to_json())

@@ -53,7 +53,7 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
     """Run the real command line in a subprocess; returns CompletedProcess."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "mutant_gate.tui.cli", *args],
+        [sys.executable, "-m", "mutant_gate.cli", *args],
         cwd=cwd,
         env=full_env,
         capture_output=True,

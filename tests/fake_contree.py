@@ -9,9 +9,10 @@ the paths and payloads its client code uses (``contree_sdk/_internals/client/v1`
 
 A run really executes: its files are written under a fresh directory that
 stands for the image's root (absolute paths and ``cwd`` are mapped into it),
-its command runs as a local subprocess with the image's environment (host
-``PATH`` plus the image's variables) overlaid by the request's, and its output
-comes back base64-encoded and truncated as asked. So the real harness runs,
+its command runs as a local subprocess with the image's environment (``PATH``:
+this interpreter's directory, standing for the image's ``python3`` with torch and
+triton, then the host's; plus the image's variables) overlaid by the request's,
+and its output comes back base64-encoded and truncated as asked. So the real harness runs,
 with ``TRITON_INTERPRET=1``, on this machine's torch and triton.
 
 Faults: ``inject(method, path, action, times)`` makes the next matching
@@ -29,6 +30,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -306,7 +308,7 @@ class FakeContree:
             cwd = os.path.normpath(os.path.join(root, req["cwd"].lstrip("/")))
             os.makedirs(cwd, mode=0o755, exist_ok=True)
             env = {
-                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "PATH": _image_path(),
                 "HOME": root,
                 "LANG": "C.UTF-8",
                 **image.env,
@@ -379,6 +381,15 @@ class FakeContree:
             op.status, op.finished = "CANCELLED", time.monotonic()
             if op.proc is not None:
                 _killpg(op.proc)
+
+
+def _image_path() -> str:
+    """The ``PATH`` of an image: the image holds ``python3`` with torch and triton, and
+    here that is this interpreter (a venv's ``bin`` holds ``python3`` even when the
+    venv is not activated), so its directory comes first, then the host's ``PATH``."""
+    here = os.path.dirname(sys.executable)
+    rest = os.environ.get("PATH", "/usr/bin:/bin")
+    return os.pathsep.join([here, *(p for p in rest.split(os.pathsep) if p and p != here)])
 
 
 def _killpg(proc: subprocess.Popen) -> None:

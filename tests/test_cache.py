@@ -12,7 +12,7 @@ import diskcache
 import pytest
 
 from mutant_gate.cache import Store
-from mutant_gate.engine.pipeline import toolchain
+from mutant_gate.engine.jobs import toolchain
 from mutant_gate.engine.sandbox import job as job_module
 from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
 
@@ -132,7 +132,7 @@ def test_full_disk_for_the_cache_loses_nothing_computed(tmp_path):
         set -e
         mount -t tmpfs -o size=256k tmpfs {cache}
         cd {tmp_path}
-        {sys.executable} -m mutant_gate.tui.cli run {EXAMPLES / "layer_norm.py"} --writer none -q \\
+        {sys.executable} -m mutant_gate.cli run {EXAMPLES / "layer_norm.py"} --writer none -q \\
             --cache-dir {cache}/c --json {tmp_path}/r.json > {tmp_path}/out.txt 2>&1
     """
     proc = subprocess.run(

@@ -9,14 +9,13 @@ from pathlib import Path
 import pytest
 
 from mutant_gate.cache import Store
+from mutant_gate.cli.main import main
 from mutant_gate.engine.errors import BadInput
 from mutant_gate.engine.mutate import generate_mutants
 from mutant_gate.engine.records import MutantOutcome, Verdict
 from mutant_gate.engine.report import mutant_row
 from mutant_gate.engine.rerun import match_mutants, select
-from mutant_gate.tui.app import load_replay
-from mutant_gate.tui.cli import main
-from mutant_gate.tui.commands import latest_to_id
+from mutant_gate.engine.session import latest_id, replay_lookup
 
 from .conftest import EXAMPLES, run_cli
 
@@ -49,9 +48,9 @@ def test_export_import_round_trip_replays_elsewhere(report, tmp_path, capsys):
             f"mutant-gate replay {report['run_id']} --cache-dir {target}" in capsys.readouterr().out
         )
         # the explorer's replay reads it from the new cache, offline
-        replayed, _ = load_replay(report["run_id"], str(target))
+        replayed, _ = replay_lookup(report["run_id"], str(target))
         assert replayed == report
-        assert load_replay(latest_to_id("latest", str(target)), str(target))[0] == report
+        assert replay_lookup(latest_id("latest", str(target)), str(target))[0] == report
     # importing again replaces, and says so
     assert (
         main(

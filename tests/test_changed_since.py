@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from mutant_gate.engine import pipeline
 from mutant_gate.engine.changes import changed_functions
 from mutant_gate.engine.errors import BadInput
-from mutant_gate.engine.pipeline import Run, RunSettings
+from mutant_gate.engine.settings import RunSettings
 
 from .conftest import run_cli
 
@@ -49,9 +50,8 @@ def changed(path: Path, ref: str = "HEAD") -> list[str]:
 
 
 def load(path: Path, ref: str | None):
-    run = Run(RunSettings(str(path), changed_since=ref), None, None)  # type: ignore[arg-type]
-    kernel, mutants, _ = run.load()
-    return mutants, run.report_extra.get("changed_since")
+    _, mutants, _, changed = pipeline.load(RunSettings(str(path), changed_since=ref))
+    return mutants, changed
 
 
 def test_only_the_changed_function_is_mutated(repo):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
@@ -10,10 +9,10 @@ import pytest
 from mutant_gate.engine.checks.common import harness_data, harness_job
 from mutant_gate.engine.events import CheckFinished, RunFinished
 from mutant_gate.engine.kernel_file import load_kernel_file
-from mutant_gate.engine.pipeline import Run, RunSettings
-from mutant_gate.engine.records import Verdict
+from mutant_gate.engine.pipeline import Run
 from mutant_gate.engine.sandbox.job import Job
-from mutant_gate.engine.writers import WriterSettings
+from mutant_gate.engine.settings import RunSettings, WriterSettings
+from mutant_gate.engine.stage import Stage
 
 from .conftest import EXAMPLES, run_cli
 
@@ -51,21 +50,19 @@ def test_oracle_names_mean_and_rstd_differences_the_check_lets_through(tmp_path,
         writers=NO_WRITER,
         diff_oracle=True,
     )
-    run = Run(settings, sandbox, None)
 
-    def claim_equivalence(run: Run, survivors):
+    def claim_equivalence(ctx, survivors):
         """Stands where a writer's stage runs: claims the epsilon mutant equivalent."""
         for m in survivors:
             if m.operator == "epsilon-change":
-                run.details.setdefault(m.id, {}).setdefault("claims", []).append(
+                ctx.ledger.row(m.id, "claims", []).append(
                     {"by": "stage2", "claim": "equivalent", "reason": "eps is negligible"}
                 )
-                claimed = dataclasses.replace(
-                    run.outcomes[m.id], verdict=Verdict.EQUIVALENT, reason="claimed by stage2"
+                yield from ctx.updated(
+                    m, ctx.ledger.claim(m.id, "claimed by stage2", stage="stage2")
                 )
-                yield run.update(m, claimed)
 
-    run.survivor_stages.insert(0, claim_equivalence)
+    run = Run(settings, sandbox, None, extra_stages=(Stage("claims", claim_equivalence),))
     report, events = drive(run)
     json.dumps(report, allow_nan=False)
 

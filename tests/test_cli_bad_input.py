@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
 import textwrap
 
 import pytest
+
+from mutant_gate.cli.main import main
 
 from .conftest import EXAMPLES, run_cli
 
@@ -140,3 +145,50 @@ def test_original_check_timing_out(tmp_path):
     path = write(tmp_path, "k.py", BROKEN_KERNEL.replace("{check}", "while True: pass"))
     proc = run_cli("run", str(path), "-j", "1", "--timeout", "3", cwd=tmp_path)
     assert_one_line_error(proc, "timed out after 3 s")
+
+
+# -- optional extras: a face or writer that is not installed is one line, exit 2 ----------
+def without(module: str, *args: str, cwd) -> subprocess.CompletedProcess:
+    """The command line in a fresh interpreter where ``import MODULE`` fails."""
+    code = (
+        f"import sys; sys.modules[{module!r}] = None\n"
+        "from mutant_gate.cli.main import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.mark.parametrize("command", [["tui", str(EXAMPLES / "vector_add.py")], ["replay"]])
+def test_the_explorer_without_textual(tmp_path, command):
+    assert_one_line_error(
+        without("textual", *command, cwd=tmp_path),
+        "the explorer needs textual: pip install 'mutant-gate[tui]'",
+    )
+
+
+@pytest.mark.parametrize(
+    ("missing", "flags", "message"),
+    [
+        (
+            "openai",
+            ["--writer", "llm"],
+            "--writer llm needs openai: pip install 'mutant-gate[llm]'",
+        ),
+        ("openai", ["--stage2"], "--stage2 needs openai: pip install 'mutant-gate[llm]'"),
+        (
+            "contree_sdk",
+            ["--backend", "contree"],
+            "--backend contree needs contree-sdk: pip install 'mutant-gate[contree]'",
+        ),
+    ],
+)
+def test_flags_without_their_extra(monkeypatch, capsys, missing, flags, message):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == missing else real(name, *a)
+    )
+    code = main(["run", str(EXAMPLES / "vector_add.py"), "--no-config", *flags])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == f"mutant-gate: error: {message}"

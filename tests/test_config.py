@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from mutant_gate.cli.config import apply_config, subparser
+from mutant_gate.cli.main import build_parser
 from mutant_gate.engine.errors import BadInput
-from mutant_gate.tui.cli import build_parser
-from mutant_gate.tui.config import apply_config, subparser
 
 from .conftest import EXAMPLES, run_cli
 

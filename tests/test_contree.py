@@ -92,7 +92,7 @@ def clean_fake(fake):
 def test_missing_credentials_are_one_line_and_exit_2(tmp_path, env, named, not_named):
     full = {k: v for k, v in os.environ.items() if not k.startswith("NEBIUS_")}
     full.update(env, CONTREE_HOME=str(tmp_path))  # no auth.ini profile either
-    cli = [sys.executable, "-m", "mutant_gate.tui.cli", "run", str(EXAMPLES / "vector_add.py")]
+    cli = [sys.executable, "-m", "mutant_gate.cli", "run", str(EXAMPLES / "vector_add.py")]
     proc = subprocess.run(
         [*cli, "--backend", "contree", "--no-cache"],
         cwd=tmp_path,

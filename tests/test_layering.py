@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def loaded_modules(*imports: str) -> set[str]:
@@ -36,3 +40,60 @@ def test_harness_imports_only_what_a_sandbox_has():
     )
     for forbidden in ("libcst", "rich", "diskcache", "textual", "openai", "contree_sdk"):
         assert forbidden not in modules, forbidden
+
+
+def _trees(directory: Path):
+    for path in sorted(directory.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            yield path, ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def _imports(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and not node.level:
+        return [node.module or ""]
+    return []
+
+
+def test_cli_imports_no_textual_nor_the_explorer():
+    names = [
+        "mutant_gate.cli." + p.stem
+        for p in sorted((ROOT / "cli").glob("*.py"))
+        if p.stem != "__main__"
+    ]
+    modules = loaded_modules(*names)
+    assert "mutant_gate.cli.main" in modules
+    for forbidden in ("textual", "openai", "contree_sdk"):
+        assert forbidden not in roots(modules), forbidden
+    assert not any(name.startswith("mutant_gate.tui") for name in modules)
+
+
+def test_cli_reaches_the_explorer_only_inside_a_function():
+    """No ``textual`` anywhere in ``cli/``; ``mutant_gate.tui`` only as a lazy import."""
+    found = []
+    for path, tree in _trees(ROOT / "cli"):
+        lazy = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            for inner in ast.walk(node)
+        }
+        for node in ast.walk(tree):
+            for name in _imports(node):
+                if name.split(".")[0] == "textual":
+                    found.append(f"{path.name}:{node.lineno}: {name}")
+                elif name.startswith("mutant_gate.tui") and id(node) not in lazy:
+                    found.append(f"{path.name}:{node.lineno}: {name} at module level")
+    assert not found, found
+
+
+def test_tui_is_the_explorer_only():
+    """Parsing flags is the command line's job: ``tui/`` holds no argparse, imports no cli."""
+    found = []
+    for path, tree in _trees(ROOT / "tui"):
+        for node in ast.walk(tree):
+            for name in _imports(node):
+                if name == "argparse" or name.startswith("mutant_gate.cli"):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+    assert not found, found

@@ -33,7 +33,7 @@ def test_run_vector_add_report_and_cache(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     report = read_report(report_path)
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     assert report["kernel"]["path"].endswith("vector_add.py")
     assert set(report["toolchain"]) >= {"python", "torch", "triton"}
     mutants = report["mutants"]
@@ -168,7 +168,7 @@ def _count_results(cache_dir) -> int:
 
 def _start_run(target: str, cache_dir, cwd, jobs: str, **popen) -> subprocess.Popen:
     """A real CLI run in the background (no writer: the cache holds mutant jobs only)."""
-    cmd = [sys.executable, "-m", "mutant_gate.tui.cli", "run", target, "-j", jobs, "-q",
+    cmd = [sys.executable, "-m", "mutant_gate.cli", "run", target, "-j", jobs, "-q",
            "--writer", "none", "--cache-dir", str(cache_dir)]  # fmt: skip
     # SIGINT as in a terminal, even where the suite itself runs with it ignored (a
     # background job of a non-interactive shell inherits SIG_IGN, and so would the run).

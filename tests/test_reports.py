@@ -20,11 +20,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from mutant_gate.cli.main import main
 from mutant_gate.engine.reports import FORMATS, render
 from mutant_gate.engine.reports.common import kernel_source
 from mutant_gate.engine.reports.markdown import COMMENT_LIMIT
 from mutant_gate.engine.reports.stryker import status_of
-from mutant_gate.tui.cli import main
 
 from .conftest import run_cli
 

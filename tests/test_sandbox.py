@@ -191,13 +191,9 @@ def test_overlapping_run_jobs_calls_each_get_every_result(sandbox):
     one call ending, or its consumer stopping early, must not cancel the other's jobs."""
     import threading
 
-    from mutant_gate.engine.pipeline import Run, RunSettings
+    from mutant_gate.engine.jobs import JobRunner
 
-    from .conftest import EXAMPLES
-
-    run = Run(
-        RunSettings(kernel_path=str(EXAMPLES / "vector_add.py"), use_cache=False), sandbox, None
-    )
+    run = JobRunner(sandbox, None, "interpret", None)
     got: dict[str, list[str]] = {"short": [], "long": [], "early": []}
 
     def consume(name: str, count: int, sleep: float, stop_after: int | None = None) -> None:

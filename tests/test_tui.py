@@ -17,7 +17,8 @@ from textual.widgets import Input, SelectionList
 
 from mutant_gate.cache import Store
 from mutant_gate.engine.errors import BadInput
-from mutant_gate.tui.app import COMMANDS, create_app, load_replay
+from mutant_gate.engine.session import replay_lookup
+from mutant_gate.tui.app import COMMANDS, create_app
 from mutant_gate.tui.bridge import Progress
 from mutant_gate.tui.model import Filters, RunModel
 from mutant_gate.tui.screens.filter import FilterScreen
@@ -334,22 +335,22 @@ def test_replay_finds_runs_in_a_cache(report, tmp_path):
             report["run_id"], {"run_id": report["run_id"], "kernel": "k.py", "report": report}
         )
         store.put_run("20260102-000000-aaaa", {"run_id": "20260102-000000-aaaa", "report": None})
-    found, records = load_replay(None, str(cache))
+    found, records = replay_lookup(None, str(cache))
     assert found is None and {r["run_id"] for r in records} == {
         report["run_id"],
         "20260102-000000-aaaa",
     }
-    found, _ = load_replay(report["run_id"][:10], str(cache))
+    found, _ = replay_lookup(report["run_id"][:10], str(cache))
     assert found == report
-    with pytest.raises(BadInput, match="no report to replay"):
-        load_replay("20260102", str(cache))
+    with pytest.raises(BadInput, match="stopped before it finished"):
+        replay_lookup("20260102", str(cache))
     with pytest.raises(BadInput, match="no run 'nope'"):
-        load_replay("nope", str(cache))
+        replay_lookup("nope", str(cache))
     with pytest.raises(BadInput, match="no cache at"):
-        load_replay(None, str(tmp_path / "missing"))
+        replay_lookup(None, str(tmp_path / "missing"))
     path = tmp_path / "r.json"
     path.write_text(json.dumps(report))
-    assert load_replay(str(path), str(cache))[0] == report
+    assert replay_lookup(str(path), str(cache))[0] == report
 
 
 @pytest.mark.anyio

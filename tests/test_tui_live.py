@@ -11,8 +11,7 @@ import time
 import pytest
 
 from mutant_gate.cache import Store
-from mutant_gate.engine.pipeline import RunSettings
-from mutant_gate.engine.writers import LLMSettings, WriterSettings
+from mutant_gate.engine.settings import LLMSettings, RunSettings, WriterSettings
 from mutant_gate.tui.app import create_app
 from mutant_gate.tui.bridge import (
     BaselineDone,

@@ -383,11 +383,12 @@ def test_no_key_says_so_and_goes_on_with_the_probe(tmp_path):
 
 
 def test_run_stage2_on_chosen_survivors_for_the_tui(tmp_path, sandbox, monkeypatch):
-    """The API the explorer calls on marked survivors: run_stage2(run, ids) after a run."""
+    """The API the explorer calls on marked survivors: run.run_stage(stage 2, ids) after a
+    run."""
     from mutant_gate.cache import Store
     from mutant_gate.engine.events import MutantUpdated, RunFinished, TestAccepted
-    from mutant_gate.engine.pipeline import Run, RunSettings
-    from mutant_gate.engine.writers import LLMSettings, WriterSettings, run_stage2
+    from mutant_gate.engine.pipeline import Run
+    from mutant_gate.engine.settings import LLMSettings, RunSettings, WriterSettings
 
     monkeypatch.setenv("NEBIUS_API_KEY", SECRET)
     (tmp_path / "sum_kernel.py").write_text(SUM_KERNEL)
@@ -402,10 +403,10 @@ def test_run_stage2_on_chosen_survivors_for_the_tui(tmp_path, sandbox, monkeypat
             run = Run(settings, sandbox, store)
             events = list(run.events())
             assert isinstance(events[-1], RunFinished)
-            (survivor,) = [m for m in run.mutants if m.id in run.outcomes]
+            (survivor,) = [m for m in run.mutants if run.ledger.outcome(m.id) is not None]
             assert events[-1].report["mutants"][0]["verdict"] == "survived"
             assert events[-1].report["tokens"]["calls"] == 0  # no model before it was asked
-            got = list(run_stage2(run, [survivor.id]))
+            got = list(run.run_stage(run.stage_named("stage2"), [survivor.id]))
             report = run.report()
     accepted = [e for e in got if isinstance(e, TestAccepted)]
     assert [(e.origin, e.kills) for e in accepted] == [("stage2", (survivor.id,))], got

@@ -1,1 +1,1 @@
-"""The command line and the Textual explorer (app, bridge, screens, widgets)."""
+"""The Textual explorer (app, bridge, screens, widgets); the command line is ``cli/``."""

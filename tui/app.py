@@ -21,9 +21,11 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from mutant_gate.cache import CacheUnavailable, Store
+from mutant_gate.engine import session
 from mutant_gate.engine.errors import BadInput
-from mutant_gate.engine.pipeline import Run, RunSettings
 from mutant_gate.engine.sandbox import Sandbox
+from mutant_gate.engine.settings import RunSettings
+from mutant_gate.engine.vocabulary import by_words
 from mutant_gate.tui.bridge import (
     NEEDS_MODEL,
     BaselineBegan,
@@ -37,7 +39,6 @@ from mutant_gate.tui.bridge import (
     model_key_present,
 )
 from mutant_gate.tui.model import Filters, RunModel
-from mutant_gate.tui.render import by_label
 from mutant_gate.tui.screens.explorer import ExplorerScreen
 from mutant_gate.tui.screens.export import ExportScreen
 from mutant_gate.tui.screens.filter import FilterScreen
@@ -268,6 +269,11 @@ class MutantGateApp(App[int]):
         self._refresh_mutants(was)
 
     def action_stage2(self) -> None:
+        try:
+            session.require("openai", "stage 2")
+        except BadInput as exc:
+            self.notify(f"{exc}.", title="stage 2", severity="error", timeout=10)
+            return
         if not model_key_present():
             self.notify(f"Stage 2 {NEEDS_MODEL}.", title="stage 2", severity="error", timeout=10)
             return
@@ -434,7 +440,7 @@ def log_line(row: dict, rejudged: bool) -> str:
     verdict = row.get("verdict", "?")
     what = f"{row['id']} {row.get('operator')} line {row.get('line')}: {verdict}"
     if verdict == "killed":
-        what += f" by {by_label(row.get('by'))}"
+        what += f" by {by_words(row.get('by'))}"
     elif verdict in ("error", "not_compilable", "equivalent"):
         what += f": {row.get('reason', '')}"
     return ("updated " if rejudged else "") + what
@@ -472,7 +478,7 @@ def run_live(
     a run that fails later (the original fails its own check) exits 2 after it."""
     if getattr(settings, "compare_modes", False):
         raise BadInput("--compare-modes is not in the explorer yet; use `mutant-gate run`")
-    Run(settings, None, None).load()  # type: ignore[arg-type]
+    session.check_input(settings)
     if json_path and not os.path.isdir(os.path.dirname(os.path.abspath(json_path))):
         raise BadInput(f"--json: directory does not exist: {os.path.dirname(json_path)}")
     if settings.use_cache:
@@ -492,46 +498,9 @@ def run_live(
     return app.return_code or 0
 
 
-def load_replay(run: str | None, cache_dir: str) -> tuple[dict | None, list[dict]]:
-    """(report, []) for one run, or (None, records) to choose from; BadInput otherwise.
-
-    ``run`` is a run id, a unique prefix of one, or a JSON report file.
-    """
-    if run and run.endswith(".json") and os.path.isfile(run):
-        try:
-            with open(run) as fh:
-                report = json.load(fh)
-        except (OSError, ValueError) as exc:
-            raise BadInput(f"{run}: not a readable JSON report ({exc})") from None
-        if not isinstance(report, dict) or not isinstance(report.get("mutants"), list):
-            raise BadInput(f"{run}: not a mutant-gate report (no mutants list)")
-        return report, []
-    if not os.path.isdir(cache_dir):
-        raise BadInput(f"no cache at {cache_dir}: run `mutant-gate run FILE` first")
-    with Store(cache_dir) as store:
-        ids = store.list_runs()
-        if not ids:
-            raise BadInput(f"no runs in the cache at {store.directory}")
-        if run is None:
-            records = [r for r in (store.get_run(i) for i in ids) if r]
-            return None, records
-        matches = [i for i in ids if i == run] or [i for i in ids if i.startswith(run)]
-        if not matches:
-            raise BadInput(f"no run {run!r} in {store.directory}; newest: {', '.join(ids[-3:])}")
-        if len(matches) > 1:
-            raise BadInput(f"run {run!r} is ambiguous: {', '.join(matches)}")
-        record = store.get_run(matches[0])
-    if not record or not record.get("report"):
-        raise BadInput(
-            f"run {matches[0]} stopped before it finished: it has no report to replay "
-            "(`mutant-gate run` or `tui` on the same file resumes it from the cache)"
-        )
-    return record["report"], []
-
-
 def run_replay(run: str | None, cache_dir: str) -> int:
     """``mutant-gate replay [RUN]``: offline, no sandbox, no key."""
-    report, records = load_replay(run, cache_dir)
+    report, records = session.replay_lookup(run, cache_dir)
     if report is not None:
         app = create_app(report=report)
     else:

@@ -1,7 +1,7 @@
 """The one place where the engine meets Textual.
 
-``Run(settings, sandbox, store).events()`` runs in a named thread worker; every
-engine event becomes a Textual message. Threads only call ``post_message``,
+A run from ``engine.session.start_run`` is driven in a named thread worker; every
+engine event becomes a Textual message (one ``on_<event>`` method per event type). Threads only call ``post_message``,
 which is thread-safe; widgets are touched on the UI thread alone. Progress goes
 to the header as a coalescable message (``can_replace``) so a burst of cached
 results repaints the header once, not two thousand times. Actions that need the
@@ -15,7 +15,7 @@ same order as ``mutant-gate run`` on Ctrl-C, so the next run resumes.
 
 from __future__ import annotations
 
-import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,47 +27,23 @@ from textual.message_pump import MessagePump
 from textual.worker import Worker
 
 from mutant_gate.cache import CacheUnavailable, Store
-from mutant_gate.engine.checks import compile_check_stage, diff_oracle_stage
-from mutant_gate.engine.events import (
-    BaselineFinished,
-    BaselineStarted,
-    Event,
-    MutantFinished,
-    MutantStarted,
-    MutantUpdated,
-    RunFinished,
-    RunStarted,
-)
-from mutant_gate.engine.pipeline import Run, RunSettings
-from mutant_gate.engine.records import Mutant, Verdict
+from mutant_gate.engine import session
+from mutant_gate.engine.checks import CHECKS as CHECK_STAGES
+from mutant_gate.engine.events import Event
+from mutant_gate.engine.pipeline import Run
+from mutant_gate.engine.records import Mutant
 from mutant_gate.engine.report import mutant_row
 from mutant_gate.engine.sandbox import Sandbox
-from mutant_gate.engine.sandbox.local import LocalSandbox
-from mutant_gate.engine.writers import run_stage2, write_tests
+from mutant_gate.engine.settings import KEY_VARIABLES, RunSettings, api_key
+from mutant_gate.engine.writers import write_tests
 
-#: Environment variables that hold a model key (the writers read the same ones).
-MODEL_KEYS = ("NEBIUS_API_KEY", "OPENAI_API_KEY")
-NEEDS_MODEL = "needs a model: set NEBIUS_API_KEY or OPENAI_API_KEY"
-#: The survivor checks the explorer can toggle: name -> the engine's stage.
-CHECK_STAGES = {"compile-check": compile_check_stage, "diff-oracle": diff_oracle_stage}
+NEEDS_MODEL = f"needs a model: set {' or '.join(KEY_VARIABLES)}"
+#: The survivor checks the explorer can toggle, by name.
 CHECKS = tuple(CHECK_STAGES)
-
-Stage = Callable[[Run, list[Mutant]], Iterator[Event]]
 
 
 def model_key_present() -> bool:
-    return any(os.environ.get(name) for name in MODEL_KEYS)
-
-
-# -- where the engine's later stages connect ----------------------------------
-def engine_stage2(settings: RunSettings) -> Stage | None:
-    """The engine's stage 2 on chosen survivors (``engine/writers``), as a survivor stage."""
-    return run_stage2
-
-
-def engine_check(name: str) -> Stage | None:
-    """The engine's survivor check for a toggle name (``engine/checks``)."""
-    return CHECK_STAGES.get(name)
+    return api_key() is not None
 
 
 # -- messages -----------------------------------------------------------------
@@ -181,9 +157,7 @@ class EngineBridge:
     ) -> None:
         self.app = app
         self.settings = settings
-        self._sandbox_factory = sandbox_factory or (
-            lambda s: LocalSandbox(s.workers, s.mode)  # type: ignore[return-value]
-        )
+        self._sandbox_factory = sandbox_factory or session.make_sandbox
         #: Where Progress goes (the header); the app until one is attached.
         self.progress_target: MessagePump = app
         self.run: Run | None = None
@@ -242,9 +216,9 @@ class EngineBridge:
                 raise
             self._post(EngineNote(f"warning: {exc}; running without the cache"))
         self.sandbox = self._sandbox_factory(self.settings)
-        self.run = Run(self.settings, self.sandbox, self.store)
+        self.run = session.start_run(self.settings, self.sandbox, self.store)
         for name in CHECKS:  # toggled before the run existed
-            self._register_check(name, self.checks[name])
+            self.run.set_check(name, self.checks[name])
         events = self.run.events()
         try:
             for event in events:
@@ -266,7 +240,7 @@ class EngineBridge:
     def _progress(self) -> None:
         if self._stopping.is_set():
             return
-        tokens = self.run.report_extra.get("tokens") if self.run is not None else None
+        tokens = self.run.ledger.sections().get("tokens") if self.run is not None else None
         with self._lock:
             message = Progress(
                 phase=self._phase,
@@ -283,61 +257,72 @@ class EngineBridge:
 
     def _row(self, mutant: Mutant) -> dict:
         assert self.run is not None
-        outcome = self.run.outcomes.get(mutant.id)
-        return mutant_row(mutant, outcome, self.run.details.get(mutant.id))
+        return self.run.row(mutant)
 
     def _post_event(self, event: Event | object) -> None:
-        """Adapt one engine event (from any engine thread) into messages."""
-        if isinstance(event, RunStarted):
-            self._mutants = {m.id: m for m in event.mutants}
-            with self._lock:
-                self._total = len(event.mutants)
-                self._phase = "loading"
-            rows = [mutant_row(m, None) for m in event.mutants]
-            functions = [f.name for f in event.kernel.jit_functions]
-            self._post(RunBegan(event.run_id, event.kernel.path, functions, rows))
-        elif isinstance(event, BaselineStarted):
-            with self._lock:
-                self._phase = "original"
-            self._post(BaselineBegan(event.timeout_s))
-        elif isinstance(event, BaselineFinished):
-            self.baseline_done = True
-            with self._lock:
-                self._phase = "mutants"
-                self._started_at = time.monotonic()
-            self._post(BaselineDone(event.result.duration_s, event.cached, event.mutant_timeout_s))
-        elif isinstance(event, MutantStarted):
-            with self._lock:
-                self._running.add(event.mutant.id)
-            self._post(MutantRunning(event.mutant.id))
-        elif isinstance(event, MutantFinished):
-            with self._lock:
-                self._running.discard(event.mutant.id)
-                self._done = event.done
-                if event.outcome.cached:
-                    self._cached += 1
-                else:
-                    self._ran += 1
-            self._post(MutantJudged(self._row(event.mutant)))
-        elif isinstance(event, MutantUpdated):
-            with self._lock:
-                self._running.discard(event.mutant.id)
-                if not event.outcome.cached:
-                    self._ran += 1
-            self._post(MutantJudged(self._row(event.mutant), rejudged=True))
-        elif isinstance(event, RunFinished):
-            self.finished = True
-            with self._lock:
-                self._phase = "finished"
-                self._finished_at = time.monotonic()
-            self._post(RunDone(event.report))
-            directory = getattr(self.settings.writers, "write_tests", None)
-            if directory and self.run is not None:
-                written = write_tests(self.run.kernel.tests, directory)
-                self._post(EngineNote(f"{len(written)} accepted test files written to {directory}"))
+        """Adapt one engine event (from any engine thread) into messages: the method
+        ``on_<event in snake case>`` when there is one, else a log line."""
+        name = "on_" + re.sub(r"(?<!^)(?=[A-Z])", "_", type(event).__name__).lower()
+        handler = getattr(self, name, None)
+        if handler is not None:
+            handler(event)
         else:
             self._post(EngineNote(describe(event)))
         self._progress()
+
+    def on_run_started(self, event) -> None:
+        self._mutants = {m.id: m for m in event.mutants}
+        with self._lock:
+            self._total = len(event.mutants)
+            self._phase = "loading"
+        rows = [mutant_row(m, None) for m in event.mutants]
+        functions = [f.name for f in event.kernel.jit_functions]
+        self._post(RunBegan(event.run_id, event.kernel.path, functions, rows))
+
+    def on_baseline_started(self, event) -> None:
+        with self._lock:
+            self._phase = "original"
+        self._post(BaselineBegan(event.timeout_s))
+
+    def on_baseline_finished(self, event) -> None:
+        self.baseline_done = True
+        with self._lock:
+            self._phase = "mutants"
+            self._started_at = time.monotonic()
+        self._post(BaselineDone(event.result.duration_s, event.cached, event.mutant_timeout_s))
+
+    def on_mutant_started(self, event) -> None:
+        with self._lock:
+            self._running.add(event.mutant.id)
+        self._post(MutantRunning(event.mutant.id))
+
+    def on_mutant_finished(self, event) -> None:
+        with self._lock:
+            self._running.discard(event.mutant.id)
+            self._done = event.done
+            if event.outcome.cached:
+                self._cached += 1
+            else:
+                self._ran += 1
+        self._post(MutantJudged(self._row(event.mutant)))
+
+    def on_mutant_updated(self, event) -> None:
+        with self._lock:
+            self._running.discard(event.mutant.id)
+            if not event.outcome.cached:
+                self._ran += 1
+        self._post(MutantJudged(self._row(event.mutant), rejudged=True))
+
+    def on_run_finished(self, event) -> None:
+        self.finished = True
+        with self._lock:
+            self._phase = "finished"
+            self._finished_at = time.monotonic()
+        self._post(RunDone(event.report))
+        directory = getattr(self.settings.writers, "write_tests", None)
+        if directory and self.run is not None:
+            written = write_tests(self.run.accepted_tests(), directory)
+            self._post(EngineNote(f"{len(written)} accepted test files written to {directory}"))
 
     # -- actions --------------------------------------------------------------
     def rerun(self, mutant_id: str, *, force: bool = False) -> str | None:
@@ -345,12 +330,11 @@ class EngineBridge:
         run = self.run
         if run is None or not self.baseline_done:
             return "the original has not passed its own check yet"
-        if mutant_id not in run.outcomes:
+        if run.ledger.outcome(mutant_id) is None:
             return "this mutant has no verdict yet; it is still queued"
-        mutant = self._mutants[mutant_id]
         how = "in the sandbox" if force else "from the cache"
         self._worker(
-            partial(self._run_stage_events, partial(run.rerun, mutant, force=force)),
+            partial(self._run_stage_events, partial(run.rerun_mutant, mutant_id, force=force)),
             name=f"rerun-{mutant_id}",
             group="rerun",
             description=f"rerun mutant {mutant_id} {how}",
@@ -366,51 +350,36 @@ class EngineBridge:
         run = self.run
         if run is None or not self.baseline_done:
             return "the original has not passed its own check yet"
-        stage = engine_stage2(self.settings)
-        if stage is None:
-            return "stage 2 is not connected to this engine yet (engine/writers)"
-        mutants = [self._mutants[i] for i in mutant_ids]
+        stage = run.stage_named("stage2")
         self._worker(
-            partial(self._run_stage_events, partial(stage, run, mutants)),
+            partial(self._run_stage_events, partial(run.run_stage, stage, list(mutant_ids))),
             name="stage2",
             group="stage2",
-            description=f"stage 2 on {len(mutants)} survivors",
+            description=f"stage 2 on {len(mutant_ids)} survivors",
         )
         return None
 
     def set_check(self, name: str, on: bool) -> str | None:
         """Turn a survivor check on or off: at once on the mutants it applies to (survivors)
         and for the rest of the run. Returns why not, or None when done."""
-        stage = engine_check(name)
-        if stage is None:
+        if name not in CHECK_STAGES:
             return f"{name} is not connected to this engine"
         self.checks[name] = on
         run = self.run
         if run is None:
-            return None  # registered when the run starts
-        self._register_check(name, on)
-        if not on or not self.baseline_done:
+            return None  # set when the run starts
+        stage = run.set_check(name, on and not self.finished)
+        if not on or not self.baseline_done or run.ctx is None:
             return None
-        wanted = getattr(stage, "verdicts", (Verdict.SURVIVED,))
-        targets = [self._mutants[i] for i, o in list(run.outcomes.items()) if o.verdict in wanted]
+        targets = [m.id for m in stage.targets(run.ctx)]
         if targets:
             self._worker(
-                partial(self._run_stage_events, partial(stage, run, targets)),
+                partial(self._run_stage_events, partial(run.run_stage, stage, targets)),
                 name=f"check-{name}",
                 group="checks",
                 description=f"{name} on {len(targets)} survivors",
             )
         return None
-
-    def _register_check(self, name: str, on: bool) -> None:
-        """Keep ``name``'s stage in the run's survivor stages iff it is on (and the run
-        has not reached them yet)."""
-        stage = CHECK_STAGES[name]
-        stages = self.run.survivor_stages if self.run is not None else []
-        if on and stage not in stages and not self.finished:
-            stages.append(stage)
-        elif not on and stage in stages:
-            stages.remove(stage)
 
     def _run_stage_events(self, events: Callable[[], Iterator[Event]]) -> None:
         """Drive a rerun or a stage; once the run is over, the report and the run record

@@ -11,20 +11,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from mutant_gate.engine.records import MutantOutcome, Verdict
-from mutant_gate.engine.report import EXCLUDED, score
+from mutant_gate.engine.report import score
+from mutant_gate.engine.vocabulary import EXCLUDED, ORDER, PENDING, RUNNING, Verdict
 
-#: Every state a cell can show, in legend order; the last five are verdicts.
-STATES = (
-    "pending",
-    "running",
-    "killed",
-    "survived",
-    "equivalent",
-    "not_compilable",
-    "error",
-)
-VERDICTS = STATES[2:]
+#: The states that are verdicts (a cell's other states: ``pending``, ``running``).
+VERDICTS = frozenset(v.value for v in ORDER)
 _EXCLUDED = frozenset(v.value for v in EXCLUDED)
 GROUPINGS = ("function", "family")
 
@@ -112,7 +103,7 @@ class RunModel:
         self.run_id, self.kernel_path = run_id, kernel_path
         self.rows = [dict(row) for row in rows]
         self.index = {row["id"]: i for i, row in enumerate(self.rows)}
-        self.states = ["pending"] * len(self.rows)
+        self.states = [PENDING] * len(self.rows)
         self.marked.clear()
         self._haystack.clear()
         self._recount()
@@ -120,7 +111,7 @@ class RunModel:
     def set_state(self, mutant_id: str, state: str) -> int:
         """Show a transient state (``running``); returns the row's index."""
         i = self.index[mutant_id]
-        if self.states[i] in ("pending", "running"):
+        if self.states[i] in (PENDING, RUNNING):
             self.states[i] = state
         return i
 
@@ -129,10 +120,10 @@ class RunModel:
         i = self.index[row["id"]]
         self._count(self.states[i], -1)
         self.rows[i] = {**self.rows[i], **row}
-        self.states[i] = self.rows[i].get("verdict", "pending")
+        self.states[i] = self.rows[i].get("verdict", PENDING)
         self._count(self.states[i], +1)
         self._haystack.pop(i, None)
-        if self.states[i] != "survived":
+        if self.states[i] != Verdict.SURVIVED:
             self.marked.discard(row["id"])
         return i
 
@@ -148,11 +139,11 @@ class RunModel:
                 continue
             before = self.states[i]
             self.rows[i] = dict(row)
-            self.states[i] = row.get("verdict", "pending")
+            self.states[i] = row.get("verdict", PENDING)
             self._haystack.pop(i, None)
             if self.states[i] != before:
                 changed.append(i)
-        self.marked &= {self.rows[i]["id"] for i in self.indexes_in("survived")}
+        self.marked &= {self.rows[i]["id"] for i in self.indexes_in(Verdict.SURVIVED)}
         self.finished = bool(report.get("complete", True))
         self._recount()
         return changed
@@ -217,7 +208,7 @@ class RunModel:
     # -- marking -------------------------------------------------------------
     def toggle_mark(self, mutant_id: str) -> bool | None:
         """Mark or unmark a survivor; None when the mutant is not a survivor."""
-        if self.states[self.index[mutant_id]] != "survived":
+        if self.states[self.index[mutant_id]] != Verdict.SURVIVED:
             return None
         if mutant_id in self.marked:
             self.marked.discard(mutant_id)
@@ -255,24 +246,13 @@ class RunModel:
     # -- export --------------------------------------------------------------
     def to_report(self) -> dict:
         """The run as a JSON report: the engine's own report with the current rows."""
-        outcomes = [
-            MutantOutcome(
-                row["id"],
-                Verdict(state),
-                row.get("by"),
-                row.get("reason", ""),
-                row.get("duration_s") or 0.0,
-                bool(row.get("cached")),
-            )
-            for row, state in zip(self.rows, self.states, strict=True)
-            if state in VERDICTS
-        ]
         rows = []
         for row, state in zip(self.rows, self.states, strict=True):
-            rows.append({**row, "verdict": state if state in VERDICTS else "pending"})
+            rows.append({**row, "verdict": state if state in VERDICTS else PENDING})
         report = dict(self.report)
         report.setdefault("run_id", self.run_id)
         report["mutants"] = rows
-        report["score"] = score(outcomes)
-        report["complete"] = len(outcomes) == len(rows)
+        judged = [r for r in rows if r["verdict"] != PENDING]
+        report["score"] = score(judged)
+        report["complete"] = len(judged) == len(rows)
         return report

@@ -15,6 +15,7 @@ from textual.content import Content
 from textual.highlight import highlight
 
 from mutant_gate.engine.report import ROW_FIELDS
+from mutant_gate.engine.vocabulary import by_words
 
 #: Row fields the inspector shows in their own sections; anything else goes under "more".
 KNOWN_FIELDS = ROW_FIELDS | {"oracle", "compile", "claims", "attempts", "probe"}
@@ -51,19 +52,6 @@ def diff_content(diff: str) -> Content:
     return Content("\n").join(out)
 
 
-def by_label(by: str | None) -> str:
-    if not by:
-        return ""
-    if by.startswith("test:"):
-        return f"test {by[5:]}"
-    return {
-        "own-check": "the file's own check",
-        "bounds": "the bounds check",
-        "crash": "a crash",
-        "timeout": "the time limit",
-    }.get(by, by)
-
-
 def why(row: dict, state: str) -> str:
     """The verdict in a sentence or two: what decided it, and what to do next."""
     reason = row.get("reason") or ""
@@ -72,7 +60,7 @@ def why(row: dict, state: str) -> str:
     if state == "running":
         return "Running in the sandbox."
     if state == "killed":
-        return f"Killed by {by_label(row.get('by'))}: {reason}"
+        return f"Killed by {by_words(row.get('by'))}: {reason}"
     if state == "survived":
         return (
             f"Survived: {reason or 'every check passed'}. Nothing tells this bug apart. "

@@ -8,28 +8,26 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..settings import DEFAULT_TARGETS, parse_targets
+from ..settings import DEFAULT_TARGETS, RunSettings, parse_targets
+from ..stage import Stage
+from ..vocabulary import Verdict
 from .compile_check import compile_check_stage
 from .diff_oracle import diff_oracle_stage
 
-if TYPE_CHECKING:
-    from ..pipeline import Run
+__all__ = ["CHECKS", "DEFAULT_TARGETS", "check_stages", "parse_targets"]
 
-__all__ = [
-    "DEFAULT_TARGETS",
-    "compile_check_stage",
-    "diff_oracle_stage",
-    "install_checks",
-    "parse_targets",
-]
+#: The survivor checks by the name the explorer toggles them by, in the order they run:
+#: the compile-check first, so the oracle skips what cannot compile. The oracle also
+#: takes mutants a writer claimed equivalent: to weigh the claim.
+CHECKS: dict[str, Stage] = {
+    "compile-check": Stage(
+        "compile-check", compile_check_stage, (Verdict.SURVIVED, Verdict.EQUIVALENT)
+    ),
+    "diff-oracle": Stage("diff-oracle", diff_oracle_stage, (Verdict.SURVIVED, Verdict.EQUIVALENT)),
+}
 
 
-def install_checks(run: Run) -> None:
-    """Append the enabled checks to ``run.survivor_stages`` (after any writer stage):
-    the compile-check first, so the oracle skips what cannot compile."""
-    if run.settings.compile_check:
-        run.survivor_stages.append(compile_check_stage)
-    if run.settings.diff_oracle:
-        run.survivor_stages.append(diff_oracle_stage)
+def check_stages(settings: RunSettings) -> list[Stage]:
+    """The checks the settings turn on, in order."""
+    on = {"compile-check": settings.compile_check, "diff-oracle": settings.diff_oracle}
+    return [stage for name, stage in CHECKS.items() if on[name]]

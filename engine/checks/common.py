@@ -10,34 +10,31 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING
 
 from ..harness.trace import TRACE_VERSION
 from ..kernel_file import KernelFile
 from ..records import Mutant
 from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
+from ..stage import StageContext
 from ..verdicts import summarize_error
-
-if TYPE_CHECKING:
-    from ..pipeline import Run
 
 REQUEST = "_mg_check.json"
 
 
-def checks_job(run: Run, source: str | None) -> Job:
+def checks_job(ctx: StageContext, source: str | None) -> Job:
     """The job the own check (and every accepted test) runs in, for one variant."""
-    return run.job_for(run.kernel, source, run.settings.timeout_s)
+    return ctx.job_for(source, ctx.settings.timeout_s)
 
 
-def harness_job(run: Run, entry: str, name: str, request: dict, timeout_s: float) -> Job:
+def harness_job(ctx: StageContext, entry: str, name: str, request: dict, timeout_s: float) -> Job:
     payload = {"entry": entry, "version": TRACE_VERSION, **request}
     return Job(
         files=((REQUEST, json.dumps(payload, sort_keys=True)),),
         checks=(Check(CheckKind.HARNESS, REQUEST, name),),
-        mode=run.settings.mode,
-        seed=run.settings.seed,
+        mode=ctx.settings.mode,
+        seed=ctx.settings.seed,
         timeout_s=round(timeout_s, 1),
-        memory_mb=run.settings.memory_mb,
+        memory_mb=ctx.settings.memory_mb,
     )
 
 

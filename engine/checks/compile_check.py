@@ -23,26 +23,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from statistics import mean
-from typing import TYPE_CHECKING
 
 from ..events import CheckFinished, CheckStarted, Event
-from ..records import Mutant, MutantOutcome, Verdict
+from ..records import Mutant
 from ..sandbox.job import Job, JobResult
+from ..stage import StageContext
 from . import common
-
-if TYPE_CHECKING:
-    from ..pipeline import Run
 
 CHECK = "compile"
 #: Compile time allowed per signature and target, on top of a fixed allowance.
 SECONDS_PER_COMPILE = 10.0
 
 
-def _capture(run: Run) -> tuple[list[dict], int, str | None]:
+def _capture(ctx: StageContext) -> tuple[list[dict], int, str | None]:
     """(signatures, launches, why not) from a traced run of the original's checks."""
-    request = {"job": common.checks_job(run, None).to_json()}
-    job = common.harness_job(run, "trace:capture", "trace", request, run.settings.timeout_s)
-    result, _ = run.execute(job)
+    request = {"job": common.checks_job(ctx, None).to_json()}
+    job = common.harness_job(ctx, "trace:capture", "trace", request, ctx.settings.timeout_s)
+    result, _ = ctx.execute(job)
     data = common.harness_data(result, "trace")
     if data is None:
         return [], 0, f"the traced run of the original failed: {common.failure(result)}"
@@ -55,18 +52,22 @@ def _capture(run: Run) -> tuple[list[dict], int, str | None]:
 
 
 def _compile_job(
-    run: Run, source: str | None, signatures: list[dict], targets: list[str], kernels: list[str]
+    ctx: StageContext,
+    source: str | None,
+    signatures: list[dict],
+    targets: list[str],
+    kernels: list[str],
 ) -> Job:
     request = {
-        "job": common.checks_job(run, source).to_json(),
-        "kernel": run.kernel.name,
+        "job": common.checks_job(ctx, source).to_json(),
+        "kernel": ctx.kernel.name,
         "signatures": signatures,
         "targets": targets,
         "kernels": kernels,
     }
     chosen = [s for s in signatures if not kernels or s["kernel"] in kernels]
     timeout = 30.0 + SECONDS_PER_COMPILE * len(chosen) * len(targets)
-    return common.harness_job(run, "compiler:run", CHECK, request, timeout)
+    return common.harness_job(ctx, "compiler:run", CHECK, request, timeout)
 
 
 def _per_target(result: JobResult) -> tuple[dict | None, str | None]:
@@ -77,9 +78,9 @@ def _per_target(result: JobResult) -> tuple[dict | None, str | None]:
     return data["compile"], None
 
 
-def compile_check_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
+def compile_check_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
     """Survivor stage: compile the original, then every survivor, for each target."""
-    targets = list(run.settings.compile_targets)
+    targets = list(ctx.settings.compile_targets)
     summary: dict = {
         "targets": targets,
         "checked_targets": [],
@@ -92,21 +93,21 @@ def compile_check_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
         "errors": 0,
         "seconds_per_survivor": None,
     }
-    run.report_extra.setdefault("checks", {})[CHECK] = summary
+    ctx.ledger.section("checks")[CHECK] = summary
     yield CheckStarted(None, CHECK, total=len(survivors))
-    if run.settings.mode != "interpret":
+    if ctx.settings.mode != "interpret":
         why = "in compiled mode every mutant was already compiled for the device it ran on"
         summary["skipped"] = why
         yield CheckFinished(None, CHECK, f"compile-check skipped: {why}", 0, len(survivors))
         return
 
-    signatures, launches, why = _capture(run)
+    signatures, launches, why = _capture(ctx)
     summary["launches"] = launches
     summary["signatures"] = [_describe(s) for s in signatures]
     if why is None:
         launched = list(dict.fromkeys(s["kernel"] for s in signatures))
-        job = _compile_job(run, None, signatures, targets, launched)
-        result, _ = run.execute(job)
+        job = _compile_job(ctx, None, signatures, targets, launched)
+        result, _ = ctx.execute(job)
         original, why = _per_target(result)
         if original is not None:
             summary["original"] = {t: _row(r) for t, r in original.items()}
@@ -127,9 +128,9 @@ def compile_check_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
 
     jobs, unreached = {}, []
     for mutant in survivors:
-        kernels = common.reached_kernels(run.kernel, mutant, launched)
+        kernels = common.reached_kernels(ctx.kernel, mutant, launched)
         if kernels:
-            jobs[mutant.id] = _compile_job(run, mutant.source, signatures, targets, kernels)
+            jobs[mutant.id] = _compile_job(ctx, mutant.source, signatures, targets, kernels)
         else:
             unreached.append(mutant)
     by_id = {m.id: m for m in survivors}
@@ -137,11 +138,11 @@ def compile_check_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
     for mutant in unreached:
         done += 1
         note = f"{mutant.function} is not reached from any launched kernel: nothing to compile"
-        run.details.setdefault(mutant.id, {})[CHECK] = {
-            t: {"ok": None, "message": note, "seconds": 0.0} for t in targets
-        }
+        ctx.ledger.put_row(
+            mutant.id, CHECK, {t: {"ok": None, "message": note, "seconds": 0.0} for t in targets}
+        )
         yield CheckFinished(mutant, CHECK, note, done, len(survivors))
-    for kind, key, result in run.run_jobs(jobs):
+    for kind, key, result in ctx.run_jobs(jobs):
         mutant = by_id[key]
         if kind == "started":
             yield CheckStarted(mutant, CHECK)
@@ -151,29 +152,27 @@ def compile_check_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
         per_target, error = _per_target(result)
         if per_target is None:
             summary["errors"] += 1
-            run.details.setdefault(mutant.id, {})[CHECK] = {
-                t: {"ok": None, "message": f"compile-check failed: {error}", "seconds": 0.0}
-                for t in targets
-            }
+            ctx.ledger.put_row(
+                mutant.id,
+                CHECK,
+                {
+                    t: {"ok": None, "message": f"compile-check failed: {error}", "seconds": 0.0}
+                    for t in targets
+                },
+            )
             yield CheckFinished(
                 mutant, CHECK, f"compile-check failed: {error}", done, len(survivors)
             )
             continue
         durations.append(result.duration_s)
         rows = {t: _row(r, detail=True) for t, r in per_target.items()}
-        run.details.setdefault(mutant.id, {})[CHECK] = rows
+        ctx.ledger.put_row(mutant.id, CHECK, rows)
         failed = [t for t, r in rows.items() if r["ok"] is False]
         if failed:
             summary["not_compilable"] += 1
             message = rows[failed[0]]["message"]
             reason = f"does not compile for {', '.join(failed)}: {message}"
-            old = run.outcomes[mutant.id]
-            yield run.update(
-                mutant,
-                MutantOutcome(
-                    mutant.id, Verdict.NOT_COMPILABLE, None, reason, old.duration_s, old.cached
-                ),
-            )
+            yield from ctx.updated(mutant, ctx.ledger.set_aside(mutant.id, reason, stage=CHECK))
             line = f"not compilable for {', '.join(failed)}: {message}"
         elif any(r["ok"] is None for r in rows.values()):
             summary["errors"] += 1

@@ -21,32 +21,28 @@ the mutant counts as a survivor again: a refuted claim excludes nothing from the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from statistics import mean
-from typing import TYPE_CHECKING
 
 from ..events import CheckFinished, CheckStarted, Event
 from ..records import Mutant, Verdict
 from ..sandbox.job import Job, JobResult
+from ..stage import StageContext
 from . import common
-
-if TYPE_CHECKING:
-    from ..pipeline import Run
 
 CHECK = "oracle"
 SHOWN_ARGUMENTS = 3
 
 
-def oracle_job(run: Run, mutant: Mutant) -> Job:
+def oracle_job(ctx: StageContext, mutant: Mutant) -> Job:
     # Both variants run at once (a pair), a second pair when undefined lanes are poisoned.
-    pair = 2.0 * run.timeout_s + 10.0
+    pair = 2.0 * ctx.timeout_s + 10.0
     request = {
-        "job": common.checks_job(run, None).to_json(),
-        "kernel": run.kernel.name,
+        "job": common.checks_job(ctx, None).to_json(),
+        "kernel": ctx.kernel.name,
         "mutant_source": mutant.source,
         "pair_timeout_s": round(pair, 1),
     }
-    return common.harness_job(run, "oracle:run", CHECK, request, 2 * pair + 15.0)
+    return common.harness_job(ctx, "oracle:run", CHECK, request, 2 * pair + 15.0)
 
 
 def _number(x: float | None) -> str:
@@ -127,23 +123,23 @@ def sentence(data: dict, verdict: Verdict, checks: int) -> str:
     return text
 
 
-def _equivalent_claims(run: Run, mutant: Mutant) -> list[dict]:
-    claims = run.details.get(mutant.id, {}).get("claims", [])
+def _equivalent_claims(ctx: StageContext, mutant: Mutant) -> list[dict]:
+    claims = ctx.ledger.details(mutant.id).get("claims", [])
     return [c for c in claims if isinstance(c, dict) and c.get("claim") == "equivalent"]
 
 
-def record(run: Run, mutant: Mutant, result: JobResult) -> tuple[dict, str]:
+def record(ctx: StageContext, mutant: Mutant, result: JobResult) -> tuple[dict, str]:
     """The mutant's ``oracle`` report field and its sentence; claims get the evidence."""
     data = common.harness_data(result, CHECK)
-    verdict = run.outcomes[mutant.id].verdict
+    verdict = ctx.ledger.verdict(mutant.id) or Verdict.SURVIVED
     if data is None:
         text = f"the oracle could not compare: {common.failure(result)}"
         field = {"sentence": text, "launches": 0, "identical": None, "diffs": []}
         field.update({"interpreter_dependent": None, "contradiction": False})
         return field, text
-    text = sentence(data, verdict, len(run.kernel.checks))
+    text = sentence(data, verdict, len(ctx.kernel.checks))
     differs = not data["identical"] and not data["timed_out"]
-    claims = _equivalent_claims(run, mutant)
+    claims = _equivalent_claims(ctx, mutant)
     contradiction = bool(claims) and differs
     for claim in claims:
         claim["oracle"] = text
@@ -175,7 +171,7 @@ def record(run: Run, mutant: Mutant, result: JobResult) -> tuple[dict, str]:
     return field, text
 
 
-def diff_oracle_stage(run: Run, mutants: list[Mutant]) -> Iterator[Event]:
+def diff_oracle_stage(ctx: StageContext, mutants: list[Mutant]) -> Iterator[Event]:
     """Survivor stage (also on claimed-equivalent mutants): compare side by side."""
     summary = {
         "mutants": len(mutants),
@@ -187,25 +183,25 @@ def diff_oracle_stage(run: Run, mutants: list[Mutant]) -> Iterator[Event]:
         "seconds_per_mutant": None,
         "skipped": None,
     }
-    run.report_extra.setdefault("checks", {})[CHECK] = summary
+    ctx.ledger.section("checks")[CHECK] = summary
     yield CheckStarted(None, CHECK, total=len(mutants))
-    if run.settings.mode != "interpret":
+    if ctx.settings.mode != "interpret":
         why = "it traces launches in Triton's interpreter; this run is in compiled mode"
         summary["skipped"] = why
         yield CheckFinished(None, CHECK, f"diff-oracle skipped: {why}", 0, len(mutants))
         return
     by_id = {m.id: m for m in mutants}
-    jobs = {m.id: oracle_job(run, m) for m in mutants}
+    jobs = {m.id: oracle_job(ctx, m) for m in mutants}
     done, durations = 0, []
-    for kind, key, result in run.run_jobs(jobs):
+    for kind, key, result in ctx.run_jobs(jobs):
         mutant = by_id[key]
         if kind == "started":
             yield CheckStarted(mutant, CHECK)
             continue
         done += 1
         assert result is not None
-        field, text = record(run, mutant, result)
-        run.details.setdefault(mutant.id, {})[CHECK] = field
+        field, text = record(ctx, mutant, result)
+        ctx.ledger.put_row(mutant.id, CHECK, field)
         if field["identical"] is None:
             summary["errors"] += 1
         else:
@@ -214,26 +210,14 @@ def diff_oracle_stage(run: Run, mutants: list[Mutant]) -> Iterator[Event]:
         summary["interpreter_dependent"] += bool(field["interpreter_dependent"])
         summary["contradictions"] += field["contradiction"]
         yield CheckFinished(mutant, CHECK, text, done, len(mutants))
-        if field["contradiction"] and run.outcomes[mutant.id].verdict is Verdict.EQUIVALENT:
+        if field["contradiction"]:
             # A claim the evidence contradicts excludes nothing from the score: the
             # mutant is a survivor again; the claim and the contradiction stay on record.
-            previous = run.outcomes[mutant.id]
-            yield run.update(
-                mutant,
-                replace(
-                    previous,
-                    verdict=Verdict.SURVIVED,
-                    by=None,
-                    reason=f"EQUIVALENT claim contradicted by the diff-oracle: {field['sentence']}",
-                ),
-            )
+            evidence = f"EQUIVALENT claim contradicted by the diff-oracle: {field['sentence']}"
+            yield from ctx.updated(mutant, ctx.ledger.refute(mutant.id, evidence, stage=CHECK))
     if durations:
         summary["seconds_per_mutant"] = round(mean(durations), 3)
     yield CheckFinished(None, CHECK, overall(summary), done, len(mutants))
-
-
-#: The oracle also runs on mutants a writer set to ``equivalent``: to check the claim.
-diff_oracle_stage.verdicts = (Verdict.SURVIVED, Verdict.EQUIVALENT)  # type: ignore[attr-defined]
 
 
 def overall(summary: dict) -> str:

@@ -37,6 +37,7 @@ import types
 from typing import Any
 
 from . import bounds
+from .main_guard import is_main_guard
 
 VERSION = "3"
 MARKER = "mutant-gate-probe:"
@@ -240,18 +241,6 @@ def _count_launches(recorder: _Recorder) -> Any:
     return restore
 
 
-def _is_main_guard(node: ast.stmt) -> bool:
-    return (
-        isinstance(node, ast.If)
-        and isinstance(node.test, ast.Compare)
-        and isinstance(node.test.left, ast.Name)
-        and node.test.left.id == "__name__"
-        and len(node.test.comparators) == 1
-        and isinstance(node.test.comparators[0], ast.Constant)
-        and node.test.comparators[0].value == "__main__"
-    )
-
-
 def _public_callables(node: ast.stmt, namespace: dict) -> list[str]:
     """Names ``node`` defines that the own check may call as the kernel's wrapper: a
     public function, or a public name bound to a callable that is neither a class, a
@@ -324,7 +313,7 @@ def _run_wrapped(
     own = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     try:
         for node in tree.body:
-            if _is_main_guard(node):
+            if is_main_guard(node):
                 guard = node
                 continue
             if not checks and _is_check(node, own):

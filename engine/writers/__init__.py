@@ -4,189 +4,107 @@
   mutant side by side; a hit becomes a golden-value pytest test (``probe.py``).
 - ``llm`` stage 1 (``stage1.py``): the model writes tests from the kernel file alone;
   kept if they pass the original on every seed; they join every mutant's job.
-- stage 2 (``stage2.py``, ``--stage2`` or the TUI on chosen survivors): the model
+- stage 2 (``stage2.py``, ``--stage2`` or the explorer on chosen survivors): the model
   answers one survivor with a killer test (proved on original and mutant) or an
   EQUIVALENT claim.
 
-``install_writers(run)`` (called by ``Run``) puts the model check and stage 1 in
-``run.pre_mutant_stages`` and the probe and stage 2 at the front of
-``run.survivor_stages``, so later checks (compile-check, diff-oracle) see what is left.
+``writer_stages(ctx)`` returns the stages the settings ask for: the model check and
+stage 1 before the mutants, the probe and stage 2 first among the survivor stages, so
+later checks (compile-check, diff-oracle) see what is left. Every writer records into
+the verdict ledger through ``common`` (a proved kill) or ``Ledger.claim``; none sets a
+verdict itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
 
 from ..errors import BadInput
-from ..events import Event, WriterNote
+from ..events import Event
 from ..records import Mutant
-from ..settings import (
-    DEFAULT_BASE_URL,
-    DEFAULT_MODEL,
-    KEY_VARIABLES,
-    WRITERS,
-    LLMSettings,
-    WriterSettings,
-    api_key,
-)
+from ..settings import WRITERS
+from ..stage import BEFORE_MUTANTS, Stage, StageContext
 from .common import write_tests
-from .llm import LLMClient, LLMError, no_tokens
+from .model import ModelSession
 
-if TYPE_CHECKING:
-    from ..pipeline import Run
-
-__all__ = [
-    "DEFAULT_BASE_URL",
-    "DEFAULT_MODEL",
-    "KEY_VARIABLES",
-    "WRITERS",
-    "LLMSettings",
-    "WriterSettings",
-    "Writers",
-    "install_writers",
-    "run_stage2",
-    "write_tests",
-]
-
-NO_KEY = f"no API key (set {' or '.join(KEY_VARIABLES)})"
+__all__ = ["ModelSession", "stage2_stage", "write_tests", "writer_stages"]
 
 
-class Writers:
-    """The writers of one run: their model client, token count and notes."""
-
-    def __init__(self, run: Run) -> None:
-        self.run = run
-        self.settings: WriterSettings = run.settings.writers
-        self.client: LLMClient | None = None
-        self.broken: str | None = None  # why the model can no longer be used
-        self.checked = False
-        self._pending: list[WriterNote] = []
-
-    # -- notes and accounting ----------------------------------------------------
-    def note(self, writer: str, message: str, level: str = "info", mutant_id=None) -> WriterNote:
-        event = WriterNote(writer, message, level, mutant_id)
-        if level != "info":
-            notes = self.run.report_extra.setdefault("writers", {}).setdefault("notes", [])
-            notes.append({"writer": writer, "level": level, "message": message})
-        return event
-
-    def update_tokens(self) -> None:
-        if self.client is not None:
-            self.run.report_extra["tokens"] = self.client.tokens()
-
-    def model_failed(self, stage: str, exc: LLMError) -> WriterNote:
-        self.update_tokens()
-        if exc.fatal:
-            self.broken = str(exc)
-        return self.note(stage, f"{stage} stopped: {exc}", "error")
-
-    def connect(self) -> str | None:
-        """Build the model client from the environment's key; why not, or None."""
-        if self.client is not None:
-            return None
-        key = api_key()
-        if key is None:
-            return NO_KEY
-        self.client = LLMClient(self.settings.llm, key, self.run.store)
-        self.run.report_extra["tokens"] = self.client.tokens()
-        return None
-
-    # -- stages ----------------------------------------------------------------------
-    def start(self, run: Run) -> Iterator[Event]:
-        """Pre-mutant: every mutant gets ``claims`` and ``attempts``; pending notes go out."""
-        for mutant in run.mutants:
-            details = run.details.setdefault(mutant.id, {})
-            details.setdefault("claims", [])
-            details.setdefault("attempts", [])
-        yield from self._pending
-        self._pending.clear()
-
-    def check_model(self, run: Run) -> Iterator[Event]:
-        """Pre-mutant: the model exists at the endpoint (a bad key or model stops the run)."""
-        assert self.client is not None
-        if self.checked:
-            return
-        try:
-            text = self.client.check_model()
-        except LLMError as exc:
-            if exc.fatal:
-                raise BadInput(f"model endpoint: {exc}") from None
-            yield self.note("llm", f"could not check the model list: {exc}; going on", "warning")
-            return
-        self.checked = True
-        yield self.note("llm", text)
-
-    def stage1(self, run: Run) -> Iterator[Event]:
-        from .stage1 import stage1
-
-        yield from stage1(run, self)
-
-    def stage2(self, run: Run, survivors: list[Mutant]) -> Iterator[Event]:
-        from .stage2 import stage2
-
-        yield from stage2(run, self, survivors)
-
-
-def install_writers(run: Run) -> Writers:
-    """Register the writers the run's settings ask for (see the module docstring)."""
-    w = Writers(run)
-    s = w.settings
+def writer_stages(ctx: StageContext, session: ModelSession) -> list[Stage]:
+    """The writers' stages, in order (see the module docstring)."""
+    s = session.settings
     if s.writer not in WRITERS:
         raise BadInput(f"--writer must be one of {', '.join(WRITERS)}, not {s.writer!r}")
-    run.report_extra.setdefault("tokens", no_tokens(s.llm.model if s.wants_model else None))
-    run.report_extra.setdefault("writers", {"notes": []})
-    pre = [w.start]
+
+    def start(ctx: StageContext, mutants: list[Mutant]) -> Iterator[Event]:
+        for mutant in ctx.mutants:  # every mutant's row lists its claims and attempts
+            ctx.ledger.row(mutant.id, "claims", [])
+            ctx.ledger.row(mutant.id, "attempts", [])
+        yield from session.pending
+        session.pending.clear()
+
+    stages = [Stage("writers", start, phase=BEFORE_MUTANTS)]
     if s.wants_model:
-        why = w.connect()
+        why = session.connect()
         if why is not None:
             rest = "; the probe writer goes on" if s.probe else ""
-            w._pending.append(w.note("llm", f"{why}: model stages skipped{rest}", "warning"))
+            session.pending.append(
+                session.note("llm", f"{why}: model stages skipped{rest}", "warning")
+            )
         else:
-            pre.append(w.check_model)
+            stages.append(Stage("model-check", _check_model(session), phase=BEFORE_MUTANTS))
             if s.writer == "llm":
-                pre.append(w.stage1)
-    run.pre_mutant_stages[:0] = pre
-    survivors = []
+                stages.append(Stage("stage1", _stage1(session), phase=BEFORE_MUTANTS))
     if s.probe:
         from .probe import probe_stage
 
-        survivors.append(probe_stage)
-    if s.stage2 and w.client is not None:
-        survivors.append(w.stage2)
-    run.survivor_stages[:0] = survivors
-    return w
+        stages.append(Stage("probe", probe_stage))
+    if s.stage2 and session.client is not None:
+        stages.append(stage2_stage(session))
+    return stages
 
 
-def run_stage2(run: Run, mutants: Iterable[Mutant | str]) -> Iterator[Event]:
-    """Stage 2 on chosen survivors of a run that got past its mutants (the TUI's entry).
+def _check_model(session: ModelSession):
+    def run(ctx: StageContext, mutants: list[Mutant]) -> Iterator[Event]:
+        note = session.check_model()
+        if note is not None:
+            yield note
 
-    ``run``: the live ``Run`` (its sandbox, cache and writers); ``mutants``: Mutant
-    objects or ids; ones no longer ``survived`` are skipped. Yields the usual events
-    (``WriterNote``, ``TestRejected``, ``TestAccepted``, ``MutantUpdated``); afterwards
-    ``run.report()`` is the updated report. Without a key it yields one error note.
-    Call it once the run's mutants are judged (after ``RunFinished``, or at least after
-    the last ``MutantFinished``), not while another of the run's stages is running jobs.
-    """
-    w: Writers = run.writers
-    by_id = {m.id: m for m in run.mutants}
-    chosen = [
-        by_id[m] if isinstance(m, str) else m
-        for m in mutants
-        if not isinstance(m, str) or m in by_id
-    ]
-    why = w.connect()
-    if why is not None:
-        yield w.note("stage2", f"stage 2 needs a model: {why}", "error")
-        return
-    if w.broken:
-        yield w.note("stage2", f"stage 2 stopped: {w.broken}", "error")
-        return
-    if not w.checked:
-        try:
-            yield from w.check_model(run)
-        except BadInput as exc:
-            w.broken = str(exc)
-            yield w.note("stage2", str(exc), "error")
+    return run
+
+
+def _stage1(session: ModelSession):
+    def run(ctx: StageContext, mutants: list[Mutant]) -> Iterator[Event]:
+        from .stage1 import stage1
+
+        yield from stage1(ctx, session)
+
+    return run
+
+
+def stage2_stage(session: ModelSession) -> Stage:
+    """Stage 2 as a survivor stage; on chosen survivors (the explorer) it first connects
+    and checks the model, and says in one error note why it cannot run."""
+
+    def run(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
+        from .stage2 import stage2
+
+        why = session.connect()
+        if why is not None:
+            yield session.note("stage2", f"stage 2 needs a model: {why}", "error")
             return
-    yield from w.stage2(run, chosen)
+        if session.broken:
+            yield session.note("stage2", f"stage 2 stopped: {session.broken}", "error")
+            return
+        if not session.checked:
+            try:
+                note = session.check_model()
+            except BadInput as exc:
+                session.broken = str(exc)
+                yield session.note("stage2", str(exc), "error")
+                return
+            if note is not None:
+                yield note
+        yield from stage2(ctx, session, survivors)
+
+    return Stage("stage2", run)

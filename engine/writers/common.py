@@ -14,18 +14,16 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from ..events import Event, TestAccepted
 from ..kernel_file import EXTRA_TESTS, TestFile
-from ..records import Mutant, MutantOutcome, Verdict
+from ..records import Mutant
 from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
+from ..stage import StageContext
 from ..testlist import find_test_functions
-from ..verdicts import attribute, decide, summarize_error
-
-if TYPE_CHECKING:
-    from ..pipeline import Run
+from ..verdicts import RULES, attribute, decide, summarize_error
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 FEEDBACK_CHARS = 1500
@@ -82,15 +80,15 @@ def rename_taken(code: str, taken: set[str]) -> str:
     return code
 
 
-def taken_names(run: Run) -> set[str]:
-    names = set(run.kernel.test_functions)
-    for test in run.kernel.tests:
+def taken_names(ctx: StageContext) -> set[str]:
+    names = set(ctx.kernel.test_functions)
+    for test in ctx.kernel.tests:
         names.update(find_test_functions(test.source))
     return names
 
 
-def file_stem(run: Run) -> str:
-    return "test_" + re.sub(r"\W", "_", run.kernel.module) + "_mg"
+def file_stem(ctx: StageContext) -> str:
+    return "test_" + re.sub(r"\W", "_", ctx.kernel.module) + "_mg"
 
 
 def failure_text(result: JobResult, limit: int = FEEDBACK_CHARS * 3) -> str:
@@ -110,7 +108,7 @@ def failure_text(result: JobResult, limit: int = FEEDBACK_CHARS * 3) -> str:
 
 # -- running tests -------------------------------------------------------------------
 def job_with_test(
-    run: Run,
+    ctx: StageContext,
     test: TestFile,
     source: str | None,
     seed: int,
@@ -120,7 +118,7 @@ def job_with_test(
 ) -> Job:
     """``test`` against the original (``source`` None) or a mutant; ``with_checks``: after
     the run's own checks and tests, exactly as it will run in every mutant's job."""
-    kernel = run.kernel
+    kernel = ctx.kernel
     own = (
         kernel.files(source)
         if with_checks
@@ -131,21 +129,17 @@ def job_with_test(
     return Job(
         files=files,
         checks=(*kernel.checks, check) if with_checks else (check,),
-        mode=run.settings.mode,
+        mode=ctx.settings.mode,
         seed=seed,
         timeout_s=round(timeout_s, 1),
-        memory_mb=run.settings.memory_mb,
+        memory_mb=ctx.settings.memory_mb,
         stop_on_first_failure=not with_checks,
     )
 
 
-def run_all(run: Run, jobs: dict[str, Job]) -> dict[str, tuple[JobResult, bool]]:
+def run_all(ctx: StageContext, jobs: dict[str, Job]) -> dict[str, tuple[JobResult, bool]]:
     """Run jobs in parallel, cache first; (result, cached) per key."""
-    results: dict[str, tuple[JobResult, bool]] = {}
-    for kind, key, result in run.run_jobs(jobs):
-        if kind != "started" and result is not None:
-            results[key] = (result, kind == "cached")
-    return results
+    return ctx.run_all(jobs)
 
 
 @dataclass
@@ -159,20 +153,20 @@ class Proof:
     runs: list[JobResult] = field(default_factory=list)
 
 
-def seeds(run: Run) -> list[int]:
-    n = max(1, run.settings.writers.runs)
-    return [run.settings.seed + i for i in range(n)]
+def seeds(ctx: StageContext) -> list[int]:
+    n = max(1, ctx.settings.writers.runs)
+    return [ctx.settings.seed + i for i in range(n)]
 
 
-def prove_on_original(run: Run, test: TestFile, *, with_checks: bool = False) -> Proof:
+def prove_on_original(ctx: StageContext, test: TestFile, *, with_checks: bool = False) -> Proof:
     """Passes the original ``runs`` times in a row, a fresh seed each time."""
     jobs = {
         str(seed): job_with_test(
-            run, test, None, seed, run.settings.timeout_s, with_checks=with_checks
+            ctx, test, None, seed, ctx.settings.timeout_s, with_checks=with_checks
         )
-        for seed in seeds(run)
+        for seed in seeds(ctx)
     }
-    results = run_all(run, jobs)
+    results = run_all(ctx, jobs)
     ordered = [(int(k), *results[k]) for k in jobs if k in results]
     runs = [r for _, r, _ in ordered]
     failed = [(seed, r) for seed, r, _ in ordered if r.status is not JobStatus.PASSED]
@@ -210,19 +204,19 @@ def prove_on_original(run: Run, test: TestFile, *, with_checks: bool = False) ->
     )
 
 
-def mutant_limit(run: Run, original_s: float) -> float:
-    return original_s * run.settings.timeout_factor + run.settings.timeout_base_s
+def mutant_limit(ctx: StageContext, original_s: float) -> float:
+    return ctx.mutant_timeout(original_s)
 
 
-def prove_killer(run: Run, test: TestFile, mutant: Mutant) -> Proof:
+def prove_killer(ctx: StageContext, test: TestFile, mutant: Mutant) -> Proof:
     """Passes the original (every seed) and fails the mutant, both run in the sandbox."""
-    proof = prove_on_original(run, test)
+    proof = prove_on_original(ctx, test)
     if not proof.ok:
         return proof
     job = job_with_test(
-        run, test, mutant.source, run.settings.seed, mutant_limit(run, proof.original_s)
+        ctx, test, mutant.source, ctx.settings.seed, mutant_limit(ctx, proof.original_s)
     )
-    result, cached = run_all(run, {"mutant": job}).get("mutant", (None, False))
+    result, cached = run_all(ctx, {"mutant": job}).get("mutant", (None, False))
     if result is None:
         return Proof(False, "the run was cancelled")
     proof.mutant, proof.cached = result, cached
@@ -239,8 +233,18 @@ def prove_killer(run: Run, test: TestFile, mutant: Mutant) -> Proof:
     return proof
 
 
-def killed_outcome(test: TestFile, result: JobResult, cached: bool) -> MutantOutcome:
-    """The verdict for a mutant that ``test`` failed: attributed to the failing test."""
+@dataclass(frozen=True)
+class Kill:
+    """What a proved test did to a mutant: the evidence a ``Ledger.kill`` records."""
+
+    by: str  # test:NAME
+    reason: str
+    duration_s: float
+    cached: bool
+
+
+def kill_of(test: TestFile, result: JobResult, cached: bool) -> Kill:
+    """How ``test`` failed a mutant: attributed to the failing test."""
     _, by, reason = decide(result)
     failure = result.first_failure
     if failure is not None:
@@ -249,23 +253,38 @@ def killed_outcome(test: TestFile, result: JobResult, cached: bool) -> MutantOut
         name = "test:" + next(iter(find_test_functions(test.source)), test.name)
     if by and not by.startswith("test:"):
         reason = f"{by}: {reason}"
-    return MutantOutcome("", Verdict.KILLED, name, reason, result.duration_s, cached)
+    return Kill(name, reason, result.duration_s, cached)
+
+
+def record_kill(
+    ctx: StageContext, mutant: Mutant, test: TestFile, kill: Kill, stage: str
+) -> Iterator[Event]:
+    """Record a proved kill in the ledger (and say so, when the ledger took it)."""
+    outcome = ctx.ledger.kill(
+        mutant.id,
+        by=kill.by,
+        reason=kill.reason,
+        duration_s=kill.duration_s,
+        cached=kill.cached,
+        stage=stage,
+        evidence=(
+            f"{test.name} passes the original on every seed and fails this mutant: {kill.reason}"
+        ),
+    )
+    yield from ctx.updated(mutant, outcome)
 
 
 def kill_others(
-    run: Run, test: TestFile, others: Iterable[Mutant], original_s: float
-) -> list[tuple[Mutant, MutantOutcome]]:
+    ctx: StageContext, test: TestFile, others: Iterable[Mutant], original_s: float
+) -> list[tuple[Mutant, Kill]]:
     """Run an accepted killer test against the other survivors (and mutants claimed
     equivalent: a kill refutes the claim); the ones it fails."""
-    open_verdicts = (Verdict.SURVIVED, Verdict.EQUIVALENT)
-    others = [
-        m for m in others if m.id in run.outcomes and run.outcomes[m.id].verdict in open_verdicts
-    ]
+    others = [m for m in others if ctx.ledger.verdict(m.id) in RULES["kill"]]
     if not others:
         return []
-    limit = mutant_limit(run, original_s)
-    jobs = {m.id: job_with_test(run, test, m.source, run.settings.seed, limit) for m in others}
-    results = run_all(run, jobs)
+    limit = mutant_limit(ctx, original_s)
+    jobs = {m.id: job_with_test(ctx, test, m.source, ctx.settings.seed, limit) for m in others}
+    results = run_all(ctx, jobs)
     killed = []
     for m in others:
         if m.id not in results:
@@ -273,26 +292,39 @@ def kill_others(
         result, cached = results[m.id]
         if result.status in (JobStatus.PASSED, JobStatus.ERROR):
             continue
-        outcome = killed_outcome(test, result, cached)
-        killed.append((m, MutantOutcome(m.id, *_fields(outcome))))
+        killed.append((m, kill_of(test, result, cached)))
     return killed
 
 
-def _fields(o: MutantOutcome) -> tuple:
-    return (o.verdict, o.by, o.reason, o.duration_s, o.cached)
-
-
-def outcome_for(mutant: Mutant, outcome: MutantOutcome) -> MutantOutcome:
-    return MutantOutcome(mutant.id, *_fields(outcome))
+def accept_killer(
+    ctx: StageContext,
+    stage: str,
+    test: TestFile,
+    mutant: Mutant,
+    proof: Proof,
+    pool: list[Mutant],
+) -> Iterator[Event]:
+    """A proved killer test joins the run, kills its mutant, then every other mutant of
+    ``pool`` it fails; ends with ``TestAccepted``."""
+    assert proof.mutant is not None
+    ctx.add_tests([test])
+    yield from record_kill(ctx, mutant, test, kill_of(test, proof.mutant, proof.cached), stage)
+    kills = [mutant.id]
+    others = [m for m in pool if m.id != mutant.id]
+    for other, kill in kill_others(ctx, test, others, proof.original_s):
+        kills.append(other.id)
+        yield from record_kill(ctx, other, test, kill, stage)
+    functions = tuple(find_test_functions(test.source))
+    yield TestAccepted(stage, test.name, functions, mutant.id, tuple(kills))
 
 
 # -- per-mutant records ------------------------------------------------------------------
-def claims(run: Run, mutant_id: str) -> list[dict]:
-    return run.details.setdefault(mutant_id, {}).setdefault("claims", [])
+def claims(ctx: StageContext, mutant_id: str) -> list[dict]:
+    return ctx.ledger.row(mutant_id, "claims", [])
 
 
-def attempts(run: Run, mutant_id: str) -> list[dict]:
-    return run.details.setdefault(mutant_id, {}).setdefault("attempts", [])
+def attempts(ctx: StageContext, mutant_id: str) -> list[dict]:
+    return ctx.ledger.row(mutant_id, "attempts", [])
 
 
 # -- writing accepted tests out ------------------------------------------------------------

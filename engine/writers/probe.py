@@ -22,20 +22,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from ..events import Event, TestAccepted, TestRejected, WriterNote
+from ..events import Event, TestRejected, WriterNote
 from ..harness import probe as harness
 from ..kernel_file import TestFile
 from ..project import jit_callers
 from ..records import Mutant, Verdict
 from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
+from ..stage import StageContext
 from ..verdicts import summarize_error
 from . import common
 from .probe_inputs import Candidate, candidates, describe_call, golden_text, render_test
-
-if TYPE_CHECKING:
-    from ..pipeline import Run
 
 BATCH = 8
 REQUEST = "_mg_probe.json"
@@ -48,14 +45,14 @@ _WHY = {
 }
 
 
-def _harness_job(run: Run, request: dict, files: tuple, timeout_s: float) -> Job:
+def _harness_job(ctx: StageContext, request: dict, files: tuple, timeout_s: float) -> Job:
     return Job(
         files=(*files, (REQUEST, json.dumps(request, sort_keys=True))),
         checks=(Check(CheckKind.HARNESS, REQUEST, "probe"),),
-        mode=run.settings.mode,
-        seed=run.settings.seed,
+        mode=ctx.settings.mode,
+        seed=ctx.settings.seed,
         timeout_s=round(timeout_s, 1),
-        memory_mb=run.settings.memory_mb,
+        memory_mb=ctx.settings.memory_mb,
     )
 
 
@@ -64,9 +61,9 @@ def _data(result: JobResult) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def capture(run: Run) -> tuple[list[dict], str]:
+def capture(ctx: StageContext) -> tuple[list[dict], str]:
     """The own check's wrapper calls (replayable ones), and a note saying what was learned."""
-    kernel = run.kernel
+    kernel = ctx.kernel
     request = {
         "entry": "probe:capture",
         "version": harness.VERSION,
@@ -75,8 +72,8 @@ def capture(run: Run) -> tuple[list[dict], str]:
         "main": kernel.has_main,
         "tests": bool(kernel.test_functions),
     }
-    job = _harness_job(run, request, ((kernel.name, kernel.source),), run.settings.timeout_s)
-    result = common.run_all(run, {"capture": job}).get("capture")
+    job = _harness_job(ctx, request, ((kernel.name, kernel.source),), ctx.settings.timeout_s)
+    result = common.run_all(ctx, {"capture": job}).get("capture")
     if result is None:
         return [], "the run was cancelled"
     data = _data(result[0])
@@ -96,9 +93,12 @@ def capture(run: Run) -> tuple[list[dict], str]:
 
 
 def _compare_job(
-    run: Run, mutant: Mutant | None, batch: list[Candidate], module_source: str | None = None
+    ctx: StageContext,
+    mutant: Mutant | None,
+    batch: list[Candidate],
+    module_source: str | None = None,
 ) -> Job:
-    kernel = run.kernel
+    kernel = ctx.kernel
     request = {
         "entry": "probe:compare",
         "version": harness.VERSION,
@@ -112,10 +112,10 @@ def _compare_job(
     sides = 2 if mutant is not None else 1
     work = sum(c.est_s for c in batch) * sides
     limit = min(
-        max(10.0, work * run.settings.timeout_factor + run.settings.timeout_base_s + 2.0),
-        max(run.settings.timeout_s, 10.0),
+        max(10.0, work * ctx.settings.timeout_factor + ctx.settings.timeout_base_s + 2.0),
+        max(ctx.settings.timeout_s, 10.0),
     )
-    return _harness_job(run, request, files, limit)
+    return _harness_job(ctx, request, files, limit)
 
 
 class _Search:
@@ -192,17 +192,17 @@ def _read_compare(
     search.done = True
 
 
-def _test_for(run: Run, search: _Search) -> TestFile:
+def _test_for(ctx: StageContext, search: _Search) -> TestFile:
     assert search.hit is not None
     candidate, outputs, why = search.hit
     mutant = search.mutant
-    stem = f"{common.file_stem(run)}_probe_{mutant.id}"
-    taken = common.taken_names(run)
+    stem = f"{common.file_stem(ctx)}_probe_{mutant.id}"
+    taken = common.taken_names(ctx)
     name = f"test_{candidate.function}_{candidate.slug}"
     name = re.sub(r"\W", "_", name)
     source = render_test(
-        module=run.kernel.module,
-        kernel_name=run.kernel.name,
+        module=ctx.kernel.module,
+        kernel_name=ctx.kernel.name,
         candidate=candidate,
         outputs=outputs,
         golden_name=stem + ".json",
@@ -222,20 +222,20 @@ def _test_for(run: Run, search: _Search) -> TestFile:
     )
 
 
-def probe_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
+def probe_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
     """Separate each survivor from the original with an input the own check never tried."""
-    budget = max(1, run.settings.writers.probes)
+    budget = max(1, ctx.settings.writers.probes)
     yield WriterNote("probe", f"probing {len(survivors)} survivors (up to {budget} inputs each)")
-    calls, note = capture(run)
+    calls, note = capture(ctx)
     yield WriterNote("probe", note, "info" if calls else "warning")
     if not calls:
         for m in survivors:
-            run.details.setdefault(m.id, {})["probe"] = {"probes": 0, "result": note}
+            ctx.ledger.put_row(m.id, "probe", {"probes": 0, "result": note})
         return
     searches = {}
     for m in survivors:
         # Only calls that launch the mutated function (or a kernel calling it) can show it.
-        reach = jit_callers(run.kernel.source, m.function)
+        reach = jit_callers(ctx.kernel.source, m.function)
         reaching = [c for c in calls if reach & set(c.get("kernels", ()))]
         if not reaching:
             launched = sorted({k for c in calls for k in c.get("kernels", ())})
@@ -243,10 +243,10 @@ def probe_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
                 f"the own check's wrapper calls never launch {m.function} "
                 f"(they launch {', '.join(launched) or 'nothing'}): nothing to vary"
             )
-            run.details.setdefault(m.id, {})["probe"] = {"probes": 0, "result": text}
+            ctx.ledger.put_row(m.id, "probe", {"probes": 0, "result": text})
             yield WriterNote("probe", text, mutant_id=m.id)
             continue
-        searches[m.id] = _Search(m, candidates(reaching, m.family, budget, run.settings.seed))
+        searches[m.id] = _Search(m, candidates(reaching, m.family, budget, ctx.settings.seed))
     while True:
         active = [
             s
@@ -254,36 +254,36 @@ def probe_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
             if not s.done
             and s.hit is None
             and s.hang is None
-            and run.outcomes[s.mutant.id].verdict is Verdict.SURVIVED
+            and ctx.ledger.verdict(s.mutant.id) is Verdict.SURVIVED
             and s.batch()
         ]
         if not active:
             break
         batches = {s.mutant.id: s.batch() for s in active}
-        jobs = {mid: _compare_job(run, searches[mid].mutant, b) for mid, b in batches.items()}
-        results = common.run_all(run, jobs)
+        jobs = {mid: _compare_job(ctx, searches[mid].mutant, b) for mid, b in batches.items()}
+        results = common.run_all(ctx, jobs)
         if len(results) < len(jobs):
             return  # cancelled
         for mid, (result, _) in results.items():
-            _read_compare(searches[mid], batches[mid], result, run.kernel.name)
+            _read_compare(searches[mid], batches[mid], result, ctx.kernel.name)
         for search in searches.values():
             if search.hang is not None and search.hit is None:
-                yield from _golden_for_hang(run, search)
-            if search.hit is None or run.outcomes[search.mutant.id].verdict is not Verdict.SURVIVED:
+                yield from _golden_for_hang(ctx, search)
+            if search.hit is None or ctx.ledger.verdict(search.mutant.id) is not Verdict.SURVIVED:
                 continue
-            yield from _prove(run, search, survivors)
+            yield from _prove(ctx, search, survivors)
     for search in searches.values():
         mid = search.mutant.id
-        if run.outcomes[mid].verdict is not Verdict.SURVIVED:
+        if ctx.ledger.verdict(mid) is not Verdict.SURVIVED:
             continue
         text = search.result()
         details = {"probes": search.probes, "result": text}
         if search.differs:
             details["differs"] = search.differs
-        run.details.setdefault(mid, {})["probe"] = details
+        ctx.ledger.put_row(mid, "probe", details)
         if search.probes and not search.note and not search.differs:
             # only where every probe ran both sides and none differed
-            common.claims(run, mid).append(
+            common.claims(ctx, mid).append(
                 {
                     "by": "probe",
                     "claim": "equivalent",
@@ -294,13 +294,13 @@ def probe_stage(run: Run, survivors: list[Mutant]) -> Iterator[Event]:
         yield WriterNote("probe", text, "warning" if search.differs else "info", mid)
 
 
-def _golden_for_hang(run: Run, search: _Search) -> Iterator[Event]:
+def _golden_for_hang(ctx: StageContext, search: _Search) -> Iterator[Event]:
     """The mutant hung or crashed on a candidate: get the original's outputs for it."""
     assert search.hang is not None
     candidate, why = search.hang
     search.hang = None
-    job = _compare_job(run, None, [candidate])
-    result = common.run_all(run, {"golden": job}).get("golden")
+    job = _compare_job(ctx, None, [candidate])
+    result = common.run_all(ctx, {"golden": job}).get("golden")
     data = _data(result[0]) if result else None
     golden = (data or {}).get("golden") or {}
     if golden.get("outputs"):
@@ -315,12 +315,12 @@ def _golden_for_hang(run: Run, search: _Search) -> Iterator[Event]:
         )
 
 
-def _prove(run: Run, search: _Search, survivors: list[Mutant]) -> Iterator[Event]:
+def _prove(ctx: StageContext, search: _Search, survivors: list[Mutant]) -> Iterator[Event]:
     mutant = search.mutant
-    test = _test_for(run, search)
-    proof = common.prove_killer(run, test, mutant)
+    test = _test_for(ctx, search)
+    proof = common.prove_killer(ctx, test, mutant)
     if not proof.ok:
-        tried = common.attempts(run, mutant.id)
+        tried = common.attempts(ctx, mutant.id)
         attempt = 1 + sum(1 for a in tried if a.get("by") == "probe")
         tried.append(
             {
@@ -335,14 +335,4 @@ def _prove(run: Run, search: _Search, survivors: list[Mutant]) -> Iterator[Event
         search.unkept = f"no test written from them passed the proof ({proof.why[:200]})"
         search.hit = None  # search on with the next batch
         return
-    assert proof.mutant is not None
-    run.add_tests([test])
-    outcome = common.outcome_for(mutant, common.killed_outcome(test, proof.mutant, proof.cached))
-    yield run.update(mutant, outcome)
-    kills = [mutant.id]
-    others = [m for m in survivors if m.id != mutant.id]
-    for other, other_outcome in common.kill_others(run, test, others, proof.original_s):
-        kills.append(other.id)
-        yield run.update(other, other_outcome)
-    functions = tuple(common.find_test_functions(test.source))
-    yield TestAccepted("probe", test.name, functions, mutant.id, tuple(kills))
+    yield from common.accept_killer(ctx, "probe", test, mutant, proof, survivors)

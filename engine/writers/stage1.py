@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from ..events import Event, TestAccepted, TestRejected, WriterNote
 from ..kernel_file import TestFile
+from ..stage import StageContext
 from . import common, prompts
 from .llm import LLMError
-
-if TYPE_CHECKING:
-    from ..pipeline import Run
-    from . import Writers
+from .model import ModelSession
 
 
 def passing_functions(proof: common.Proof, code: str) -> set[str]:
@@ -61,14 +58,14 @@ def drop_functions(code: str, keep: set[str]) -> str:
     return "".join(lines)
 
 
-def stage1(run: Run, w: Writers) -> Iterator[Event]:
+def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
     client = w.client
     assert client is not None
-    settings = run.settings.writers
-    module = run.kernel.module
-    record = run.report_extra.setdefault("stage1", {"accepted": None, "attempts": []})
-    messages = prompts.stage1_messages(run.kernel)
-    name = f"{common.file_stem(run)}_stage1.py"
+    settings = ctx.settings.writers
+    module = ctx.kernel.module
+    record = ctx.ledger.section("stage1", {"accepted": None, "attempts": []})
+    messages = prompts.stage1_messages(ctx.kernel)
+    name = f"{common.file_stem(ctx)}_stage1.py"
     best: tuple[int, str, set[str]] | None = None  # (passing functions, code, names)
     for attempt in range(1, settings.attempts + 1):
         yield WriterNote(
@@ -98,11 +95,11 @@ def stage1(run: Run, w: Writers) -> Iterator[Event]:
             yield TestRejected("stage1", attempt, problem)
             messages.append(prompts.retry_message(problem[0].upper() + problem[1:] + "."))
             continue
-        code = common.rename_taken(code, common.taken_names(run))
+        code = common.rename_taken(code, common.taken_names(ctx))
         test = TestFile(path="", name=name, source=code, origin="stage1")
-        proof = common.prove_on_original(run, test, with_checks=True)
+        proof = common.prove_on_original(ctx, test, with_checks=True)
         if proof.ok:
-            yield from _accept(run, record, test, attempt)
+            yield from _accept(ctx, record, test, attempt)
             return
         record["attempts"].append({"attempt": attempt, "why": proof.why, "source": code})
         yield TestRejected("stage1", attempt, proof.why)
@@ -118,19 +115,19 @@ def stage1(run: Run, w: Writers) -> Iterator[Event]:
     _, code, passing = best
     pruned = drop_functions(code, passing)
     test = TestFile(path="", name=name, source=pruned, origin="stage1")
-    proof = common.prove_on_original(run, test, with_checks=True)
+    proof = common.prove_on_original(ctx, test, with_checks=True)
     if proof.ok:
         yield WriterNote(
             "stage1", f"keeping the {len(passing)} test functions that passed every run"
         )
-        yield from _accept(run, record, test, settings.attempts)
+        yield from _accept(ctx, record, test, settings.attempts)
     else:
         record["attempts"].append({"attempt": "pruned", "why": proof.why, "source": pruned})
         yield TestRejected("stage1", settings.attempts, f"pruned file: {proof.why}")
 
 
-def _accept(run: Run, record: dict, test: TestFile, attempt: int) -> Iterator[Event]:
-    run.add_tests([test])
+def _accept(ctx: StageContext, record: dict, test: TestFile, attempt: int) -> Iterator[Event]:
+    ctx.add_tests([test])
     functions = tuple(common.find_test_functions(test.source))
     record["accepted"] = {"file": test.name, "attempt": attempt, "tests": list(functions)}
     yield TestAccepted("stage1", test.name, functions)

@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from ..events import Event, TestAccepted, TestRejected, WriterNote
+from ..events import Event, TestRejected, WriterNote
 from ..kernel_file import TestFile
-from ..records import Mutant, MutantOutcome, Verdict
+from ..records import Mutant, Verdict
+from ..stage import StageContext
 from . import common, prompts
 from .llm import LLMError
-
-if TYPE_CHECKING:
-    from ..pipeline import Run
-    from . import Writers
+from .model import ModelSession
 
 _EQUIVALENT = re.compile(r"^[ \t>*_`#]*EQUIVALENT\b[ \t*_`]*[:\-\u2013\u2014]?\s*(.*)", re.S | re.M)
 
@@ -43,23 +40,22 @@ def equivalent_reason(text: str, anywhere: bool = False) -> str | None:
     return " ".join(match.group(1).split()) or "(no reason given)"
 
 
-def stage2(run: Run, w: Writers, survivors: list[Mutant]) -> Iterator[Event]:
+def stage2(ctx: StageContext, w: ModelSession, survivors: list[Mutant]) -> Iterator[Event]:
     client = w.client
     assert client is not None
-    settings = run.settings.writers
+    settings = ctx.settings.writers
     for mutant in survivors:
-        if run.outcomes.get(mutant.id) is None or (
-            run.outcomes[mutant.id].verdict is not Verdict.SURVIVED
-        ):
+        if ctx.ledger.verdict(mutant.id) is not Verdict.SURVIVED:
             continue
         if w.broken:
             yield WriterNote("stage2", f"stage 2 stopped: {w.broken}", "error")
             return
-        probe = run.details.get(mutant.id, {}).get("probe", {}).get("result", "")
+        probe = ctx.ledger.details(mutant.id).get("probe", {}).get("result", "")
+        outcome = ctx.ledger.outcome(mutant.id)
         messages = prompts.stage2_messages(
-            run.kernel, mutant.diff, run.outcomes[mutant.id].reason, probe
+            ctx.kernel, mutant.diff, outcome.reason if outcome else "", probe
         )
-        name = f"{common.file_stem(run)}_stage2_{mutant.id}.py"
+        name = f"{common.file_stem(ctx)}_stage2_{mutant.id}.py"
         for attempt in range(1, settings.attempts + 1):
             yield WriterNote(
                 "stage2",
@@ -81,21 +77,18 @@ def stage2(run: Run, w: Writers, survivors: list[Mutant]) -> Iterator[Event]:
             if reason is None and code is None:
                 reason = equivalent_reason(reply.content, anywhere=True)
             if reason is not None:
-                common.claims(run, mutant.id).append(
+                common.claims(ctx, mutant.id).append(
                     {"by": "stage2", "claim": "equivalent", "reason": reason}
                 )
                 # The verdict ``equivalent`` is a claim (excluded from the adjusted score and
                 # listed there); the diff-oracle, after the writers, weighs it.
-                old = run.outcomes[mutant.id]
-                yield run.update(
+                yield from ctx.updated(
                     mutant,
-                    MutantOutcome(
+                    ctx.ledger.claim(
                         mutant.id,
-                        Verdict.EQUIVALENT,
-                        None,
                         f"claimed by the model (stage 2): {reason}",
-                        old.duration_s,
-                        old.cached and reply.cached,
+                        stage="stage2",
+                        cached=reply.cached,
                     ),
                 )
                 yield WriterNote(
@@ -108,47 +101,32 @@ def stage2(run: Run, w: Writers, survivors: list[Mutant]) -> Iterator[Event]:
                 why = "no code and no EQUIVALENT in the reply"
                 if reply.finish_reason == "length":
                     why += " (it was cut off at the token limit)"
-                _reject(run, mutant, attempt, why, None, reply.content)
+                _reject(ctx, mutant, attempt, why, None, reply.content)
                 yield TestRejected("stage2", attempt, why, mutant.id)
                 messages.append({"role": "user", "content": NO_ANSWER})
                 continue
-            problem = common.static_problem(code, run.kernel.module)
+            problem = common.static_problem(code, ctx.kernel.module)
             if problem is not None:
-                _reject(run, mutant, attempt, problem, code)
+                _reject(ctx, mutant, attempt, problem, code)
                 yield TestRejected("stage2", attempt, problem, mutant.id)
                 messages.append(prompts.retry_message(problem[0].upper() + problem[1:] + "."))
                 continue
-            code = common.rename_taken(code, common.taken_names(run))
+            code = common.rename_taken(code, common.taken_names(ctx))
             test = TestFile(path="", name=name, source=code, origin="stage2")
-            proof = common.prove_killer(run, test, mutant)
+            proof = common.prove_killer(ctx, test, mutant)
             if not proof.ok:
-                _reject(run, mutant, attempt, proof.why, code)
+                _reject(ctx, mutant, attempt, proof.why, code)
                 yield TestRejected("stage2", attempt, proof.why, mutant.id)
                 messages.append(prompts.retry_message(proof.feedback or proof.why))
                 continue
-            yield from _accept(run, test, mutant, proof)
+            yield from common.accept_killer(ctx, "stage2", test, mutant, proof, ctx.mutants)
             break
 
 
 def _reject(
-    run: Run, mutant: Mutant, attempt: int, why: str, source: str | None, reply: str = ""
+    ctx: StageContext, mutant: Mutant, attempt: int, why: str, source: str | None, reply: str = ""
 ) -> None:
     entry: dict = {"by": "stage2", "attempt": attempt, "why": why, "source": source}
     if reply:
         entry["reply"] = reply[:2000]
-    common.attempts(run, mutant.id).append(entry)
-
-
-def _accept(run: Run, test: TestFile, mutant: Mutant, proof: common.Proof) -> Iterator[Event]:
-    assert proof.mutant is not None
-    run.add_tests([test])
-    yield run.update(
-        mutant, common.outcome_for(mutant, common.killed_outcome(test, proof.mutant, proof.cached))
-    )
-    kills = [mutant.id]
-    pool = [m for m in run.mutants if m.id != mutant.id]
-    for other, outcome in common.kill_others(run, test, pool, proof.original_s):
-        kills.append(other.id)
-        yield run.update(other, outcome)
-    functions = tuple(common.find_test_functions(test.source))
-    yield TestAccepted("stage2", test.name, functions, mutant.id, tuple(kills))
+    common.attempts(ctx, mutant.id).append(entry)

@@ -10,7 +10,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, SelectionList
 from textual.widgets.selection_list import Selection
 
-from mutant_gate.tui.model import STATES, Filters, RunModel
+from mutant_gate.engine.vocabulary import CELL_STATES
+from mutant_gate.tui.model import Filters, RunModel
 
 
 class FilterScreen(ModalScreen[Filters | None]):
@@ -41,7 +42,7 @@ class FilterScreen(ModalScreen[Filters | None]):
         present = set(model.states)
         verdicts = [
             Selection(f"{s.replace('_', ' ')} ({model.states.count(s)})", s, s in current.verdicts)
-            for s in STATES
+            for s in CELL_STATES
             if s in present or s in current.verdicts
         ]
         families = model.values("family")

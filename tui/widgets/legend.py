@@ -5,24 +5,19 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from mutant_gate.tui.model import STATES
-from mutant_gate.tui.widgets.mutant_grid import GLYPHS
+from mutant_gate.engine.vocabulary import CELL_STATES, GLYPHS, Verdict
 
+#: Where the legend says more than the state's name.
 LABELS = {
-    "pending": "pending",
-    "running": "running",
-    "killed": "killed",
-    "survived": "survived",
-    "equivalent": "equivalent (claimed)",
-    "not_compilable": "not compilable",
-    "error": "error",
+    Verdict.EQUIVALENT.value: "equivalent (claimed)",
+    Verdict.NOT_COMPILABLE.value: "not compilable",
 }
 
 
 class Legend(Widget):
     """One line: `` ✓ killed  ✗ survived ...``; styled by the same CSS classes as the grid."""
 
-    COMPONENT_CLASSES = {*(f"-{s}" for s in STATES), "-marked"}
+    COMPONENT_CLASSES = {*(f"-{s}" for s in CELL_STATES), "-marked"}
     DEFAULT_CSS = """
     Legend { height: 1; }
     Legend > .-marked { text-style: bold underline; }
@@ -30,9 +25,9 @@ class Legend(Widget):
 
     def render(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
-        for state in STATES:
+        for state in CELL_STATES:
             text.append(f" {GLYPHS[state]} ", self.get_component_rich_style(f"-{state}"))
-            text.append(f"{LABELS[state]}  ")
+            text.append(f"{LABELS.get(state, state)}  ")
         text.append("[✗]", self.get_component_rich_style("-survived", "-marked"))
         text.append(" marked for stage 2")
         return text

@@ -18,18 +18,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from mutant_gate.tui.model import STATES, Filters, RunModel
+from mutant_gate.engine.vocabulary import CELL_STATES, GLYPHS
+from mutant_gate.tui.model import Filters, RunModel
 
-#: One character per state, so the grid reads without colour too.
-GLYPHS = {
-    "pending": "·",
-    "running": "◌",
-    "killed": "✓",
-    "survived": "✗",
-    "equivalent": "≡",
-    "not_compilable": "⊘",
-    "error": "!",
-}
 CELL_WIDTH = 3
 _HEADER = -1
 
@@ -37,7 +28,7 @@ _HEADER = -1
 class MutantGrid(ScrollView, can_focus=True):
     """Cells of a ``RunModel``'s mutants; arrows or mouse move the cursor."""
 
-    COMPONENT_CLASSES = {*(f"-{s}" for s in STATES), "-cursor", "-marked", "-group"}
+    COMPONENT_CLASSES = {*(f"-{s}" for s in CELL_STATES), "-cursor", "-marked", "-group"}
     BINDINGS = [
         Binding("left,h", "move(-1, 0)", "left", show=False),
         Binding("right,l", "move(1, 0)", "right", show=False),

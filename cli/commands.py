@@ -1,6 +1,6 @@
 """Commands around a run: ``report``, ``rerun``, ``cache``; report flags for ``run``.
 
-``cli.py`` only registers these (``add_run_options``, ``add_report_options``,
+``cli/main.py`` only registers these (``add_run_options``, ``add_report_options``,
 ``add_commands``) and dispatches through ``COMMANDS``. A RUN argument is a run id, a
 unique prefix of one, ``latest``, or (where a report is enough) a JSON report file.
 """
@@ -18,9 +18,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from mutant_gate.cache import DEFAULT_DIR, Store
-from mutant_gate.engine import reports
+from mutant_gate.cli.reporter import RerunReporter
+from mutant_gate.engine import reports, session
 from mutant_gate.engine.errors import EXIT_OK, EXIT_UNDER_THRESHOLD, BadInput
-from mutant_gate.engine.events import BaselineFinished, MutantFinished, RunFinished, RunStarted
 from mutant_gate.engine.reports.common import gate, percent
 from mutant_gate.engine.vocabulary import by_words
 
@@ -118,71 +118,9 @@ def cache_dir(args: argparse.Namespace) -> str:
     return args.cache_dir or DEFAULT_DIR
 
 
-def _open(directory: str, must_exist: bool = True) -> Store:
-    if must_exist and not os.path.isdir(directory):
-        raise BadInput(f"no cache at {directory}: run `mutant-gate run FILE` first")
-    return Store(directory)
-
-
-def resolve_run_id(store: Store, run: str) -> str:
-    ids = store.list_runs()
-    if not ids:
-        raise BadInput(f"no runs in the cache at {store.directory}")
-    if run == "latest":
-        return max(ids)  # ids start with their start time
-    matches = [i for i in ids if i == run] or [i for i in ids if i.startswith(run)]
-    if not matches:
-        raise BadInput(f"no run {run!r} in {store.directory}; newest: {', '.join(ids[-3:])}")
-    if len(matches) > 1:
-        raise BadInput(f"run {run!r} is ambiguous: {', '.join(matches[:5])}")
-    return matches[0]
-
-
-def latest_to_id(run: str | None, directory: str) -> str | None:
-    """``latest`` as the newest run's id (for ``replay``); anything else unchanged."""
-    if run != "latest" or not os.path.isdir(directory):
-        return run
-    with _open(directory) as store:
-        return resolve_run_id(store, run)
-
-
-def _read_report_file(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            report = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise BadInput(f"{path}: not a readable JSON report ({exc})") from None
-    if not isinstance(report, dict) or not isinstance(report.get("mutants"), list):
-        raise BadInput(f"{path}: not a mutant-gate report (no mutants list)")
-    return report
-
-
-def load_record(run: str, directory: str) -> dict:
-    """The run record for RUN (a JSON report file is wrapped as one)."""
-    if run.endswith(".json") and os.path.isfile(run):
-        report = _read_report_file(run)
-        return {"run_id": report.get("run_id"), "report": report}
-    with _open(directory) as store:
-        run_id = resolve_run_id(store, run)
-        record = store.get_run(run_id)
-    if not record:
-        raise BadInput(f"run {run_id}: its record is unreadable")
-    return record
-
-
-def load_report(run: str, directory: str) -> dict:
-    record = load_record(run, directory)
-    if not record.get("report"):
-        raise BadInput(
-            f"run {record.get('run_id')} stopped before it finished: it has no report "
-            "(`mutant-gate run` on the same file resumes it from the cache)"
-        )
-    return record["report"]
-
-
 # -- mutant-gate report -------------------------------------------------------------------
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
-    report = load_report(args.run, cache_dir(args))
+    report = session.find_report(args.run, cache_dir(args))
     fmt = args.format
     if fmt is None:
         suffix = os.path.splitext(args.out or "")[1].lower()
@@ -204,7 +142,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 # -- mutant-gate rerun ------------------------------------------------------------------------
 def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
-    from mutant_gate.engine.rerun import Rerun, recorded_paths, select
+    from mutant_gate.engine.rerun import recorded_paths, select
     from mutant_gate.engine.settings import settings_from_json
 
     if not args.survivors and not args.mutant:
@@ -215,7 +153,7 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
         raise BadInput("--fail-under must be between 0 and 100")
     check_report_paths(args)
     directory = cache_dir(args)
-    report = load_report(args.run, directory)
+    report = session.find_report(args.run, directory)
     chosen = select(report["mutants"], args.survivors, args.mutant)
     if not chosen:
         console.print(
@@ -237,54 +175,23 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
         or (None if recorded.get("backend") == "contree" else os.cpu_count() or 1),
         fail_under=args.fail_under if args.fail_under is not None else recorded.get("fail_under"),
     )
-    if settings.backend == "contree":
-        from mutant_gate.engine.sandbox.contree import ContreeSandbox
-
-        sandbox = ContreeSandbox(settings.workers, settings.mode, image=settings.contree_image)
-        sandbox.start()  # its image's torch/triton versions key the cache
-    else:
-        from mutant_gate.engine.sandbox.local import LocalSandbox
-
-        sandbox = LocalSandbox(settings.workers, settings.mode)
+    if settings.backend == "contree":  # the run's; a rerun runs no writer
+        session.require("contree_sdk", "--backend contree")
+    sandbox = session.make_sandbox(settings)  # contree: the run's image and endpoint
     store = Store(directory)
-    rerun = Rerun(report, settings, sandbox, store, chosen, force=args.force)
-    events = rerun.events()
-    new = None
+    run = session.start_rerun(report, settings, sandbox, store, chosen, force=args.force)
+    reporter = RerunReporter(console, report.get("run_id"), settings.tests, args.quiet)
+    events = run.events()
     try:
         for event in events:
-            if isinstance(event, RunStarted):
-                names = ", ".join(os.path.basename(t) for t in settings.tests) or "none"
-                console.print(
-                    f"rerun of {report.get('run_id')}: {len(event.mutants)} "
-                    f"mutant{'s' if len(event.mutants) != 1 else ''} of "
-                    f"{event.kernel.path} (extra tests: {names})",
-                    highlight=False,
-                    soft_wrap=True,
-                )
-            elif isinstance(event, BaselineFinished):
-                src = "cached" if event.cached else f"{event.result.duration_s:.2f} s"
-                console.print(
-                    f"original passes its checks ({src}); mutant timeout "
-                    f"{event.mutant_timeout_s:.1f} s",
-                    highlight=False,
-                    soft_wrap=True,
-                )
-            elif isinstance(event, MutantFinished) and not args.quiet:
-                o = event.outcome
-                console.print(
-                    f"[dim]{event.done}/{event.total}[/] {event.mutant.id} {o.verdict.value}"
-                    + (f" by {escape(o.by)}" if o.by else ""),
-                    highlight=False,
-                    soft_wrap=True,
-                )
-            elif isinstance(event, RunFinished):
-                new = event.report
+            reporter.handle(event)
     finally:
         sandbox.close()
         events.close()
         store.close()
+    new = reporter.report
     assert new is not None
-    for change in rerun.changes:
+    for change in new["rerun"]["mutants"]:
         style = "green" if change["now"] == "killed" else "red"
         moved = "still" if change["was"] == change["now"] else f"{change['was']} ->"
         by = f" by {by_words(change['by'])}" if change["by"] else ""
@@ -321,7 +228,7 @@ def cache_ls(args: argparse.Namespace, console: Console) -> int:
     if not os.path.isdir(directory):
         console.print(f"no cache at {directory}", highlight=False, soft_wrap=True)
         return EXIT_OK
-    with _open(directory) as store:
+    with session.open_cache(directory) as store:
         ids = store.list_runs()
         records = [(i, store.get_run(i) or {}) for i in ids]
         counts = store.counts()
@@ -363,7 +270,7 @@ def cache_ls(args: argparse.Namespace, console: Console) -> int:
 
 
 def cache_show(args: argparse.Namespace, console: Console) -> int:
-    record = load_record(args.run, cache_dir(args))
+    record = session.find_record(args.run, cache_dir(args))
     if args.json:
         console.file.write(json.dumps(record, indent=2) + "\n")
         return EXIT_OK
@@ -416,7 +323,7 @@ def cache_clear(args: argparse.Namespace, console: Console) -> int:
         "results",
         "replies",
     )
-    with _open(directory) as store:
+    with session.open_cache(directory) as store:
         gone = store.clear(kinds)
     console.print(
         "removed " + ", ".join(f"{n} {k}" for k, n in gone.items()) + f" from {directory}",
@@ -433,7 +340,7 @@ def _open_text(path: str, mode: str):
 
 
 def cache_export(args: argparse.Namespace, console: Console) -> int:
-    record = load_record(args.run, cache_dir(args))
+    record = session.find_record(args.run, cache_dir(args))
     if not record.get("report"):
         raise BadInput(f"run {record.get('run_id')} is unfinished: nothing to export yet")
     data = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "record": record}
@@ -484,7 +391,7 @@ def cache_import(args: argparse.Namespace, console: Console) -> int:
     record = read_export(args.file)
     record = {k: v for k, v in record.items() if k != "saved_at"}
     directory = cache_dir(args)
-    with _open(directory, must_exist=False) as store:
+    with Store(directory) as store:
         existed = store.get_run(record["run_id"]) is not None
         store.put_run(record["run_id"], record)
         failed = store.write_failures

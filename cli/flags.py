@@ -1,0 +1,98 @@
+"""``run`` and ``tui`` flags as the engine's ``RunSettings``, checked before anything runs.
+
+A bad value, or a flag that needs an optional extra that is not installed
+(``--backend contree``, ``--writer llm``, ``--stage2``), is ``BadInput``: one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from mutant_gate.engine import session
+from mutant_gate.engine.errors import BadInput
+from mutant_gate.engine.settings import (
+    DEFAULT_TARGETS,
+    LLMSettings,
+    RunSettings,
+    WriterSettings,
+    parse_targets,
+)
+
+
+def writer_settings(args: argparse.Namespace) -> WriterSettings:
+    if args.attempts < 1:
+        raise BadInput("--attempts must be at least 1")
+    if args.probes < 1:
+        raise BadInput("--probes must be at least 1")
+    if args.model_timeout <= 0:
+        raise BadInput("--model-timeout must be positive")
+    if (
+        args.write_tests
+        and os.path.exists(args.write_tests)
+        and not os.path.isdir(args.write_tests)
+    ):
+        raise BadInput(f"--write-tests: not a directory: {args.write_tests}")
+    return WriterSettings(
+        writer=args.writer,
+        stage2=args.stage2,
+        attempts=args.attempts,
+        probes=args.probes,
+        write_tests=args.write_tests,
+        llm=LLMSettings(
+            base_url=args.base_url,
+            model=args.model,
+            timeout_s=args.model_timeout,
+            price_in=args.price_in,
+            price_out=args.price_out,
+        ),
+    )
+
+
+def run_settings(args: argparse.Namespace) -> RunSettings:
+    """The settings the flags ask for; ``BadInput`` for a bad value or a missing extra."""
+    if args.jobs is not None and args.jobs < 1:
+        raise BadInput("-j must be at least 1")
+    if args.timeout <= 0:
+        raise BadInput("--timeout must be positive")
+    if args.fail_under is not None and not 0 <= args.fail_under <= 100:
+        raise BadInput("--fail-under must be between 0 and 100")
+    if args.sanitize and args.mode != "compiled" and not args.compare_modes:
+        raise BadInput("--sanitize needs --mode compiled (or --compare-modes)")
+    if args.backend != "contree" and (args.contree_image or args.contree_url):
+        raise BadInput("--contree-image and --contree-url need --backend contree")
+    settings = RunSettings(
+        kernel_path=args.file,
+        tests=tuple(args.tests),
+        operators=args.operators,
+        changed_since=args.changed_since,
+        # contree: None lets the sandbox pick (remote runs cost no local cores)
+        workers=args.jobs or (None if args.backend == "contree" else os.cpu_count() or 1),
+        timeout_s=args.timeout,
+        timeout_factor=args.timeout_factor,
+        timeout_base_s=args.timeout_base,
+        memory_mb=args.memory_mb,
+        seed=args.seed,
+        cache_dir=args.cache_dir,
+        use_cache=not args.no_cache,
+        fail_under=args.fail_under,
+        writers=writer_settings(args),
+        backend=args.backend,
+        contree_image=args.contree_image,
+        contree_url=args.contree_url,
+        mode=args.mode,
+        project_root=args.project_root,
+        select_tests=not args.no_select,
+        all_configs=args.all_configs,
+        sanitize=args.sanitize,
+        compare_modes=args.compare_modes,
+        compile_check=args.compile_check or args.compile_target is not None,
+        compile_targets=(
+            parse_targets(args.compile_target)
+            if args.compile_target is not None
+            else DEFAULT_TARGETS
+        ),
+        diff_oracle=args.diff_oracle,
+    )
+    session.check_extras(settings)
+    return settings

@@ -1,0 +1,256 @@
+"""``mutant-gate``: the argparse parser, the dispatch to each command, exit codes.
+
+``run`` is ``cli/run.py``; ``report``, ``rerun`` and ``cache`` are ``cli/commands.py``;
+``tui`` and ``replay`` import the Textual explorer (``mutant_gate.tui``) only when used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+
+from mutant_gate.cache import DEFAULT_DIR, CacheUnavailable
+from mutant_gate.cli import commands
+from mutant_gate.cli.config import apply_config
+from mutant_gate.cli.flags import run_settings
+from mutant_gate.cli.run import cmd_run
+from mutant_gate.engine import session
+from mutant_gate.engine.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
+from mutant_gate.engine.sandbox.local import SandboxStartError
+from mutant_gate.engine.settings import DEFAULT_BASE_URL, DEFAULT_MODEL, WRITERS
+
+
+class ArgumentError(BadInput):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        raise ArgumentError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="mutant-gate", description="Mutation testing for Triton kernels.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="mutate a kernel file and run its checks against every mutant")
+    run.add_argument("file", help="a .py file with @triton.jit kernels and its own check")
+    run.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    run.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        default=DEFAULT_DIR,
+        help="cache location (default: %(default)s)",
+    )
+    run.add_argument(
+        "--no-cache", action="store_true", help="run every job even when a result is cached"
+    )
+    run.add_argument(
+        "-j", "--jobs", type=int, default=None, metavar="N", help="sandbox workers (default: cores)"
+    )
+    run.add_argument(
+        "--timeout", type=float, default=120.0, metavar="S", help="limit for the original's check"
+    )
+    run.add_argument(
+        "--timeout-factor",
+        type=float,
+        default=3.0,
+        help="mutant limit = factor * original time + base",
+    )
+    run.add_argument("--timeout-base", type=float, default=5.0, metavar="S")
+    run.add_argument("--memory-mb", type=int, default=4096, help="memory per sandbox child")
+    run.add_argument(
+        "--operators", metavar="LIST", help="operator/family names to use; -NAME excludes"
+    )
+    run.add_argument(
+        "--tests",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="pytest file to add (repeatable)",
+    )
+    run.add_argument(
+        "--fail-under",
+        type=float,
+        metavar="PCT",
+        help="exit 1 when the adjusted score is below PCT",
+    )
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument(
+        "--project-root",
+        metavar="DIR",
+        help="project mode: where the project's tests run from (default: found upward)",
+    )
+    run.add_argument(
+        "--all-configs",
+        action="store_true",
+        help="run every @triton.autotune config (default: the first); a kill under any counts",
+    )
+    run.add_argument(
+        "--no-select",
+        action="store_true",
+        help="project mode: run every test case for every mutant (no coverage-based selection)",
+    )
+    run.add_argument(
+        "--mode",
+        choices=("interpret", "compiled"),
+        default="interpret",
+        help="interpret: Triton's interpreter on the CPU (default); compiled: the local CUDA device",
+    )
+    run.add_argument(
+        "--sanitize",
+        action="store_true",
+        help="compiled mode under compute-sanitizer memcheck (caching allocator off)",
+    )
+    run.add_argument(
+        "--compare-modes",
+        action="store_true",
+        help="run every mutant in both modes and report where they disagree",
+    )
+    run.add_argument(
+        "--backend",
+        choices=("local", "contree"),
+        default="local",
+        help="where jobs run: local worker pool, or Nebius Contree sandboxes (default: %(default)s)",
+    )
+    run.add_argument(
+        "--contree-image",
+        metavar="REF",
+        help="Contree image (UUID, tag, or OCI ref to import) holding python3, torch, triton",
+    )
+    run.add_argument(
+        "--contree-url", metavar="URL", help="Contree API endpoint (default: the SDK's)"
+    )
+    writers = run.add_argument_group("test writers")
+    writers.add_argument(
+        "--writer",
+        choices=WRITERS,
+        default="probe",
+        help="probe: model-free inputs near the own check's (default); llm: the model writes "
+        "tests first (stage 1), then the probe; none: no writer",
+    )
+    writers.add_argument(
+        "--stage2", action="store_true", help="the model answers each survivor (needs a key)"
+    )
+    writers.add_argument(
+        "--attempts", type=int, default=3, metavar="N", help="model replies per test (default 3)"
+    )
+    writers.add_argument(
+        "--probes", type=int, default=24, metavar="N", help="probe inputs per survivor (default 24)"
+    )
+    writers.add_argument(
+        "--base-url",
+        metavar="URL",
+        default=DEFAULT_BASE_URL,
+        help="OpenAI-compatible endpoint (default: %(default)s)",
+    )
+    writers.add_argument(
+        "--model", metavar="NAME", default=DEFAULT_MODEL, help="model id (default: %(default)s)"
+    )
+    writers.add_argument(
+        "--model-timeout", type=float, default=300.0, metavar="S", help="per model request"
+    )
+    writers.add_argument(
+        "--price-in", type=float, metavar="USD", help="price per million prompt tokens"
+    )
+    writers.add_argument(
+        "--price-out", type=float, metavar="USD", help="price per million completion tokens"
+    )
+    writers.add_argument(
+        "--write-tests", metavar="DIR", help="write every accepted test here, ready to commit"
+    )
+    checks = run.add_argument_group("checks on survivors (after the writers)")
+    checks.add_argument(
+        "--compile-check",
+        action="store_true",
+        help="compile original and survivors for CUDA targets (no GPU needed); a survivor "
+        "the compiler rejects is not_compilable",
+    )
+    checks.add_argument(
+        "--compile-target",
+        metavar="LIST",
+        help="targets for --compile-check, e.g. sm_80,sm_90 (default: sm_75; implies "
+        "--compile-check)",
+    )
+    checks.add_argument(
+        "--diff-oracle",
+        action="store_true",
+        help="run original and each survivor side by side and compare every tensor "
+        "argument after every launch",
+    )
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    commands.add_run_options(run)  # --changed-since, --config, --no-config
+    # The explorer takes every run option (whatever is added above, it inherits).
+    sub.add_parser(
+        "tui",
+        parents=[run],
+        add_help=False,
+        help="the same run, live in the Textual explorer",
+        description="Run like `run`, shown live in the Textual explorer.",
+    )
+    commands.add_report_options(run)  # --stryker, --junit, --markdown, --html: `run` only
+    replay = sub.add_parser("replay", help="open a past run from the cache, offline")
+    replay.add_argument(
+        "run", nargs="?", help="run id (or a unique prefix), or a JSON report; omitted: choose"
+    )
+    replay.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        default=DEFAULT_DIR,
+        help="cache location (default: %(default)s)",
+    )
+    commands.add_commands(sub, _Parser)  # report, rerun, cache
+    return parser
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    session.require("textual", "the explorer")
+    settings = run_settings(args)
+    from mutant_gate.tui.app import run_live  # Textual is imported for the explorer only
+
+    return run_live(settings, json_path=args.json, sandbox_factory=session.make_sandbox)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    session.require("textual", "the explorer")
+    from mutant_gate.tui.app import run_replay
+
+    return run_replay(args.run, args.cache_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    console = Console(stderr=False)
+    err = Console(stderr=True)
+    try:
+        parser = build_parser()
+        args = apply_config(parser, parser.parse_args(argv), argv)
+        if args.command in commands.COMMANDS:
+            return commands.COMMANDS[args.command](args, console)
+        if args.command == "run":
+            return cmd_run(args, console)
+        if args.command == "tui":
+            return cmd_tui(args)
+        if args.command == "replay":
+            return cmd_replay(args)
+    except BadInput as exc:
+        err.print(f"mutant-gate: error: {exc}", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
+    except (SandboxStartError, CacheUnavailable) as exc:
+        err.print(f"mutant-gate: error: {exc}", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        err.print(
+            "mutant-gate: interrupted; finished results are cached and the next run resumes",
+            markup=False,
+        )
+        return 130
+    return EXIT_OK
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

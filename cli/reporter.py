@@ -1,0 +1,197 @@
+"""The command line's observers of the engine's events: a method per event type.
+
+``Observer.handle(event)`` calls ``on_<the event's class name in snake case>``
+(``MutantFinished`` -> ``on_mutant_finished``); an event an observer has no method
+for is ignored, so a new event type in ``engine/events.py`` never breaks the command
+line. ``Reporter`` shows a ``run`` (progress bar, one line per thing worth saying);
+``RerunReporter`` shows a ``rerun`` (one line per mutant judged again).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from mutant_gate.cli import check_lines
+from mutant_gate.engine.events import (
+    BaselineFinished,
+    CheckFinished,
+    MutantFinished,
+    MutantUpdated,
+    OwnCheckJudged,
+    RunFinished,
+    RunStarted,
+    TestAccepted,
+    TestRejected,
+    WriterNote,
+)
+from mutant_gate.engine.vocabulary import STYLES
+
+_CAPITAL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def handler_name(event: object) -> str:
+    """``MutantFinished`` -> ``on_mutant_finished``."""
+    return "on_" + _CAPITAL.sub("_", type(event).__name__).lower()
+
+
+class Observer:
+    """Dispatches each event to ``on_<event name>``; events without a method are ignored."""
+
+    #: the finished report, once ``RunFinished`` arrived
+    report: dict | None = None
+
+    def handle(self, event: object) -> None:
+        method = getattr(self, handler_name(event), None)
+        if method is not None:
+            method(event)
+
+    def on_run_finished(self, event: RunFinished) -> None:
+        self.report = event.report
+
+
+class Reporter(Observer):
+    """``mutant-gate run``: a progress bar with live verdict counts, and a line per event
+    worth a line (the kernel, the original's baseline, checks, writers, changed verdicts).
+    Use it as a context manager around the event loop (the progress bar lives inside)."""
+
+    def __init__(self, console: Console, quiet: bool = False) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]}"),
+            TimeElapsedColumn(),
+            console=console,
+            disable=quiet,
+            transient=False,
+        )
+        self.task = self.progress.add_task("loading", total=None, counts="")
+        self.counts: Counter[str] = Counter()
+        self.verdicts: dict[str, str] = {}  # mutant id -> its verdict so far
+        self.baselines = 0
+
+    def __enter__(self) -> Reporter:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def say(self, line: str) -> None:
+        self.progress.console.print(line, highlight=False)
+
+    def _show_counts(self) -> None:
+        text = " ".join(
+            f"[{STYLES[verdict]}]{verdict} {n}[/]"
+            for verdict, n in sorted(self.counts.items())
+            if n
+        )
+        self.progress.update(self.task, counts=text)
+
+    # -- the run ----------------------------------------------------------------------
+    def on_run_started(self, event: RunStarted) -> None:
+        """The kernel, its jit functions and mutants; the bar's total."""
+        self.say(
+            f"{event.kernel.path}: {len(event.kernel.jit_functions)} jit functions, "
+            f"{len(event.mutants)} mutants ({event.generation_s * 1000:.0f} ms)"
+        )
+        self.progress.update(self.task, description="original", total=len(event.mutants))
+
+    def on_own_check_judged(self, event: OwnCheckJudged) -> None:
+        """A note when the own check asserts nothing (mutants then die only by a crash)."""
+        if not event.asserts:
+            self.say(f"[bold yellow]note: {event.note}[/]; {event.evidence}")
+
+    def on_baseline_finished(self, event: BaselineFinished) -> None:
+        """The original passed (its own check, later with the written tests); the timeout."""
+        src = "cached" if event.cached else f"{event.result.duration_s:.2f} s"
+        what = "its own check" if not self.baselines else "its own check + written tests"
+        self.baselines += 1
+        self.say(f"original passes {what} ({src}); mutant timeout {event.mutant_timeout_s:.1f} s")
+        self.progress.update(self.task, description="mutants")
+
+    def on_mutant_finished(self, event: MutantFinished) -> None:
+        """A verdict: the bar advances and the counts change."""
+        verdict = event.outcome.verdict.value
+        self.counts[verdict] += 1
+        self.verdicts[event.mutant.id] = verdict
+        self.progress.update(self.task, completed=event.done)
+        self._show_counts()
+
+    def on_mutant_updated(self, event: MutantUpdated) -> None:
+        """A later stage changed a verdict: the counts move, and a line says so."""
+        outcome, mutant_id = event.outcome, event.mutant.id
+        if mutant_id in self.verdicts:
+            self.counts[self.verdicts[mutant_id]] -= 1
+            self.counts[outcome.verdict.value] += 1
+            self.verdicts[mutant_id] = outcome.verdict.value
+            self._show_counts()
+        by = f" by {outcome.by}" if outcome.by else ""
+        style = STYLES.get(outcome.verdict.value, "dim")
+        self.say(f"[{style}]{mutant_id} {outcome.verdict.value}{by}[/]")
+
+    # -- checks and writers -----------------------------------------------------------
+    def on_check_finished(self, event: CheckFinished) -> None:
+        """The compile-check's or the diff-oracle's one line on a mutant (or the run)."""
+        self.say(check_lines.event_line(event))
+
+    def on_writer_note(self, event: WriterNote) -> None:
+        """A writer says what it does, or why it stopped (warnings and errors stand out)."""
+        style = {"error": "bold red", "warning": "yellow"}.get(event.level, "dim")
+        where = f" {event.mutant_id}" if event.mutant_id else ""
+        self.say(f"[{style}]{event.writer}{where}: {escape(event.message)}[/]")
+
+    def on_test_accepted(self, event: TestAccepted) -> None:
+        """A written test proved itself: its file, its tests and what it kills."""
+        kills = f", kills {', '.join(event.kills)}" if event.kills else ""
+        self.say(
+            f"[green]{event.origin}: accepted {event.file}[/] ({len(event.tests)} tests{kills})"
+        )
+
+    def on_test_rejected(self, event: TestRejected) -> None:
+        """A written test failed its proof, and why."""
+        where = f" for {event.mutant_id}" if event.mutant_id else ""
+        self.say(
+            f"[yellow]{event.origin}: rejected attempt {event.attempt}{where}:[/] "
+            f"{escape(event.reason)}"
+        )
+
+
+class RerunReporter(Observer):
+    """``mutant-gate rerun``: what is judged again, the original's baseline, and one line
+    per mutant (none with ``quiet``)."""
+
+    def __init__(self, console: Console, of_run: str | None, tests: tuple[str, ...], quiet: bool):
+        self.console, self.of_run, self.tests, self.quiet = console, of_run, tests, quiet
+
+    def say(self, line: str) -> None:
+        self.console.print(line, highlight=False, soft_wrap=True)
+
+    def on_run_started(self, event: RunStarted) -> None:
+        names = ", ".join(os.path.basename(t) for t in self.tests) or "none"
+        n = len(event.mutants)
+        self.say(
+            f"rerun of {self.of_run}: {n} mutant{'s' if n != 1 else ''} of "
+            f"{event.kernel.path} (extra tests: {names})"
+        )
+
+    def on_baseline_finished(self, event: BaselineFinished) -> None:
+        src = "cached" if event.cached else f"{event.result.duration_s:.2f} s"
+        self.say(
+            f"original passes its checks ({src}); mutant timeout {event.mutant_timeout_s:.1f} s"
+        )
+
+    def on_mutant_finished(self, event: MutantFinished) -> None:
+        if self.quiet:
+            return
+        outcome = event.outcome
+        self.say(
+            f"[dim]{event.done}/{event.total}[/] {event.mutant.id} {outcome.verdict.value}"
+            + (f" by {escape(outcome.by)}" if outcome.by else "")
+        )

@@ -1,0 +1,134 @@
+"""What ``mutant-gate run`` prints after the run: the table per operator, survivors and
+errors, the score, the sandbox, the writers' tests and tokens (rich markup)."""
+
+from __future__ import annotations
+
+import os
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from mutant_gate.engine.report import by_operator
+from mutant_gate.engine.vocabulary import ORDER, STYLES, Verdict
+
+
+def modes_summary(console: Console, modes: dict | None) -> None:
+    """``--compare-modes``: every mutant whose verdict depends on the mode, with both reasons."""
+    if not modes:
+        return
+    first, second = modes["compared"]
+    if "skipped" in modes:
+        console.print(f"[yellow]modes not compared: {modes['skipped']}[/]", highlight=False)
+        return
+    total = modes["agree"] + len(modes["disagreements"])
+    console.print(
+        f"modes: {first} and {second} agree on {modes['agree']}/{total} mutants", highlight=False
+    )
+    for d in modes["disagreements"]:
+        a, b = d[first], d[second]
+        console.print(
+            f"  [bold yellow]{d['id']}[/] {d['operator']} line {d['line']}: "
+            f"{first} {a['verdict']} ({a['by'] or a['reason']}), "
+            f"{second} {b['verdict']} ({b['by'] or b['reason']})",
+            highlight=False,
+        )
+
+
+def summary(console: Console, report: dict) -> None:
+    verdicts = [v.value for v in ORDER]
+    table = Table(
+        title=f"mutants of {os.path.basename(report['kernel']['path'])}", title_justify="left"
+    )
+    table.add_column("family")
+    table.add_column("operator")
+    table.add_column("total", justify="right")
+    for v in verdicts:
+        table.add_column(v, justify="right", style=STYLES[v])
+    for row in by_operator(report):
+        table.add_row(
+            row["family"],
+            row["operator"],
+            str(row["total"]),
+            *(str(row.get(v, 0) or "") for v in verdicts),
+        )
+    console.print(table)
+    for m in report["mutants"]:
+        if m["verdict"] == Verdict.SURVIVED:
+            console.print(
+                f"[red]survived[/] {m['id']} {m['operator']} in {m['function']} line {m['line']}: "
+                f"[dim]{m['before']!s} -> {m['after']!s}[/]",
+                highlight=False,
+            )
+    for m in report["mutants"]:
+        if m["verdict"] == Verdict.ERROR:
+            console.print(
+                f"[magenta]error[/] {m['id']} {m['operator']} line {m['line']}: {m['reason']}",
+                highlight=False,
+            )
+    s = report["score"]
+    excluded = ", ".join(f"{e['id']} ({e['verdict']})" for e in s["excluded"]) or "none"
+    raw = "n/a" if s["raw"] is None else f"{s['raw']:.1f}%"
+    adjusted = "n/a" if s["adjusted"] is None else f"{s['adjusted']:.1f}%"
+    modes_summary(console, report.get("modes"))
+    console.print(
+        f"score: [bold]{s['killed']}/{s['total']}[/] killed, raw {raw}, adjusted {adjusted} "
+        f"(excluded: {excluded})",
+        highlight=False,
+    )
+    selection = report.get("selection")
+    if selection and selection.get("mutants"):
+        n, suite = selection["mutants"], selection["suite_cases"]
+        console.print(
+            f"test selection: {selection['cases_run']} test cases for {n} mutants "
+            f"({selection['cases_run'] / n:.1f} per mutant, fastest first, stopping at the "
+            f"first kill); the full suite: {suite} per mutant ({suite * n} in all)",
+            highlight=False,
+        )
+    net = "cut" if report["sandbox"]["network_cut"] else "NOT cut (unshare refused)"
+    iso = report["sandbox"].get("isolation") or {}
+    if iso:
+        net += f", filesystem {iso.get('filesystem', '?')}, user {iso.get('user', '?')}"
+    cached = sum(1 for m in report["mutants"] if m["cached"])
+    console.print(
+        f"[dim]sandbox: {report['sandbox']['backend']} x{report['sandbox']['workers']}, network {net}, "
+        f"mutant timeout {report['sandbox']['mutant_timeout_s']} s; {cached} results from cache; "
+        f"run {report['run_id']}[/]",
+        highlight=False,
+    )
+
+
+def writers_summary(report: dict) -> list[str]:
+    """What the writers added: accepted tests with their kills, the model's tokens."""
+    lines = []
+    for t in report.get("tests", []):
+        if t.get("origin") in ("stage1", "stage2", "probe"):
+            kills = ", ".join(t["kills"]) or "nothing"
+            lines.append(
+                f"[green]{t['origin']}[/] {t['file']}::{t['name'].split('::')[-1]} kills {kills}"
+            )
+    claims = [
+        (m["id"], c)
+        for m in report["mutants"]
+        if m["verdict"] == Verdict.SURVIVED
+        for c in m.get("claims", [])
+    ]
+    for mid, c in claims:
+        lines.append(f"[yellow]claim[/] {mid} {c['claim']} by {c['by']}: {escape(c['reason'])}")
+    tokens = tokens_line(report)
+    if tokens:
+        lines.append(tokens)
+    return lines
+
+
+def tokens_line(report: dict) -> str | None:
+    tokens = report.get("tokens") or {}
+    if not tokens.get("calls"):
+        return None
+    cost = tokens.get("cost_usd")
+    money = f"~${cost:.4f}" if cost is not None else "cost unknown (--price-in/--price-out)"
+    return (
+        f"model {tokens.get('model')}: {tokens['calls']} calls ({tokens.get('cached_calls', 0)} "
+        f"from cache), {tokens.get('prompt', 0):,} prompt + {tokens.get('completion', 0):,} "
+        f"completion tokens, {money}"
+    )

@@ -1,0 +1,116 @@
+"""The original runs first: it must pass every check, and its time sets each mutant's
+limit. Then the own check is judged by running it with every kernel launch skipped.
+
+``run_baseline`` raises ``BadInput`` (exit 2, one line) when the original fails or
+times out: nothing can be judged against a failing original.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+from .errors import BadInput
+from .events import Event, OwnCheckJudged
+from .kernel_file import OWN_CHECK, KernelFile
+from .own_check import NOTHING_ASSERTED
+from .sandbox.job import JobResult, JobStatus
+from .stage import StageContext
+from .verdicts import summarize_error
+
+
+def own_check_record(kernel: KernelFile) -> dict:
+    """The report's ``own_check`` as read from the source (until ``judge_own_check``)."""
+    return {
+        "kinds": [c.kind.value for c in kernel.checks if c.name == OWN_CHECK],
+        "module_level": kernel.module_check,
+        "asserts": kernel.asserts,
+        "evidence": "read from its source",
+        "note": "" if kernel.asserts else NOTHING_ASSERTED,
+    }
+
+
+def run_baseline(ctx: StageContext) -> tuple[JobResult, bool]:
+    """The original with every check; sets ``ctx.baseline``, ``timeout_s`` (and in project
+    mode ``coverage``). Returns (result, served from the cache)."""
+    settings, kernel = ctx.settings, ctx.kernel
+    result, cached = ctx.execute(ctx.job_for(None, settings.timeout_s))
+    name = kernel.path
+    if result.status is JobStatus.TIMEOUT:
+        raise BadInput(f"{name}: the original's own check timed out after {settings.timeout_s:g} s")
+    if result.status is not JobStatus.PASSED:
+        why = summarize_error(result.error) or result.status.value
+        failing = result.first_failure
+        if failing is not None and failing.name == "import":
+            raise BadInput(f"{name}: {summarize_error(failing.message)}")
+        if failing is not None and "::" in failing.name:
+            why = f"{failing.name.split('::', 1)[1]}: {why}"
+        raise BadInput(f"{name}: the original fails its own check ({result.status.value}): {why}")
+    if settings.all_configs:
+        result = _other_configs(ctx, result)
+    if kernel.project is not None and settings.select_tests:
+        ctx.coverage = result.extra.get("coverage", {})
+        ctx.ledger.put_section(
+            "selection", {"suite_cases": len(ctx.coverage), "cases_run": 0, "mutants": 0}
+        )
+    ctx.baseline = result
+    ctx.timeout_s = ctx.mutant_timeout(result.duration_s)
+    return result, cached
+
+
+def _other_configs(ctx: StageContext, baseline: JobResult) -> JobResult:
+    """``--all-configs``: the original must pass under every autotune config too.
+
+    Returns the slowest of the baseline runs (it sets the mutants' limit).
+    """
+    ctx.configs = max(baseline.extra.get("autotune_configs", {}).values(), default=1)
+    ctx.ledger.put_section("autotune", {"configs": ctx.configs, "all_configs": True})
+    slowest = baseline
+    for config in range(1, ctx.configs):
+        job = ctx.job_for(None, ctx.settings.timeout_s, config=config)
+        result, _ = ctx.execute(job)
+        if result.status is not JobStatus.PASSED:
+            why = summarize_error(result.error) or result.status.value
+            raise BadInput(
+                f"{ctx.kernel.path}: the original fails its own check with autotune config "
+                f"{config + 1} of {ctx.configs}: {why}"
+            )
+        slowest = max(slowest, result, key=lambda r: r.duration_s)
+    return slowest
+
+
+def judge_own_check(ctx: StageContext) -> Iterator[Event]:
+    """Run the own check once with every kernel launch skipped and empty tensors -31337
+    (``harness/null_run.py``): if it still passes, it cannot see a wrong result,
+    whatever its source says (``assert x.device == DEVICE`` is not a check of the
+    output). Falls back on reading the source when that run says nothing."""
+    kernel = ctx.kernel
+    own = tuple(c for c in kernel.checks if c.name == OWN_CHECK)  # as "kinds" counts them
+    if not own:
+        return
+    record = ctx.ledger.section("own_check")
+    job = replace(ctx.job_for(None, ctx.settings.timeout_s), checks=own, null_launches=True)
+    result, _ = ctx.execute(job)
+    skipped = int(result.extra.get("null_run", {}).get("skipped_launches", 0))
+    if result.status is JobStatus.PASSED and skipped:
+        asserts = False
+        launches = f"{skipped} kernel launch" + ("es" if skipped != 1 else "")
+        evidence = f"it still passes with its {launches} skipped, outputs left as -31337"
+    elif result.status is JobStatus.PASSED:
+        asserts = False
+        evidence = "it launches no kernel at all"
+    elif result.status in (JobStatus.FAILED, JobStatus.CRASH, JobStatus.BOUNDS):
+        asserts = True
+        why = summarize_error(result.error) or result.status.value
+        why = why if len(why) <= 120 else why[:117].rstrip() + "..."
+        evidence = f"it fails when no kernel runs ({why})"
+    else:
+        asserts = kernel.asserts
+        what = "finds a result check" if asserts else "finds no result check"
+        evidence = (
+            f"reading its source {what} (the run without kernels ended "
+            f"{result.status.value}: {summarize_error(result.error) or 'no detail'})"
+        )
+    note = "" if asserts else NOTHING_ASSERTED
+    record.update(asserts=asserts, evidence=evidence, note=note)
+    yield OwnCheckJudged(asserts, evidence, note)

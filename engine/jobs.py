@@ -1,0 +1,145 @@
+"""Sandbox jobs, cache first: what every stage uses to run code.
+
+``JobRunner.execute`` serves one job from the cache or runs it; ``run_jobs`` runs many
+in parallel and yields them as they start and finish. Every result is stored the
+moment it arrives (never a harness error), so an interrupted run resumes where it
+stopped and a repeated run is served from the cache. The cache key is the job's
+canonical JSON plus the toolchain (``toolchain``).
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
+
+from mutant_gate.cache import Store
+
+from .sandbox import Sandbox
+from .sandbox.job import Job, JobResult, JobStatus
+
+
+def toolchain(mode: str, sandbox: Sandbox | None = None) -> dict:
+    """Versions that key the cache; read without importing torch/triton. A started
+    remote sandbox knows the versions its image really runs: those win."""
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "missing"
+
+    versions = {
+        "python": sys.version.split()[0],
+        "torch": version("torch"),
+        "triton": version("triton"),
+        "mode": mode,
+    }
+    remote = getattr(sandbox, "versions", None) or {}
+    versions.update({k: remote[k] for k in ("python", "torch", "triton") if k in remote})
+    return versions
+
+
+class JobRunner:
+    """Runs jobs in a sandbox, cache first; ``fresh`` reads no cached result (``--force``)
+    but still stores what arrives. ``cancel`` (set once when a run is abandoned) skips
+    every queued job."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        store: Store | None,
+        mode: str,
+        workers: int | None,
+        *,
+        fresh: bool = False,
+    ) -> None:
+        self.sandbox = sandbox
+        self.store = store
+        self.fresh = fresh
+        self.cancel = threading.Event()
+        self.toolchain = toolchain(mode, sandbox)
+        self.workers = max(1, workers or getattr(sandbox, "size", 1))
+
+    def cached(self, job: Job) -> JobResult | None:
+        if self.store is None or self.fresh:
+            return None
+        result = self.store.get_result(job.cache_key(self.toolchain), JobResult.from_json)
+        return result if result is not None and result.valid_for(job) else None
+
+    def store_result(self, job: Job, result: JobResult) -> None:
+        """Keep what a sandbox returned, the moment it arrives (never a harness error)."""
+        if self.store is not None and result.status is not JobStatus.ERROR:
+            data = result.to_json()
+            data["extra"] = {**data.get("extra", {}), "timeout_s": job.timeout_s}
+            self.store.put_result(job.cache_key(self.toolchain), data)
+
+    def execute(self, job: Job, sandbox: Sandbox | None = None) -> tuple[JobResult, bool]:
+        """Serve from the cache or run in the sandbox (and store what arrives)."""
+        cached = self.cached(job)
+        if cached is not None:
+            return cached, True
+        result = (sandbox or self.sandbox).run(job)
+        self.store_result(job, result)
+        return result, False
+
+    def run_all(self, jobs: dict[str, Job]) -> dict[str, tuple[JobResult, bool]]:
+        """Run jobs in parallel, cache first; (result, cached) per key (fewer if cancelled)."""
+        results: dict[str, tuple[JobResult, bool]] = {}
+        for kind, key, result in self.run_jobs(jobs):
+            if kind != "started" and result is not None:
+                results[key] = (result, kind == "cached")
+        return results
+
+    def run_jobs(
+        self, jobs: dict[str, Job], sandbox: Sandbox | None = None
+    ) -> Iterator[tuple[str, str, JobResult | None]]:
+        """Run jobs in parallel (cache first); yield ("cached"|"started"|"finished", key,
+        result).
+
+        Calls may overlap (the explorer's stage 2 while a check runs): each stops only
+        its own queued jobs when its consumer stops early; ``cancel`` skips every queued
+        job of every call, and a call then ends with the results it has.
+        """
+        sandbox = sandbox or self.sandbox
+        pending: list[str] = []
+        for key, job in jobs.items():
+            cached = self.cached(job)
+            if cached is None:
+                pending.append(key)
+            else:
+                yield "cached", key, cached
+        finished: queue.Queue = queue.Queue()
+        stop = threading.Event()
+
+        def work(key: str) -> None:
+            if stop.is_set() or self.cancel.is_set():
+                finished.put(("skipped", key, None))
+                return
+            finished.put(("started", key, None))
+            try:
+                result = sandbox.run(jobs[key])
+            except Exception as exc:  # noqa: BLE001 - a failure is data
+                result = JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}")
+            finished.put(("finished", key, result))
+
+        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="mutant-gate-job")
+        try:
+            for key in pending:
+                pool.submit(work, key)
+            remaining = len(pending)
+            while remaining:
+                kind, key, result = finished.get()
+                if kind == "skipped":
+                    remaining -= 1
+                    continue
+                if kind == "finished":
+                    remaining -= 1
+                    self.store_result(jobs[key], result)
+                yield kind, key, result
+        finally:
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,76 @@
+"""The model as the writers meet it: one client per run, its token count and notes.
+
+``ModelSession`` connects lazily (the key is read from the environment, never stored
+in settings, reports or jobs), checks once that the endpoint lists the model, and
+turns model failures into notes; a fatal one (a refused key) stops the model stages
+for the rest of the run (``broken``).
+"""
+
+from __future__ import annotations
+
+from ..errors import BadInput
+from ..events import WriterNote
+from ..settings import KEY_VARIABLES, WriterSettings, api_key
+from ..stage import StageContext
+from .llm import LLMClient, LLMError, no_tokens
+
+NO_KEY = f"no API key (set {' or '.join(KEY_VARIABLES)})"
+
+
+class ModelSession:
+    """The writers' model client for one run, and what the report says of it."""
+
+    def __init__(self, ctx: StageContext) -> None:
+        self.ctx = ctx
+        self.settings: WriterSettings = ctx.settings.writers
+        self.client: LLMClient | None = None
+        self.broken: str | None = None  # why the model can no longer be used
+        self.checked = False
+        self.pending: list[WriterNote] = []
+        ctx.ledger.section(
+            "tokens", no_tokens(self.settings.llm.model if self.settings.wants_model else None)
+        )
+        ctx.ledger.section("writers", {"notes": []})
+
+    def note(self, writer: str, message: str, level: str = "info", mutant_id=None) -> WriterNote:
+        """A writer's note; warnings and errors are kept in the report (``writers.notes``)."""
+        event = WriterNote(writer, message, level, mutant_id)
+        if level != "info":
+            notes = self.ctx.ledger.section("writers", {"notes": []}).setdefault("notes", [])
+            notes.append({"writer": writer, "level": level, "message": message})
+        return event
+
+    def update_tokens(self) -> None:
+        if self.client is not None:
+            self.ctx.ledger.put_section("tokens", self.client.tokens())
+
+    def model_failed(self, stage: str, exc: LLMError) -> WriterNote:
+        self.update_tokens()
+        if exc.fatal:
+            self.broken = str(exc)
+        return self.note(stage, f"{stage} stopped: {exc}", "error")
+
+    def connect(self) -> str | None:
+        """Build the model client from the environment's key; why not, or None."""
+        if self.client is not None:
+            return None
+        key = api_key()
+        if key is None:
+            return NO_KEY
+        self.client = LLMClient(self.settings.llm, key, self.ctx.store)
+        self.ctx.ledger.put_section("tokens", self.client.tokens())
+        return None
+
+    def check_model(self) -> WriterNote | None:
+        """The model exists at the endpoint; a bad key or model raises ``BadInput``."""
+        assert self.client is not None
+        if self.checked:
+            return None
+        try:
+            text = self.client.check_model()
+        except LLMError as exc:
+            if exc.fatal:
+                raise BadInput(f"model endpoint: {exc}") from None
+            return self.note("llm", f"could not check the model list: {exc}; going on", "warning")
+        self.checked = True
+        return self.note("llm", text)
