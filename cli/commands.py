@@ -19,9 +19,9 @@ from rich.markup import escape
 
 from mutant_gate.cache import DEFAULT_DIR, Store
 from mutant_gate.cli.reporter import RerunReporter
-from mutant_gate.engine import reports, session
+from mutant_gate.engine import formats, session
 from mutant_gate.engine.errors import EXIT_OK, EXIT_UNDER_THRESHOLD, BadInput
-from mutant_gate.engine.reports.common import gate, percent
+from mutant_gate.engine.formats.common import gate, percent
 from mutant_gate.engine.vocabulary import by_words
 
 #: ``--stryker PATH``... -> format
@@ -72,7 +72,7 @@ def check_report_paths(args: argparse.Namespace) -> None:
     for flag in ("json", *REPORT_FLAGS):
         path = getattr(args, flag, None)
         if path:
-            reports.check_writable(path, f"--{flag}")
+            formats.check_writable(path, f"--{flag}")
 
 
 def write_reports(report: dict, args: argparse.Namespace, console: Console) -> None:
@@ -80,7 +80,7 @@ def write_reports(report: dict, args: argparse.Namespace, console: Console) -> N
     for flag, fmt in REPORT_FLAGS.items():
         path = getattr(args, flag, None)
         if path:
-            reports.write(report, fmt, path)
+            formats.write(report, fmt, path)
             console.print(
                 f"{fmt} report written to {path}", highlight=False, soft_wrap=True, markup=False
             )
@@ -126,8 +126,8 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
         suffix = os.path.splitext(args.out or "")[1].lower()
         fmt = SUFFIXES.get(suffix, "json")
     if args.out and args.out != "-":
-        reports.check_writable(args.out, "--out")
-        reports.write(report, fmt, args.out)
+        formats.check_writable(args.out, "--out")
+        formats.write(report, fmt, args.out)
         Console(stderr=True).print(
             f"{fmt} report of run {report.get('run_id')} written to {args.out}",
             highlight=False,
@@ -135,7 +135,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
             markup=False,
         )
     else:
-        console.file.write(reports.render(report, fmt))
+        console.file.write(formats.render(report, fmt))
         console.file.flush()
     return EXIT_OK
 
@@ -209,7 +209,7 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
         soft_wrap=True,
     )
     if args.json:
-        reports.write(new, "json", args.json)
+        formats.write(new, "json", args.json)
         console.print(
             f"report written to {args.json}", highlight=False, soft_wrap=True, markup=False
         )
@@ -347,7 +347,7 @@ def cache_export(args: argparse.Namespace, console: Console) -> int:
     if args.file == "-":
         console.file.write(json.dumps(data) + "\n")
         return EXIT_OK
-    reports.check_writable(args.file, "export")
+    formats.check_writable(args.file, "export")
     try:
         with _open_text(args.file, "w") as fh:
             json.dump(data, fh)
@@ -434,7 +434,7 @@ def add_commands(sub, parser_class: type[argparse.ArgumentParser]) -> None:
     report.add_argument("run", help="run id, unique prefix, `latest`, or a JSON report file")
     report.add_argument(
         "--format",
-        choices=tuple(reports.FORMATS),
+        choices=tuple(formats.FORMATS),
         help="json | stryker | junit | markdown | html (default: from --out's suffix, else json)",
     )
     report.add_argument("--out", metavar="PATH", help="write here (default: standard output)")

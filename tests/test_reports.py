@@ -21,10 +21,10 @@ import jsonschema
 import pytest
 
 from mutant_gate.cli.main import main
-from mutant_gate.engine.reports import FORMATS, render
-from mutant_gate.engine.reports.common import kernel_source
-from mutant_gate.engine.reports.markdown import COMMENT_LIMIT
-from mutant_gate.engine.reports.stryker import status_of
+from mutant_gate.engine.formats import FORMATS, render
+from mutant_gate.engine.formats.common import kernel_source
+from mutant_gate.engine.formats.markdown import COMMENT_LIMIT
+from mutant_gate.engine.formats.stryker import status_of
 
 from .conftest import run_cli
 
@@ -139,7 +139,7 @@ def check_html(report: dict, text: str) -> None:
 
 
 def _escaped(text: str) -> str:
-    from mutant_gate.engine.reports.html import esc
+    from mutant_gate.engine.formats.html import esc
 
     return esc(text)
 

@@ -1,4 +1,5 @@
-"""Report formats, each a pure function from the JSON report (a dict) to text.
+"""Report formats: each a pure function from the JSON report (a dict, built by
+``engine/report.py``) to text.
 
 ``json`` is the report itself (schema in README.md); ``stryker`` is Stryker's
 mutation-testing-report-schema; ``junit`` one testcase per mutant; ``markdown`` a
