@@ -44,10 +44,13 @@ def main(folder: str) -> None:
     print("| example | mutant | operator | line | interpreted | compiled |")
     print("|---|---|---|---|---|---|")
     for name, x, y in rows:
-        print(
-            f"| {name} | {x['id']} | {x['operator']} | {x['line']} | {x['verdict']} ({x['by'] or ''}: "
-            f"{x['reason'][:60]}) | {y['verdict']} ({y['by'] or ''}: {y['reason'][:60]}) |"
-        )
+        print(f"| {name} | {x['id']} | {x['operator']} | {x['line']} | {_said(x)} | {_said(y)} |")
+
+
+def _said(row: dict) -> str:
+    """``killed (own-check: reason...)``, or ``survived (reason...)`` where no one killed."""
+    by = f"{row['by']}: " if row.get("by") else ""
+    return f"{row['verdict']} ({by}{row['reason'][:60]})"
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""How the command line shows the compile-check and the diff-oracle (rich markup)."""
+"""How the command line shows the compile-check, the claims' evidence and the diff-oracle
+(rich markup)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ def event_line(event: CheckFinished) -> str:
     where = f"{event.check} {event.mutant.id}"
     if event.summary.startswith("CONTRADICTION"):
         return f"[bold red]{where}: {text}[/]"
+    if event.summary.startswith("equivalence claim refused"):
+        return f"[yellow]{where}: {text}[/]"
     if event.summary.startswith("not compilable"):
         return f"[magenta]{where}: {text}[/]"
     return f"[dim]{where}: {text}[/]"
@@ -59,7 +62,26 @@ def summary_lines(report: dict) -> list[str]:
             counts.append(f"{oracle['errors']} not compared")
         if oracle["contradictions"]:
             counts.append(f"[bold red]{oracle['contradictions']} EQUIVALENT claims contradicted[/]")
-    checked = compiled["survivors"] if compiled is not None else oracle["mutants"]
+    claims = checks.get("claims")
+    if claims is not None:
+        counts.append(
+            f"{claims['backed']} of {claims['claims']} equivalence claims backed by execution"
+            + (f", [bold]{claims['refused']} refused[/]" if claims["refused"] else "")
+        )
+        for m in rows:
+            for claim in m.get("claims") or []:
+                evidence = claim.get("evidence") or {}
+                if evidence.get("backed") is False:
+                    lines.append(
+                        f"[yellow]claim refused[/] {m['id']} {m['operator']} line {m['line']}: "
+                        f"{escape(evidence.get('why', ''))}"
+                    )
+    if compiled is not None:
+        checked = compiled["survivors"]
+    elif oracle is not None:
+        checked = oracle["mutants"]
+    else:
+        checked = claims["claims"] if claims is not None else 0
     lines.append(f"checks on {checked} survivors: " + "; ".join(counts))
     timing = []
     if compiled is not None and compiled.get("seconds_per_survivor") is not None:

@@ -1,7 +1,9 @@
 """``run`` and ``tui`` flags as the engine's ``RunSettings``, checked before anything runs.
 
-A bad value, or a flag that needs an optional extra that is not installed
-(``--backend contree``, ``--writer llm``, ``--stage2``), is ``BadInput``: one line, exit 2.
+A bad value, a flag that needs an optional extra that is not installed
+(``--backend contree``, ``--writer llm``, ``--stage2``), or a model stage asked for with
+no key (by a flag or by ``[tool.mutant-gate]``, which then is named) is ``BadInput``:
+one line, exit 2.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from mutant_gate.cli.config import TABLE, load_table
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import BadInput
 from mutant_gate.engine.settings import (
@@ -93,6 +96,24 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
             else DEFAULT_TARGETS
         ),
         diff_oracle=args.diff_oracle,
+        poison_undefined=not args.no_poison,
     )
-    session.check_extras(settings)
+    try:
+        session.check_extras(settings)
+    except BadInput as exc:
+        raise BadInput(f"{exc}{_asked_by_config(args, str(exc))}") from None
     return settings
+
+
+def _asked_by_config(args: argparse.Namespace, message: str) -> str:
+    """Where the configuration asks for the model stage ``message`` is about, or ''."""
+    path = getattr(args, "config", None)
+    if not path:
+        return ""
+    table = load_table(path)
+    said = []
+    if message.startswith("--writer llm") and table.get("writer") == "llm":
+        said.append('writer = "llm"')
+    if "--stage2" in message.split(" need")[0] and table.get("stage2") is True:
+        said.append("stage2 = true")
+    return f" ({' and '.join(said)} in [tool.{TABLE}] of {path})" if said else ""

@@ -99,6 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="interpret: Triton's interpreter on the CPU (default); compiled: the local CUDA device",
     )
     run.add_argument(
+        "--no-poison",
+        action="store_true",
+        help="interpreter: let a masked tl.load without other= read 0 on masked-off lanes, "
+        "as the interpreter does (default: NaN, or the integer maximum, for lanes a GPU "
+        "leaves undefined, so a check that depends on them fails)",
+    )
+    run.add_argument(
         "--sanitize",
         action="store_true",
         help="compiled mode under compute-sanitizer memcheck (caching allocator off)",

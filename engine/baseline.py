@@ -18,6 +18,11 @@ from .sandbox.job import JobResult, JobStatus
 from .stage import StageContext
 from .verdicts import summarize_error
 
+NO_KERNEL_LAUNCHED = (
+    "the file launches no kernel: no check can see a kernel's output, so every mutant is "
+    "not reached (survived, no evidence either way)"
+)
+
 
 def own_check_record(kernel: KernelFile) -> dict:
     """The report's ``own_check`` as read from the source (until ``judge_own_check``)."""
@@ -89,6 +94,15 @@ def judge_own_check(ctx: StageContext) -> Iterator[Event]:
     if not own:
         return
     record = ctx.ledger.section("own_check")
+    if ctx.baseline is not None and ctx.baseline.extra.get("launched") == []:
+        # Not the check's fault: the file's kernels never run, whatever the check asserts.
+        evidence = (
+            "no check launches any of the file's @triton.jit kernels: its wrappers compute "
+            "without them"
+        )
+        record.update(asserts=False, evidence=evidence, note=NO_KERNEL_LAUNCHED, launches=0)
+        yield OwnCheckJudged(False, evidence, NO_KERNEL_LAUNCHED)
+        return
     job = replace(ctx.job_for(None, ctx.settings.timeout_s), checks=own, null_launches=True)
     result, _ = ctx.execute(job)
     skipped = int(result.extra.get("null_run", {}).get("skipped_launches", 0))

@@ -11,13 +11,13 @@ whose other verdicts are carried over. Faces drive a run through ``session.py``.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from mutant_gate.cache import Store
 
 from .baseline import judge_own_check, own_check_record, run_baseline
 from .changes import changed_functions
-from .checks import CHECKS
+from .checks import ALWAYS, CHECKS
 from .errors import BadInput
 from .events import (
     BaselineFinished,
@@ -32,6 +32,7 @@ from .jobs import JobRunner
 from .kernel_file import KernelFile, TestFile, load_kernel_file
 from .modes import compare_modes_stage
 from .mutate import generate_mutants, select_operators
+from .project import jit_callers
 from .records import Mutant, Verdict
 from .report import build_report, mutant_row
 from .sandbox import Sandbox
@@ -107,7 +108,11 @@ class Run:
         self.other_sandbox = other_sandbox
         self.extra_stages = extra_stages
         #: survivor checks by name, on or off (the explorer toggles them while it runs)
-        self.checks = {"compile-check": settings.compile_check, "diff-oracle": settings.diff_oracle}
+        self.checks = {
+            "compile-check": settings.compile_check,
+            "claims": True,  # always: a claim excludes nothing without evidence
+            "diff-oracle": settings.diff_oracle,
+        }
         self.ctx: StageContext | None = None
         self.session: ModelSession | None = None
         self.run_id = ""
@@ -142,7 +147,10 @@ class Run:
             self.session = ModelSession(ctx)
             stages = writer_stages(ctx, self.session)
         yield RunStarted(self.run_id, kernel, tuple(targets), self.generation_s)
+        from .writers import BEFORE_BASELINE  # the model check: before anything runs
 
+        for stage in (s for s in stages if s.phase == BEFORE_BASELINE):
+            yield from stage.run(ctx, ctx.mutants)
         yield BaselineStarted(settings.timeout_s)
         baseline, cached = run_baseline(ctx)
         yield BaselineFinished(baseline, cached, ctx.timeout_s)
@@ -155,7 +163,8 @@ class Run:
             baseline, cached = run_baseline(ctx)
             yield BaselineFinished(baseline, cached, ctx.timeout_s)
 
-        yield from self._run_mutants(targets)
+        reached = yield from self._not_reached(targets)
+        yield from self._run_mutants(reached, done=len(targets) - len(reached), total=len(targets))
         self.judged = True
         survivors = [s for s in stages if s.phase != BEFORE_MUTANTS]
         if self.other_sandbox is not None:
@@ -177,9 +186,31 @@ class Run:
         if chosen:
             yield from stage.run(self.ctx, chosen)
 
-    def _run_mutants(self, mutants: list[Mutant]) -> Iterator[Event]:
+    def _not_reached(self, mutants: list[Mutant]) -> Generator[Event, None, list[Mutant]]:
+        """Mutants of a kernel no check launches (the baseline's launch record) are
+        survivors with no job and no evidence; returns the rest."""
+        ctx = self.ctx
+        assert ctx is not None and ctx.baseline is not None
+        launched = ctx.baseline.extra.get("launched")
+        if launched is None:  # a result from a harness that kept no launch record
+            return mutants
+        reached, done = [], 0
+        for m in mutants:
+            if (
+                m.in_launcher
+                and launched
+                or jit_callers(ctx.kernel.source, m.function) & set(launched)
+            ):
+                reached.append(m)
+                continue
+            done += 1
+            outcome = self.ledger.unreached(m.id, launched)
+            yield MutantFinished(m, outcome, done, len(mutants))
+        return reached
+
+    def _run_mutants(self, mutants: list[Mutant], *, done: int, total: int) -> Iterator[Event]:
         """Every mutant's job (once per autotune config with ``--all-configs``); the first
-        config that kills it decides."""
+        config that kills it decides. ``done`` of ``total`` were decided before."""
         ctx = self.ctx
         assert ctx is not None
         configs = ctx.configs
@@ -197,7 +228,6 @@ class Run:
                 selection["mutants"] += 1
         by_id = {m.id: m for m in mutants}
         results: dict[str, dict[int, tuple[JobResult, bool]]] = {m.id: {} for m in mutants}
-        done = 0
         for kind, key, result in ctx.run_jobs(jobs):
             mutant_id, config = key.split("@")
             mutant = by_id[mutant_id]
@@ -223,7 +253,7 @@ class Run:
                 stage=self.plan.stage,
                 note=note,
             )
-            yield MutantFinished(mutant, outcome, done, len(mutants))
+            yield MutantFinished(mutant, outcome, done, total)
 
     # -- what the faces may ask of a running or finished run -----------------------------
     def row(self, mutant: Mutant) -> dict:
@@ -237,7 +267,7 @@ class Run:
         """Turn a survivor check on or off for the rest of the run; returns its stage."""
         if name not in CHECKS:
             raise KeyError(name)
-        self.checks[name] = on
+        self.checks[name] = on or name in ALWAYS
         return CHECKS[name]
 
     def stage_named(self, name: str) -> Stage:

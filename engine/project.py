@@ -98,9 +98,9 @@ def jit_callers(source: str, function: str) -> set[str]:
     tree = ast.parse(source)
     bodies = {
         node.name: {
-            call.func.id
+            call.func.id if isinstance(call.func, ast.Name) else call.func.attr
             for call in ast.walk(node)
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name | ast.Attribute)
         }
         for node in tree.body
         if isinstance(node, ast.FunctionDef)

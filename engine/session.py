@@ -4,7 +4,8 @@ on its own.
 
 - ``make_sandbox(settings)``: the backend the settings name (contree-sdk is imported
   only when used; a remote sandbox is started so its image's versions key the cache).
-- ``check_input(settings)``: bad input fails here, before anything runs (one line).
+- ``check_input(settings)``: bad input fails here, before anything runs (one line); a
+  model stage asked for with no key is bad input too.
 - ``start_run(settings, sandbox, store)``: a ``Run`` to drive with ``events()``;
   ``start_rerun(report, ...)``: chosen mutants of a past run again, same driver.
 - ``find_record`` / ``find_report`` / ``latest_id`` / ``replay_lookup``: a past run
@@ -42,13 +43,19 @@ def require(module: str, what: str) -> None:
 
 
 def check_extras(settings: RunSettings) -> None:
-    """Every optional module a run with ``settings`` will import is installed."""
+    """Every optional module a run with ``settings`` will import is installed, and the
+    model stages it asks for (``--writer llm``, ``--stage2``) have a key to use."""
+    from .writers.model import missing_key
+
     if settings.backend == "contree":
         require("contree_sdk", "--backend contree")
     if settings.writers.writer == "llm":
         require("openai", "--writer llm")
     if settings.writers.stage2:
         require("openai", "--stage2")
+    why = missing_key(settings.writers)
+    if why is not None:
+        raise BadInput(why)
 
 
 # -- sandboxes ---------------------------------------------------------------------------

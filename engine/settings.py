@@ -118,6 +118,9 @@ class RunSettings:
     compile_check: bool = False
     compile_targets: tuple[str, ...] = DEFAULT_TARGETS
     diff_oracle: bool = False
+    #: interpreter: masked loads without ``other=`` read NaN / the integer maximum on
+    #: masked-off lanes (a GPU leaves them undefined); ``--no-poison`` turns it off
+    poison_undefined: bool = True
 
     def to_json(self) -> dict:
         return asdict(self)

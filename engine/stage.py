@@ -43,9 +43,14 @@ class Stage:
     phase: str = SURVIVORS
 
     def targets(self, ctx: StageContext, mutants: list[Mutant] | None = None) -> list[Mutant]:
-        """The mutants (default: the run's) whose verdict this stage applies to now."""
+        """The mutants (default: the run's) whose verdict this stage applies to now; never
+        one that no check reaches (nothing a stage does can give evidence on it)."""
         chosen = ctx.mutants if mutants is None else mutants
-        return [m for m in chosen if ctx.ledger.verdict(m.id) in self.verdicts]
+        return [
+            m
+            for m in chosen
+            if ctx.ledger.verdict(m.id) in self.verdicts and ctx.ledger.reached(m.id)
+        ]
 
 
 class StageContext:
@@ -118,6 +123,7 @@ class StageContext:
             stop_on_first_failure=source is not None or kernel.project is None,
             project=kernel.project.to_json() if kernel.project is not None else None,
             autotune_config=config,
+            poison_undefined=self.settings.poison_undefined,
         )
 
     def execute(self, job: Job, sandbox: Sandbox | None = None) -> tuple[JobResult, bool]:

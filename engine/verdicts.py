@@ -48,9 +48,65 @@ def summarize_error(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+_COMPILE_ERROR = re.compile(
+    r"^(?:triton\.compiler\.errors\.)?(?:CompilationError|CompileTimeAssertionFailure|"
+    r"UnsupportedLanguageConstruct)\b.*|^RuntimeError: PassManager::run failed.*"
+    # The interpreter's form of the same front-end errors (a compiler would reject the
+    # kernel before it ran): operand types, a reduction axis or broadcast of wrong shape.
+    r"|^(?:triton\.runtime\.errors\.)?InterpreterError: (?:IncompatibleTypeErrorImpl\b.*"
+    r"|InterpreterError\('ValueError\(.(?:axis -?\d+ out of bounds for shape|Cannot broadcast)"
+    r".*)"
+)
+_CUDA_ERROR = re.compile(
+    r"(CUDA error: [^\n]+|CUDA_ERROR_\w+|cudaError\w+|an illegal memory access was encountered"
+    r"|misaligned address|unspecified launch failure|illegal instruction"
+    r"|device-side assert triggered)"
+)
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+def compile_error(text: str) -> str | None:
+    """The compiler's message when a job failed because the mutant does not compile
+    (in compiled mode the launch compiles it; the original compiled, so it is the
+    mutant's), or None."""
+    lines = [ln.strip() for ln in text.splitlines()]
+    for i, line in enumerate(lines):
+        if _COMPILE_ERROR.match(line):
+            rest = " ".join(ln for ln in lines[i + 1 : i + 3] if ln)
+            message = f"{line} {rest}".strip()
+            return message if len(message) <= 300 else message[:297] + "..."
+    return None
+
+
+def crash_reason(text: str) -> str:
+    """A crash in one line that keeps what matters: the CUDA error (when there is one),
+    the last exception line, and the deepest frame outside the installed packages (the
+    check or the kernel file), instead of "Traceback (most recent call last):"."""
+    text = text.strip()
+    if not text:
+        return "crashed"
+    cuda = _CUDA_ERROR.search(text)
+    frames = [
+        f"{name.rsplit('/', 1)[-1]}:{line} in {func}"
+        for name, line, func in _FRAME.findall(text)
+        if "site-packages" not in name and "/lib/python" not in name and "<frozen" not in name
+    ]
+    head = cuda.group(1) if cuda else summarize_error(text, 200)
+    if head.startswith("Traceback"):
+        head = next((ln.strip() for ln in text.splitlines()[::-1] if ln.strip()), head)
+    where = f" (at {frames[-1]})" if frames else ""
+    return f"{head}{where}"
+
+
 def decide(result: JobResult) -> tuple[Verdict, str | None, str]:
     """(verdict, by, reason) for a mutant's job result."""
     status = result.status
+    if status in (JobStatus.FAILED, JobStatus.CRASH):
+        message = compile_error(result.error) or next(
+            (compile_error(o.message) for o in result.outcomes if o.status == "failed"), None
+        )
+        if message is not None:
+            return Verdict.NOT_COMPILABLE, None, f"does not compile: {message}"
     if status is JobStatus.PASSED:
         ran = sum(1 for o in result.outcomes if o.status == "passed")
         if not result.outcomes:
@@ -70,14 +126,45 @@ def decide(result: JobResult) -> tuple[Verdict, str | None, str]:
             (result.bounds or {}).get("message", summarize_error(result.error)),
         )
     if status is JobStatus.CRASH:
-        return (
-            Verdict.KILLED,
-            "crash",
-            result.error.strip().splitlines()[0] if result.error.strip() else "crashed",
-        )
+        return Verdict.KILLED, "crash", crash_reason(result.error)
     if status is JobStatus.TIMEOUT:
         return Verdict.KILLED, "timeout", result.error.strip().splitlines()[0]
     return Verdict.ERROR, None, summarize_error(result.error) or "harness error"
+
+
+def kill_evidence(status: JobStatus, oracle: dict | None, mode: str) -> str | None:
+    """Why a generated test's failure on a mutant is not a kill, or None when it is.
+
+    A test a writer wrote (stage 1, stage 2, probe) kills only through what the kernel
+    did: in that test's own run, its outputs differ from the original's on the same
+    inputs (``oracle``: the diff-oracle run with the test as the only check), or the
+    bounds check, a crash or a timeout fired in the mutated kernel. A failure with
+    identical outputs on every launch (or no launch at all) tells the two apart by
+    something other than the kernel's outputs: no kill. The user's own check and
+    ``--tests`` files are trusted and need none of this.
+    """
+    if status is JobStatus.BOUNDS:
+        return None  # the bounds check fires inside a launch of the mutated kernel
+    if mode != "interpret":
+        return None  # no oracle on a device: the static review is all (README says so)
+    if oracle is None:
+        return "no behaviour evidence: the oracle did not run the test"
+    if not oracle.get("launches"):
+        if oracle.get("timed_out") and status is JobStatus.TIMEOUT:
+            return None
+        return "the test launches no kernel, so it cannot see the kernel's outputs"
+    if oracle.get("identical") is False:
+        return None
+    if oracle.get("divergence") and status in (JobStatus.CRASH, JobStatus.TIMEOUT):
+        return None
+    if oracle.get("timed_out") and status is JobStatus.TIMEOUT:
+        return None
+    if oracle.get("identical") is True:
+        return (
+            f"the kernel's outputs are identical on every launch ({oracle.get('sentence')}): "
+            "the test tells the mutant apart by something other than its outputs"
+        )
+    return f"no behaviour evidence: {oracle.get('sentence')}"
 
 
 # -- the ledger ------------------------------------------------------------------------
@@ -87,13 +174,16 @@ def decide(result: JobResult) -> tuple[Verdict, str | None, str]:
 #: - ``set_aside``: the compiler rejects the survivor (or claimed mutant): not_compilable;
 #: - ``claim``: an equivalence claim (a model's EQUIVALENT, the probe finding no
 #:   difference) on a survivor: ``equivalent``;
-#: - ``refute``: evidence contradicts a claim (the oracle saw outputs differ): survived.
+#: - ``refute``: evidence contradicts a claim (the oracle saw outputs differ): survived;
+#: - ``unkill``: a generated test killed it, but without behaviour evidence
+#:   (``kill_evidence``): survived again.
 #: ``judge`` (a mutant's job, first or again) may move any verdict.
 RULES: dict[str, tuple[Verdict, ...]] = {
     "kill": (Verdict.SURVIVED, Verdict.EQUIVALENT),
     "set_aside": (Verdict.SURVIVED, Verdict.EQUIVALENT),
     "claim": (Verdict.SURVIVED,),
     "refute": (Verdict.EQUIVALENT,),
+    "unkill": (Verdict.KILLED,),
 }
 
 #: Per-mutant report sections the ledger keeps, beside the verdict (the report's rows).
@@ -107,6 +197,7 @@ ROW_SECTIONS = frozenset(
         "oracle",  # diff-oracle: the sentence and the numbers
         "modes",  # --compare-modes: both modes' verdicts
         "tests_selected",  # project mode: test cases run for the mutant
+        "reached",  # false: no check launches its kernel (no job ran, no evidence either way)
     }
 )
 #: Run-level report sections (the report's top-level fields beside the core ones).
@@ -226,6 +317,24 @@ class Ledger:
             self._outcomes[mutant_id] = outcome
         return outcome
 
+    def unreached(self, mutant_id: str, launched: list[str]) -> MutantOutcome:
+        """No check launches the mutated kernel: ``survived`` without a job, and no
+        evidence either way (never identical, never excludable)."""
+        what = ", ".join(launched) if launched else "no kernel at all"
+        reason = f"kernel never launched by any check (the checks launch {what})"
+        outcome = MutantOutcome(mutant_id, Verdict.SURVIVED, None, reason, 0.0, False)
+        with self._lock:
+            if mutant_id in self._outcomes:
+                self._record(mutant_id, "mutants", outcome, reason)
+            self._outcomes[mutant_id] = outcome
+            self._details.setdefault(mutant_id, {})["reached"] = False
+        return outcome
+
+    def reached(self, mutant_id: str) -> bool:
+        """False for a mutant no check launches (``unreached``)."""
+        with self._lock:
+            return self._details.get(mutant_id, {}).get("reached", True) is not False
+
     def kill(
         self,
         mutant_id: str,
@@ -287,6 +396,18 @@ class Ledger:
             verdict=Verdict.SURVIVED,
             by=None,
             reason=evidence,
+        )
+
+    def unkill(self, mutant_id: str, evidence: str, *, stage: str) -> MutantOutcome | None:
+        """A generated test's kill without behaviour evidence: a survivor again."""
+        return self._change(
+            "unkill",
+            mutant_id,
+            stage,
+            evidence,
+            verdict=Verdict.SURVIVED,
+            by=None,
+            reason=f"its only kill was refused: {evidence}",
         )
 
     def restore(self, mutant_id: str, row: dict) -> None:

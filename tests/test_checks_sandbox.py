@@ -100,6 +100,7 @@ def test_other_change_on_masked_off_lanes_is_identical_and_interpreter_dependent
         "run",
         str(EXAMPLES / "layer_norm.py"),
         "--diff-oracle",
+        "--no-poison",  # the interpreter's zeros on undefined lanes: what the oracle weighs
         "--writer",
         "none",
         "--operators",

@@ -10,6 +10,7 @@ import pytest
 
 from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
 from mutant_gate.engine.sandbox.local import LocalSandbox, visible_gpus
+from mutant_gate.engine.verdicts import decide
 
 from .conftest import EXAMPLES, run_cli
 
@@ -82,6 +83,11 @@ def test_illegal_memory_access_is_a_crash_and_the_pool_goes_on(compiled):
     result = compiled.run(job(FAULTY.format(offset=1 << 40, expected=1.0)))
     assert result.status is JobStatus.CRASH, result
     assert "illegal" in result.error.lower() or "cuda error" in result.error.lower()
+    # The verdict's reason names the CUDA error and where, not "Traceback (most recent...".
+    verdict, by, reason = decide(result)
+    assert (verdict.value, by) == ("killed", "crash")
+    assert "illegal memory access" in reason or reason.startswith("CUDA error"), reason
+    assert "k.py:" in reason, reason
     assert compiled.run(job(FAULTY.format(offset=3, expected=1.0))).status is JobStatus.PASSED
 
 
@@ -102,6 +108,9 @@ def test_sanitize_catches_a_widened_mask(compiled):
     assert widened.status is JobStatus.BOUNDS, widened
     assert "compute-sanitizer memcheck" in widened.error
     assert widened.extra["sanitizer"]["errors"] >= 1
+    # The reason keeps memcheck's first error (kind, kernel, address), not its summary.
+    reason = decide(widened)[2]
+    assert "Invalid __global__ read" in reason and "rowsum" in reason, reason
 
 
 def test_compare_modes_reports_every_disagreement(tmp_path):
@@ -125,3 +134,30 @@ def test_compare_modes_reports_every_disagreement(tmp_path):
     # Dropped masks die by the interpreter's bounds check; on the GPU they may pass silently.
     for d in modes["disagreements"]:
         assert d["interpret"]["verdict"] != "error" and d["compiled"]["verdict"] != "error"
+
+
+def test_a_mutant_that_does_not_compile_is_not_compilable_not_killed(tmp_path):
+    """An fp16 accumulator fed by fp32 tl.dot results is a loop-carried type change the
+    compiler rejects: in compiled mode that is the mutant's CompilationError, never a
+    kill by the own check."""
+    proc = run_cli(
+        "run",
+        str(EXAMPLES / "matmul.py"),
+        "--mode",
+        "compiled",
+        "--operators",
+        "accumulator-fp16",
+        "--writer",
+        "none",
+        "--json",
+        "r.json",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    rows = report["mutants"]
+    assert rows, "the matmul example has an fp32 accumulator to mutate"
+    for row in rows:
+        assert row["verdict"] == "not_compilable", row
+        assert row["reason"].startswith("does not compile: "), row["reason"]
+    assert [e["verdict"] for e in report["score"]["excluded"]] == ["not_compilable"] * len(rows)

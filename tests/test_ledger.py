@@ -112,7 +112,20 @@ def test_refute_takes_claims_only(start):
 
 
 def test_the_rules_name_every_change_method():
-    assert set(RULES) == {"kill", "set_aside", "claim", "refute"}
+    assert set(RULES) == {"kill", "set_aside", "claim", "refute", "unkill"}
+    assert all(callable(getattr(Ledger, rule)) for rule in RULES)
+
+
+@pytest.mark.parametrize("start", list(Verdict))
+def test_unkill_takes_kills_only(start):
+    ledger = ledger_with(start)
+    outcome = ledger.unkill("m", "outputs identical on every launch", stage="stage1")
+    if start is Verdict.KILLED:
+        assert outcome is not None and outcome.verdict is Verdict.SURVIVED and outcome.by is None
+        assert "outputs identical" in outcome.reason
+        assert ledger.details("m")["changes"][-1]["stage"] == "stage1"
+    else:
+        assert outcome is None and ledger.verdict("m") is start
 
 
 def test_a_claim_is_cached_only_if_the_verdict_and_the_reply_were():

@@ -25,7 +25,7 @@ from mutant_gate.tui.bridge import (
 
 from .conftest import EXAMPLES
 from .fake_openai import FakeOpenAI, Reply, python_reply
-from .test_writers_llm import KILLER_TEST, SUM_KERNEL
+from .test_writers_llm import GUARDED_SUM_KERNEL, KILLER_TEST, SUM_KERNEL
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 SIZE = (140, 40)
@@ -125,12 +125,13 @@ async def test_quit_mid_run_closes_the_sandbox_and_the_next_run_resumes(tmp_path
 
 async def test_stage2_on_a_marked_survivor_and_the_diff_oracle_toggle(tmp_path, monkeypatch):
     monkeypatch.setenv("NEBIUS_API_KEY", "sk-test-tui")
-    (tmp_path / "sum_kernel.py").write_text(SUM_KERNEL)
+    # other-drop and other-change are truly equivalent there (a tl.where guards the lanes)
+    (tmp_path / "sum_kernel.py").write_text(GUARDED_SUM_KERNEL)
 
     def answer(body: dict) -> Reply:
-        if "other=1.0" in body["messages"][1]["content"]:
-            return python_reply(KILLER_TEST)
-        return Reply("EQUIVALENT: masked lanes are never stored.")
+        if "+    x = tl.load(x_ptr + offs)\n" in body["messages"][1]["content"]:
+            return python_reply(KILLER_TEST)  # mask-drop: reads past the end of x
+        return Reply("EQUIVALENT: the tl.where puts 0.0 back on masked-off lanes.")
 
     with FakeOpenAI(answer) as fake:
         writers = WriterSettings(writer="none", llm=LLMSettings(base_url=fake.base_url))
@@ -145,7 +146,7 @@ async def test_stage2_on_a_marked_survivor_and_the_diff_oracle_toggle(tmp_path, 
             await pilot.press("2")
             await pilot.pause()
             assert any("mark survivors first" in n.message for n in app._notifications)
-            change = next(r["id"] for r in app.model.rows if r["operator"] == "other-change")
+            change = next(r["id"] for r in app.model.rows if r["operator"] == "mask-drop")
             app.explorer.grid.select(change)
             await pilot.press("space", "2")
             await wait_for(
@@ -157,7 +158,7 @@ async def test_stage2_on_a_marked_survivor_and_the_diff_oracle_toggle(tmp_path, 
             assert (row["verdict"], row["by"]) == ("killed", "test:test_tail_of_a_block")
             assert change not in app.model.marked  # no longer a survivor
             killer = next(t for t in app.model.tests() if t.get("origin") == "stage2")
-            assert change in killer["kills"]
+            assert killer["kills"] == [change]
             await pilot.pause()
             assert "def test_tail_of_a_block" in app.explorer.inspector.section_text("test")
             assert fake.requests

@@ -219,8 +219,18 @@ def test_tail_of_a_block():
 """
 
 
-def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_records_claims(tmp_path):
-    kernel = _kernel(tmp_path)
+# A defensive ``tl.where`` after a load that already fills masked-off lanes: dropping or
+# changing ``other=`` cannot change any output (truly equivalent mutants), while dropping
+# the load's mask reads past the end of ``x`` (a real bug).
+GUARDED_SUM_KERNEL = SUM_KERNEL.replace(
+    "    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)\n",
+    "    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)\n    x = tl.where(offs < n, x, 0.0)\n",
+)
+
+
+def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_weighs_claims(tmp_path):
+    assert "tl.where" in GUARDED_SUM_KERNEL
+    (tmp_path / "sum_kernel.py").write_text(GUARDED_SUM_KERNEL)
     asked: dict[str, int] = {}
 
     def answer(body: dict) -> Reply:
@@ -229,20 +239,18 @@ def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_records_cla
             key = "mask-drop"
             replies = [
                 python_reply(FLAKY_TEST),
-                python_reply(SPARING_TEST),
                 Reply("I cannot decide; the kernel looks fine to me."),
+                python_reply(KILLER_TEST),
             ]
         elif "other=1.0" in diff:
             key = "other-change"
-            replies = [python_reply(KILLER_TEST)]
+            replies = [
+                python_reply(SPARING_TEST),
+                Reply("EQUIVALENT: the tl.where puts 0.0 back on every masked-off lane."),
+            ]
         else:  # other-drop
             key = "other-drop"
-            replies = [
-                Reply(
-                    "EQUIVALENT: masked lanes are never stored and the interpreter "
-                    "fills them with zeros."
-                )
-            ]
+            replies = [Reply("EQUIVALENT: masked-off lanes are replaced by the tl.where.")]
         n = asked.get(key, 0)
         asked[key] = n + 1
         return replies[min(n, len(replies) - 1)]
@@ -250,9 +258,9 @@ def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_records_cla
     with FakeOpenAI(answer) as fake:
         proc = run_cli(
             "run",
-            kernel,
+            "sum_kernel.py",
             "--operators",
-            "masks",
+            "mask-drop,other-drop,other-change",
             "--writer",
             "none",
             "--stage2",
@@ -267,38 +275,48 @@ def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_records_cla
     report = _report(tmp_path / "r.json")
     rows = {m["operator"]: m for m in report["mutants"]}
     assert set(rows) == {"mask-drop", "other-drop", "other-change"}
-    # The model's killer for other=1.0 passed the original, failed the mutant.
-    change = rows["other-change"]
-    assert (change["verdict"], change["by"]) == ("killed", "test:test_tail_of_a_block")
-    killer = next(t for t in report["tests"] if t["name"] == "test::test_tail_of_a_block")
-    assert killer["origin"] == "stage2" and change["id"] in killer["kills"]
-    # mask-drop (asked first): a flaky test, a test that spares the mutant, prose: each
-    # rejected with why. The killer accepted later for other=1.0 then killed it too.
+    # mask-drop: a flaky test and prose, each rejected with why; then a killer, proved on
+    # the original (every seed) and the mutant.
     drop = rows["mask-drop"]
     whys = [a["why"] for a in drop["attempts"]]
-    assert len(whys) == 3, whys
+    assert len(whys) == 2, whys
     assert whys[0].startswith("flaky on the original: passed 1 of 3 runs (fresh seeds)"), whys
-    assert whys[1] == "passes on the mutant too: it does not kill it"
-    assert whys[2] == "no code and no EQUIVALENT in the reply"
-    assert drop["attempts"][2]["reply"].startswith("I cannot decide")
+    assert whys[1] == "no code and no EQUIVALENT in the reply"
+    assert drop["attempts"][1]["reply"].startswith("I cannot decide")
     assert "initial_seed" in drop["attempts"][0]["source"]
     assert all(a["by"] == "stage2" for a in drop["attempts"])
     assert (drop["verdict"], drop["by"]) == ("killed", "test:test_tail_of_a_block")
     assert drop["reason"].startswith("bounds: out-of-bounds load")
-    assert set(killer["kills"]) == {drop["id"], change["id"]}
-    # other-drop: the model's EQUIVALENT is a claim: verdict equivalent, listed as excluded.
-    same = rows["other-drop"]
-    assert same["verdict"] == "equivalent" and same["by"] is None
-    assert same["reason"].startswith("claimed by the model (stage 2): masked lanes")
-    assert same["claims"] == [
-        {
-            "by": "stage2",
-            "claim": "equivalent",
-            "reason": "masked lanes are never stored and the interpreter fills them with zeros.",
-        }
+    killer = next(t for t in report["tests"] if t["name"] == "test::test_tail_of_a_block")
+    assert killer["origin"] == "stage2" and killer["kills"] == [drop["id"]]
+    # other-change: a test that spares it is rejected; then the model's EQUIVALENT is a
+    # claim, and execution backs it: the oracle (run without --diff-oracle) finds every
+    # output identical, poisoned lanes included, and the probe (run for the claim, since
+    # --writer none ran none) finds no difference.
+    change = rows["other-change"]
+    assert [a["why"] for a in change["attempts"]] == [
+        "passes on the mutant too: it does not kill it"
     ]
-    assert report["score"]["excluded"] == [{"id": same["id"], "verdict": "equivalent"}]
-    assert report["score"]["raw"] == round(100 * 2 / 3, 2) and report["score"]["adjusted"] == 100
+    assert report["settings"]["diff_oracle"] is False
+    for operator, reason in (
+        ("other-change", "the tl.where puts 0.0 back on every masked-off lane."),
+        ("other-drop", "masked-off lanes are replaced by the tl.where."),
+    ):
+        same = rows[operator]
+        assert same["verdict"] == "equivalent" and same["by"] is None, same
+        assert same["reason"].startswith(f"claimed by the model (stage 2): {reason}")
+        model_claims = [c for c in same["claims"] if c["by"] == "stage2"]
+        assert [(c["claim"], c["reason"]) for c in model_claims] == [("equivalent", reason)]
+        evidence = model_claims[0]["evidence"]
+        assert evidence["backed"] is True, evidence
+        assert evidence["probe"].startswith("no difference found on"), evidence
+        assert same["probe"]["probes"] > 0 and not same["probe"].get("differs")
+        assert same["oracle"]["identical"] is True and same["oracle"]["launches"] > 0
+        assert [c["stage"] for c in same["changes"]][-1] == "claims"
+    excluded = sorted(e["id"] for e in report["score"]["excluded"])
+    assert excluded == sorted([rows["other-change"]["id"], rows["other-drop"]["id"]])
+    assert report["checks"]["claims"]["backed"] == 2
+    assert report["score"]["raw"] == round(100 * 1 / 3, 2) and report["score"]["adjusted"] == 100
     assert report["tokens"]["calls"] == sum(asked.values())
 
 
@@ -345,6 +363,7 @@ def test_bad_key_and_unknown_model_are_one_line(tmp_path):
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "refused the API key (401)" in lines[0], proc.stderr
+    assert "original passes" not in proc.stdout  # checked before the baseline ran
 
     with FakeOpenAI(models=("nvidia/Nemotron-3-Super-120B-A12B", "other/model")) as fake:
         proc = run_cli(
@@ -355,9 +374,12 @@ def test_bad_key_and_unknown_model_are_one_line(tmp_path):
     assert len(lines) == 1, proc.stderr
     assert "not in the model list" in lines[0]
     assert "did you mean nvidia/Nemotron-3-Super-120B-A12B" in lines[0]
+    assert "original passes" not in proc.stdout
 
 
-def test_no_key_says_so_and_goes_on_with_the_probe(tmp_path):
+def test_no_key_is_one_line_and_the_run_never_starts(tmp_path):
+    """Asked for and no key: exit 2 with one line (it used to go on with the probe and
+    pass CI); nothing runs, no report is written."""
     kernel = _kernel(tmp_path)
     env = {"NEBIUS_API_KEY": "", "OPENAI_API_KEY": ""}
     proc = run_cli(
@@ -372,14 +394,12 @@ def test_no_key_says_so_and_goes_on_with_the_probe(tmp_path):
         cwd=tmp_path,
         env=env,
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = " ".join(proc.stdout.split())
-    assert (
-        "no API key (set NEBIUS_API_KEY or OPENAI_API_KEY): model stages skipped; the probe" in out
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == (
+        "mutant-gate: error: --writer llm needs a model key: set NEBIUS_API_KEY or "
+        "OPENAI_API_KEY (or use --writer probe)"
     )
-    report = _report(tmp_path / "r.json")
-    assert report["tokens"]["calls"] == 0
-    assert all(m["verdict"] == "killed" for m in report["mutants"])  # the probe did it
+    assert not (tmp_path / "r.json").exists() and not (tmp_path / ".mutant-gate").exists()
 
 
 def test_run_stage2_on_chosen_survivors_for_the_tui(tmp_path, sandbox, monkeypatch):

@@ -341,6 +341,28 @@ def test_model_list_check(tmp_path):
         assert len(fake.requests) == 1
 
 
+def test_a_model_stage_without_a_key_is_refused_with_what_to_do(monkeypatch):
+    from mutant_gate.engine.settings import WriterSettings
+    from mutant_gate.engine.writers.model import missing_key
+
+    for key in ("NEBIUS_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    assert missing_key(WriterSettings(writer="probe")) is None
+    keys = "set NEBIUS_API_KEY or OPENAI_API_KEY"
+    assert missing_key(WriterSettings(writer="llm")) == (
+        f"--writer llm needs a model key: {keys} (or use --writer probe)"
+    )
+    assert missing_key(WriterSettings(writer="none", stage2=True)) == (
+        f"--stage2 needs a model key: {keys} (or leave out --stage2)"
+    )
+    assert missing_key(WriterSettings(writer="llm", stage2=True)) == (
+        f"--writer llm and --stage2 need a model key: {keys} "
+        "(or use --writer probe without --stage2)"
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert missing_key(WriterSettings(writer="llm", stage2=True)) is None
+
+
 def test_replies_are_cached_by_request(tmp_path):
     with Store(str(tmp_path)) as store, FakeOpenAI([Reply("one"), Reply("two")]) as fake:
         first = client(fake, store)

@@ -28,6 +28,7 @@ from textual.worker import Worker
 
 from mutant_gate.cache import CacheUnavailable, Store
 from mutant_gate.engine import session
+from mutant_gate.engine.checks import ALWAYS
 from mutant_gate.engine.checks import CHECKS as CHECK_STAGES
 from mutant_gate.engine.events import Event
 from mutant_gate.engine.pipeline import Run
@@ -39,7 +40,7 @@ from mutant_gate.engine.writers import write_tests
 
 NEEDS_MODEL = f"needs a model: set {' or '.join(KEY_VARIABLES)}"
 #: The survivor checks the explorer can toggle, by name.
-CHECKS = tuple(CHECK_STAGES)
+CHECKS = tuple(name for name in CHECK_STAGES if name not in ALWAYS)
 
 
 def model_key_present() -> bool:
@@ -362,7 +363,7 @@ class EngineBridge:
     def set_check(self, name: str, on: bool) -> str | None:
         """Turn a survivor check on or off: at once on the mutants it applies to (survivors)
         and for the rest of the run. Returns why not, or None when done."""
-        if name not in CHECK_STAGES:
+        if name not in CHECKS:
             return f"{name} is not connected to this engine"
         self.checks[name] = on
         run = self.run

@@ -8,26 +8,25 @@
 
 from __future__ import annotations
 
-from ..settings import DEFAULT_TARGETS, RunSettings, parse_targets
+from ..settings import DEFAULT_TARGETS, parse_targets
 from ..stage import Stage
 from ..vocabulary import Verdict
+from .claims import claims_stage
 from .compile_check import compile_check_stage
 from .diff_oracle import diff_oracle_stage
 
-__all__ = ["CHECKS", "DEFAULT_TARGETS", "check_stages", "parse_targets"]
+__all__ = ["ALWAYS", "CHECKS", "DEFAULT_TARGETS", "parse_targets"]
 
 #: The survivor checks by the name the explorer toggles them by, in the order they run:
-#: the compile-check first, so the oracle skips what cannot compile. The oracle also
-#: takes mutants a writer claimed equivalent: to weigh the claim.
+#: the compile-check first (claimed mutants too: a claim hides nothing from it), so the
+#: later checks skip what cannot compile; then the claims' evidence, always on; then the
+#: diff-oracle, which also weighs what is left claimed.
 CHECKS: dict[str, Stage] = {
     "compile-check": Stage(
         "compile-check", compile_check_stage, (Verdict.SURVIVED, Verdict.EQUIVALENT)
     ),
+    "claims": Stage("claims", claims_stage),
     "diff-oracle": Stage("diff-oracle", diff_oracle_stage, (Verdict.SURVIVED, Verdict.EQUIVALENT)),
 }
-
-
-def check_stages(settings: RunSettings) -> list[Stage]:
-    """The checks the settings turn on, in order."""
-    on = {"compile-check": settings.compile_check, "diff-oracle": settings.diff_oracle}
-    return [stage for name, stage in CHECKS.items() if on[name]]
+#: Checks that run whatever the flags say.
+ALWAYS = frozenset({"claims"})

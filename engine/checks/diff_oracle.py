@@ -33,11 +33,12 @@ CHECK = "oracle"
 SHOWN_ARGUMENTS = 3
 
 
-def oracle_job(ctx: StageContext, mutant: Mutant) -> Job:
+def oracle_job(ctx: StageContext, mutant: Mutant, inner: Job | None = None) -> Job:
+    """Original and ``mutant`` side by side on ``inner`` (default: the run's checks)."""
     # Both variants run at once (a pair), a second pair when undefined lanes are poisoned.
-    pair = 2.0 * ctx.timeout_s + 10.0
+    pair = 2.0 * (inner.timeout_s if inner is not None else ctx.timeout_s) + 10.0
     request = {
-        "job": common.checks_job(ctx, None).to_json(),
+        "job": (inner or common.checks_job(ctx, None)).to_json(),
         "kernel": ctx.kernel.name,
         "mutant_source": mutant.source,
         "pair_timeout_s": round(pair, 1),
@@ -91,7 +92,7 @@ def sentence(data: dict, verdict: Verdict, checks: int) -> str:
         return text
     n = data["launches"]
     if n == 0:
-        return "the checks launch no kernel: nothing to compare"
+        return "the checks launch no kernel: nothing compared, no evidence either way"
     if data["identical"]:
         text = f"outputs identical on {_launches(n)}"
         poisoned = data.get("poisoned") or {}
@@ -130,6 +131,16 @@ def _equivalent_claims(ctx: StageContext, mutant: Mutant) -> list[dict]:
 
 def record(ctx: StageContext, mutant: Mutant, result: JobResult) -> tuple[dict, str]:
     """The mutant's ``oracle`` report field and its sentence; claims get the evidence."""
+    return compare(ctx, mutant, result, _equivalent_claims(ctx, mutant))
+
+
+def compare(
+    ctx: StageContext, mutant: Mutant, result: JobResult, claims: list[dict] | None = None
+) -> tuple[dict, str]:
+    """An oracle job's answer as a report field and one sentence. ``claims``: the
+    equivalence claims to weigh (they get the sentence; outputs that differ contradict
+    them); none when the oracle ran for another reason (a test's kill evidence)."""
+    claims = claims or []
     data = common.harness_data(result, CHECK)
     verdict = ctx.ledger.verdict(mutant.id) or Verdict.SURVIVED
     if data is None:
@@ -139,7 +150,6 @@ def record(ctx: StageContext, mutant: Mutant, result: JobResult) -> tuple[dict, 
         return field, text
     text = sentence(data, verdict, len(ctx.kernel.checks))
     differs = not data["identical"] and not data["timed_out"]
-    claims = _equivalent_claims(ctx, mutant)
     contradiction = bool(claims) and differs
     for claim in claims:
         claim["oracle"] = text
@@ -151,7 +161,9 @@ def record(ctx: StageContext, mutant: Mutant, result: JobResult) -> tuple[dict, 
     field = {
         "sentence": text,
         "launches": data["launches"],
-        "identical": None if data["timed_out"] else data["identical"],
+        "timed_out": data["timed_out"],
+        # No launch, no evidence: "identical" needs at least one launch to compare.
+        "identical": None if data["timed_out"] or not data["launches"] else data["identical"],
         "diffs": [{k: d.get(k) for k in keys} for d in data["diffs"]],
         "interpreter_dependent": data["interpreter_dependent"],
         "contradiction": contradiction,

@@ -23,6 +23,17 @@ Runs inside the sandbox child; imports only the stdlib, numpy, torch, triton.
   ``BoundsViolation``.  The interpreter re-raises it wrapped in
   ``InterpreterError``; the record survives whatever the caller catches.
 
+* The same ``create_masked_load`` wrapper also *poisons undefined lanes*
+  (``set_poison``, on by default): a masked load without ``other=`` yields, on
+  its masked-off lanes, NaN for float types, the type's maximum for integers and
+  True for bool, where the interpreter would give 0 and a GPU gives whatever was
+  in the register. Each such load is recorded (``undefined_lanes()``: kernel,
+  line, lanes), and whether a store then wrote the poison itself back to memory
+  (``poison_stored()``); ``undefined_lanes_error`` says it in one line for a
+  failing check.  The diff-oracle's tracer (``trace.py``) wraps the same method
+  from outside: it fills the lanes itself when it poisons, so this wrapper then
+  sees ``other`` given and fills nothing.
+
 Checks are vectorised: per launch the argument ranges are merged into sorted
 interval arrays; per access the active addresses' min/max are tested against
 one interval (fast path), and only on failure is every lane located with
@@ -42,10 +53,16 @@ import numpy as np
 __all__ = [
     "BoundsViolation",
     "TESTED_TRITON",
+    "UNDEFINED_LANES_ERROR",
     "install",
     "installed",
     "internal_errors",
+    "poison_stored",
+    "poisoning",
     "reset",
+    "set_poison",
+    "undefined_lanes",
+    "undefined_lanes_error",
     "uninstall",
     "violations",
 ]
@@ -55,12 +72,35 @@ TESTED_TRITON = ("3.9",)  # hook points verified against these releases
 _GUARD_MIN = 64 * 1024  # bytes of guard on each side of a host buffer ...
 _GUARD_MAX = 16 * 1024 * 1024  # ... growing with the buffer up to this
 _MAX_RECORDS = 1000
+_MAX_UNDEFINED_SITES = 5  # poisoned loads recorded per job (kernel, line); lanes accumulate
+#: The exception-like name that starts the line added to a failing job's error text.
+UNDEFINED_LANES_ERROR = "UndefinedLanesError"
 
 _VIOLATIONS: list[dict] = []
 _INTERNAL_ERRORS: list[str] = []
 _STACK: list[_Launch] = []
 _ORIGINALS: dict[str, tuple[type, Any]] = {}  # "Class.method" -> (class, original)
 _TRITON_DIR = ""
+
+
+class _Poison:
+    """Undefined-lane poisoning: the setting and what the current job read."""
+
+    def __init__(self) -> None:
+        self.on = True
+        self.sites: dict[tuple, dict] = {}  # (code, line) -> record, first seen first
+        self.lanes = 0  # poisoned lanes read in all
+        self.stored = False  # a store wrote poison afterwards (see poison_stored)
+        self.sentinels: set[int] = set()  # integer / fp8 fills read
+
+    def clear(self) -> None:
+        self.sites.clear()
+        self.lanes = 0
+        self.stored = False
+        self.sentinels.clear()
+
+
+_POISON = _Poison()
 
 
 class BoundsViolation(Exception):
@@ -84,9 +124,51 @@ def internal_errors() -> list[str]:
 
 
 def reset() -> None:
-    """Forget recorded violations and internal errors."""
+    """Forget recorded violations, poisoned loads and internal errors (not the setting)."""
     _VIOLATIONS.clear()
     _INTERNAL_ERRORS.clear()
+    _POISON.clear()
+
+
+def set_poison(on: bool) -> None:
+    """Whether masked loads without ``other=`` get poison on masked-off lanes."""
+    _POISON.on = bool(on)
+
+
+def poisoning() -> bool:
+    return _POISON.on
+
+
+def undefined_lanes() -> list[dict]:
+    """Poisoned loads since the last ``reset()``: one record per load site (kernel,
+    function, file, line, lanes, fill, dtype), first read first, at most a few."""
+    return [dict(r) for r in _POISON.sites.values()]
+
+
+def poison_stored() -> bool:
+    """Whether, after poisoned lanes were read, a store wrote the poison itself on an
+    active lane: a NaN carrying the poison's payload, or an integer fill value. When it
+    did not, the poison may still have changed what was stored (a NaN through ``exp``,
+    an integer through arithmetic, a comparison): unknown, so not claimed."""
+    return _POISON.stored
+
+
+def undefined_lanes_error(records: list[dict] | None = None) -> str:
+    """One line naming the first poisoned load, for a failing check's error text."""
+    records = undefined_lanes() if records is None else records
+    if not records:
+        return ""
+    first = records[0]
+    where = f"{first['kernel']} line {first['line']}"
+    if first.get("function") and first["function"] != first["kernel"]:
+        where = f"{first['function']} line {first['line']} (called from {first['kernel']})"
+    more = len(records) - 1
+    also = f"; {more} more such load{'s' if more != 1 else ''}" if more > 0 else ""
+    return (
+        f"{UNDEFINED_LANES_ERROR}: reads undefined lanes: tl.load without other= at {where} "
+        f"({first['lanes']} masked-off lanes filled with {first['fill']}; on a GPU they are "
+        f"undefined: add other=){also}"
+    )
 
 
 def installed() -> bool:
@@ -404,9 +486,8 @@ def _report(launch: _Launch, op: str, bad: np.ndarray, n_active: int, isz: int) 
     raise BoundsViolation(msg, record)
 
 
-def _locate(launch: _Launch, mod: Any) -> tuple[str | None, int | None, str]:
-    """(file basename, line, text) of the innermost user jit frame, noting the
-    kernel's own line when the access sits in a helper @jit function."""
+def _frames(launch: _Launch, mod: Any) -> tuple[Any, Any]:
+    """(innermost user jit frame, the kernel's frame) of the access in progress."""
     jit_codes = set()
     try:
         for f in mod.InterpretedFunction.rewritten_fn.values():
@@ -429,6 +510,13 @@ def _locate(launch: _Launch, mod: Any) -> tuple[str | None, int | None, str]:
         if inner is None and code in jit_codes and not code.co_filename.startswith(_TRITON_DIR):
             inner = frame
         frame = frame.f_back
+    return inner, kernel_frame
+
+
+def _locate(launch: _Launch, mod: Any) -> tuple[str | None, int | None, str]:
+    """(file basename, line, text) of the innermost user jit frame, noting the
+    kernel's own line when the access sits in a helper @jit function."""
+    inner, kernel_frame = _frames(launch, mod)
     if inner is None:
         return None, None, "unknown location"
     file = os.path.basename(inner.f_code.co_filename)
@@ -449,11 +537,24 @@ def _locate(launch: _Launch, mod: Any) -> tuple[str | None, int | None, str]:
 # releases (3.6 passes one more than 3.9): take what comes, pass it on.
 def _masked_load(self: Any, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
     _check(ptrs, mask, "load")
+    if other is None and mask is not None and _POISON.on:
+        try:
+            other = _poison(ptrs, mask)
+        except Exception as exc:  # noqa: BLE001 - never fail the kernel: load as before
+            if len(_INTERNAL_ERRORS) < _MAX_RECORDS:
+                _INTERNAL_ERRORS.append(f"poison: {exc!r}")
+            other = None
     return _orig("InterpreterBuilder.create_masked_load")(self, ptrs, mask, other, *rest)
 
 
 def _masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
     _check(ptrs, mask, "store")
+    if _POISON.lanes and not _POISON.stored:
+        try:
+            _POISON.stored = _stores_poison(ptrs, value, mask)
+        except Exception as exc:  # noqa: BLE001
+            if len(_INTERNAL_ERRORS) < _MAX_RECORDS:
+                _INTERNAL_ERRORS.append(f"poison store: {exc!r}")
     return _orig("InterpreterBuilder.create_masked_store")(self, ptrs, value, mask, *rest)
 
 
@@ -475,6 +576,123 @@ def _plain_load(self: Any, ptr: Any, cache_policy: Any, is_volatile: Any) -> Any
 def _plain_store(self: Any, ptr: Any, val: Any, cache_policy: Any) -> Any:
     _check(ptr, None, "store")
     return _orig("InterpreterBuilder.create_store")(self, ptr, val, cache_policy)
+
+
+# --------------------------------------------------------------------------
+# undefined lanes
+
+
+#: The poison NaN of each float width: quiet, with the payload 0x2D in the top mantissa
+#: bits that every width keeps (bf16 has 7), so it survives widening, narrowing and
+#: arithmetic (which pass a NaN operand's payload on) -- but not ``exp``/``log``/``tanh``
+#: (numpy returns its own NaN), after which a poisoned value no longer says it is one.
+#: name -> (unsigned view, bits, shift and mask of exponent + top 7 mantissa bits)
+_NAN_BITS = {
+    "float16": (np.uint16, 0x7F6D, 3, 0xFFF),
+    "float32": (np.uint32, 0x7FEDA5A5, 16, 0x7FFF),
+    "float64": (np.uint64, 0x7FFDA000A5A5A5A5, 45, 0x3FFFF),
+}
+_BF16_NAN = 0x7FED  # bf16 is held as uint16 by the interpreter
+
+
+def _fill(dtype_tt: Any, dtype_np: np.dtype) -> tuple[Any, str] | None:
+    """(value in the interpreter's numpy dtype, how to say it) for a masked-off lane
+    of a load of ``dtype_tt``; None for types left alone."""
+    name = str(getattr(dtype_tt, "name", dtype_tt))
+    if name == "int1" or dtype_np.kind == "b":
+        return True, "True"
+    if dtype_tt.is_floating():
+        if dtype_np.name in _NAN_BITS:
+            utype, bits, _, _ = _NAN_BITS[dtype_np.name]
+            return np.array(bits, dtype=utype).view(dtype_np)[()], "NaN"
+        if name == "bf16":
+            return _BF16_NAN, "NaN"
+        if name.startswith("fp8"):  # held as uint8; the fnuz kinds' NaN is 0x80
+            return (0x80 if name.endswith(("b8", "b16")) else 0x7F), "NaN"
+        return None
+    if dtype_np.kind in "iu":
+        return np.iinfo(dtype_np).max, f"{np.iinfo(dtype_np).max} (the {name} maximum)"
+    return None
+
+
+def _poison(ptrs: Any, mask: Any) -> Any:
+    """The ``other`` to load with: poison on every lane (only masked-off ones are
+    read), or None when every lane is active or the type is not poisoned."""
+    shape = np.shape(ptrs.data)
+    m = np.asarray(mask.data)
+    if m.dtype != np.bool_:
+        m = m.astype(np.bool_)
+    if m.shape != shape:
+        m = np.broadcast_to(m, shape)
+    off = int(m.size - np.count_nonzero(m))
+    if not off:
+        return None
+    mod = _interp()
+    dtype_tt = ptrs.get_element_ty()
+    dtype_np = mod._get_np_dtype(dtype_tt)
+    fill = _fill(dtype_tt, dtype_np)
+    if fill is None:
+        return None
+    if dtype_np.kind in "iu" and not str(dtype_tt).startswith("bf16"):
+        _POISON.sentinels.add(int(fill[0]))  # ints and fp8: known by value once stored
+    _record_undefined(off, fill[1], str(dtype_tt), mod)
+    return mod.TensorHandle(np.full(shape, fill[0], dtype=dtype_np), dtype_tt)
+
+
+def _record_undefined(lanes: int, fill: str, dtype: str, mod: Any) -> None:
+    _POISON.lanes += lanes
+    launch = _STACK[-1] if _STACK else None
+    inner = kernel_frame = None
+    if launch is not None:
+        inner, kernel_frame = _frames(launch, mod)
+    if inner is None:
+        key: tuple = (launch.kernel if launch else "?", None)
+    else:
+        key = (inner.f_code, inner.f_lineno)
+    record = _POISON.sites.get(key)
+    if record is not None:
+        record["lanes"] += lanes
+        return
+    if len(_POISON.sites) >= _MAX_UNDEFINED_SITES:
+        return
+    _POISON.sites[key] = {
+        "kernel": launch.kernel if launch is not None else "?",
+        "function": inner.f_code.co_name if inner is not None else None,
+        "file": os.path.basename(inner.f_code.co_filename) if inner is not None else None,
+        "line": inner.f_lineno if inner is not None else None,
+        "kernel_line": kernel_frame.f_lineno if kernel_frame is not None else None,
+        "lanes": lanes,
+        "fill": fill,
+        "dtype": dtype,
+    }
+
+
+def _stores_poison(ptrs: Any, value: Any, mask: Any) -> bool:
+    """Whether an active lane of this store writes poison: a NaN with the poison's
+    payload, or (integers, fp8) a value filled in by a poisoned load."""
+    values = np.asarray(value.data)
+    if values.dtype.name in _NAN_BITS:
+        utype, bits, shift, top = _NAN_BITS[values.dtype.name]
+        hit = ((values.view(utype) >> shift) & top) == ((bits >> shift) & top)
+    elif str(getattr(ptrs.get_element_ty(), "name", "")) == "bf16":
+        hit = (values & 0x7FFF) == _BF16_NAN
+    elif values.dtype.kind in "iu":
+        limit = int(np.iinfo(values.dtype).max)
+        fills = [v for v in _POISON.sentinels if v <= limit]
+        if not fills:
+            return False
+        hit = np.isin(values, np.array(fills, dtype=values.dtype))
+    else:
+        return False
+    if not np.any(hit):
+        return False
+    if mask is None:
+        return True
+    m = np.asarray(mask.data)
+    if m.dtype != np.bool_:
+        m = m.astype(np.bool_)
+    hit, m = np.broadcast_arrays(hit, m)
+    return bool((hit & m).any())
 
 
 # --------------------------------------------------------------------------

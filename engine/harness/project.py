@@ -17,7 +17,8 @@ import sys
 import time
 from typing import Any
 
-_LAUNCHED: set[str] = set()
+_LAUNCHED: set[str] = set()  # per test case (project mode's coverage)
+_EVER: set[str] = set()  # every kernel this job launched (the baseline's launch record)
 
 
 class _Override(importlib.abc.MetaPathFinder):
@@ -33,10 +34,15 @@ class _Override(importlib.abc.MetaPathFinder):
 def install(module: str, path: str) -> None:
     sys.meta_path.insert(0, _Override(module, path))
     sys.modules.pop(module, None)
-    _record_launches()
+    record_launches()
 
 
-def _record_launches() -> None:
+def launched() -> list[str]:
+    """The names of every jit kernel this process launched since ``record_launches``."""
+    return sorted(_EVER)
+
+
+def record_launches() -> None:
     """Note the name of every kernel launched (interpreter and compiled launches)."""
     from triton.runtime import interpreter, jit
 
@@ -46,7 +52,9 @@ def _record_launches() -> None:
             return
 
         def launch(self: Any, *args: Any, **kwargs: Any) -> Any:
-            _LAUNCHED.add(name_of(self))
+            name = name_of(self)
+            _LAUNCHED.add(name)
+            _EVER.add(name)
             return original(self, *args, **kwargs)
 
         launch._mutant_gate_records = True  # type: ignore[attr-defined]

@@ -19,6 +19,7 @@ from typing import Any
 from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
 
 from . import bounds, null_run, shims
+from .project import launched, record_launches
 
 TAIL_CHARS = 4000
 
@@ -214,6 +215,21 @@ def prepare() -> None:
     shims.reset_used()
 
 
+def _with_undefined_lanes(message: str) -> str:
+    """A failing check's message with one line naming the first load that read
+    poisoned (undefined) lanes, if any did. When the poison itself reached memory
+    (``bounds.poison_stored``) the line comes last and starts like an exception, so
+    it is the error's one-line summary; otherwise the failure may have another cause,
+    and the line is a note before the check's own message."""
+    line = bounds.undefined_lanes_error()
+    if not line:
+        return message
+    if bounds.poison_stored():
+        return f"{message.rstrip()}\n{line}"
+    note = line.split(": ", 1)[1]
+    return f"note: this job {note} (no store wrote the poison itself)\n{message}"
+
+
 def run_checks(job: Job, workdir: str) -> JobResult:
     """Write the job's files into ``workdir`` (the cwd) and run its checks in order."""
     start = time.perf_counter()
@@ -222,6 +238,7 @@ def run_checks(job: Job, workdir: str) -> JobResult:
     seed_everything(job.seed)
     if job.mode == "interpret":
         prepare()
+        bounds.set_poison(job.poison_undefined)
     else:  # compiled: in the job's own child, which makes its own CUDA context
         shims.install()
         shims.reset_used()
@@ -229,6 +246,7 @@ def run_checks(job: Job, workdir: str) -> JobResult:
         os.environ[shims.AUTOTUNE_ENV] = str(job.autotune_config)
     if job.null_launches:
         null_run.install()
+    record_launches()  # the launch record: which kernels the checks reach
     outcomes: list[CheckOutcome] = []
     harness_data: dict = {}
     coverage = None
@@ -259,9 +277,10 @@ def run_checks(job: Job, workdir: str) -> JobResult:
         # The kernel faulted on the GPU: the context is gone, whatever the check caught.
         status, error = JobStatus.CRASH, first_failure.message
     elif first_failure is not None:
-        status, error = JobStatus.FAILED, first_failure.message
+        status, error = JobStatus.FAILED, _with_undefined_lanes(first_failure.message)
     else:
         status, error = JobStatus.PASSED, ""
+    undefined = bounds.undefined_lanes() if job.mode == "interpret" else []
     return JobResult(
         status=status,
         outcomes=tuple(outcomes),
@@ -274,5 +293,7 @@ def run_checks(job: Job, workdir: str) -> JobResult:
             **({"coverage": coverage.cases} if coverage is not None else {}),
             **({"autotune_configs": shims.autotune_configs()} if shims.autotune_configs() else {}),
             **({"null_run": {"skipped_launches": null_run.skipped()}} if job.null_launches else {}),
+            **({"undefined_lanes": undefined} if undefined else {}),
+            "launched": launched(),
         },
     )

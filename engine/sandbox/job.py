@@ -85,6 +85,9 @@ class Job:
     autotune_config: int = 0  # interpreter: the @triton.autotune config pinned (--all-configs)
     #: every kernel launch skipped, empty tensors -31337 (harness/null_run.py): can the check notice?
     null_launches: bool = False
+    #: interpreter: masked loads without ``other=`` read NaN / the integer maximum on
+    #: masked-off lanes instead of 0 (harness/bounds.py); a GPU leaves them undefined
+    poison_undefined: bool = True
 
     def to_json(self) -> dict:
         data = {
@@ -100,6 +103,7 @@ class Job:
             "sanitize": self.sanitize,
             "project": self.project,
             "autotune_config": self.autotune_config,
+            "poison_undefined": self.poison_undefined,
         }
         if self.null_launches:  # only when set: every other job keeps its cache key
             data["null_launches"] = True
@@ -121,6 +125,7 @@ class Job:
             project=data.get("project"),
             autotune_config=data.get("autotune_config", 0),
             null_launches=data.get("null_launches", False),
+            poison_undefined=data.get("poison_undefined", True),
         )
 
     def cache_key(self, toolchain: dict) -> str:

@@ -76,6 +76,51 @@ def _read_tail(path: str, limit: int = 4000) -> str:
     return ("..." if size > limit else "") + text.strip()
 
 
+def _read_head(path: str, limit: int = 16000) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+_MEMCHECK_KIND = re.compile(
+    r"^=+\s+((?:Invalid|Out-of-range|Misaligned|Program hit|Malloc|Cuda API)\b.*)$"
+)
+#: Errors of the kernel's own accesses; the others (``Program hit cudaError...`` on a
+#: later API call) are their consequences.
+_MEMCHECK_ACCESS = ("Invalid", "Out-of-range", "Misaligned")
+
+
+def first_memcheck_error(text: str) -> str | None:
+    """memcheck's first error in one line: kind, kernel, thread/block, address.
+
+    ``========= Invalid __global__ write of size 4 bytes`` /
+    ``=========     at add_kernel+0x1b0`` / ``=========     by thread (1,0,0) in block (3,0,0)``
+    / ``=========     Address 0x7f3c00000400 is out of bounds`` ->
+    ``Invalid __global__ write of size 4 bytes at add_kernel+0x1b0 by thread (1,0,0) in
+    block (3,0,0): Address 0x7f3c00000400 is out of bounds``. An error of the kernel's own
+    accesses comes before the API errors that follow from it."""
+    lines = [ln.rstrip() for ln in text.splitlines()]
+    found = []
+    for i, line in enumerate(lines):
+        match = _MEMCHECK_KIND.match(line)
+        if match is None:
+            continue
+        parts, address = [match.group(1).strip()], ""
+        for follow in lines[i + 1 : i + 8]:
+            body = follow.lstrip("= ").strip()
+            if not follow.startswith("=") or not body or _MEMCHECK_KIND.match(follow):
+                break
+            if body.startswith(("at ", "by thread")):
+                parts.append(body.split(" in /", 1)[0])
+            elif body.startswith("Address") or "out of bounds" in body:
+                address = body
+        found.append(" ".join(parts) + (f": {address}" if address else ""))
+    access = [f for f in found if f.startswith(_MEMCHECK_ACCESS)]
+    return (access or found or [None])[0]
+
+
 def _child(job_data: dict, workdir: str, log_path: str, wfd: int) -> None:
     """Runs in the forked child; never returns."""
     code = 0
@@ -256,6 +301,9 @@ def run_job(job_data: dict) -> dict:
     _sweep(_sandbox_uid())
     duration = time.monotonic() - start
     output = _read_tail(log_path)
+    # memcheck's first error is at the head of its report (the tail may hold only "N
+    # errors were not printed"): read it before the job's directory goes.
+    head = _read_head(log_path) if job_data.get("sanitize") else ""
     shutil.rmtree(base, ignore_errors=True)
 
     if timed_out:
@@ -268,12 +316,13 @@ def run_job(job_data: dict) -> dict:
     if job_data.get("sanitize"):
         exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         if exit_code == SANITIZER_ERROR_EXIT or (summary and int(summary.group(1)) > 0):
-            invalid = [ln.strip("= ") for ln in output.splitlines() if "Invalid" in ln]
-            count = int(summary.group(1)) if summary else len(invalid)
-            first = invalid[0] if invalid else output[-500:]
+            first = first_memcheck_error(head) or first_memcheck_error(output)
+            count = int(summary.group(1)) if summary else 1
+            message = f"compute-sanitizer memcheck: {count} errors; first: {first or output[-300:]}"
             return {
                 "status": "bounds",
-                "error": f"compute-sanitizer memcheck: {count} errors; first: {first}",
+                "error": message,
+                "bounds": {"message": message},
                 "duration_s": duration,
                 "extra": {"sanitizer": {"errors": count, "caching_allocator": "off"}},
             }

@@ -8,9 +8,12 @@
   answers one survivor with a killer test (proved on original and mutant) or an
   EQUIVALENT claim.
 
-``writer_stages(ctx)`` returns the stages the settings ask for: the model check and
-stage 1 before the mutants, the probe and stage 2 first among the survivor stages, so
-later checks (compile-check, diff-oracle) see what is left. Every writer records into
+``writer_stages(ctx)`` returns the stages the settings ask for: the model check before
+the baseline (``BEFORE_BASELINE``: a refused key or an unknown model ends the run in one
+line before the sandbox has run anything), stage 1 before the mutants, the probe and
+stage 2 first among the survivor stages, so later checks (compile-check, diff-oracle)
+see what is left. A model stage asked for with no key is ``BadInput`` (``missing_key``),
+which the faces check before anything runs. Every writer records into
 the verdict ledger through ``common`` (a proved kill) or ``Ledger.claim``; none sets a
 verdict itself.
 """
@@ -24,10 +27,14 @@ from ..events import Event
 from ..records import Mutant
 from ..settings import WRITERS
 from ..stage import BEFORE_MUTANTS, Stage, StageContext
+from ..vocabulary import Verdict
 from .common import write_tests
-from .model import ModelSession
+from .model import ModelSession, missing_key
 
-__all__ = ["ModelSession", "stage2_stage", "write_tests", "writer_stages"]
+__all__ = ["BEFORE_BASELINE", "ModelSession", "stage2_stage", "write_tests", "writer_stages"]
+
+#: The phase of a stage the driver runs after ``RunStarted``, before the baseline.
+BEFORE_BASELINE = "before_baseline"
 
 
 def writer_stages(ctx: StageContext, session: ModelSession) -> list[Stage]:
@@ -40,21 +47,23 @@ def writer_stages(ctx: StageContext, session: ModelSession) -> list[Stage]:
         for mutant in ctx.mutants:  # every mutant's row lists its claims and attempts
             ctx.ledger.row(mutant.id, "claims", [])
             ctx.ledger.row(mutant.id, "attempts", [])
-        yield from session.pending
-        session.pending.clear()
+        return iter(())
 
     stages = [Stage("writers", start, phase=BEFORE_MUTANTS)]
     if s.wants_model:
-        why = session.connect()
+        why = missing_key(s)
         if why is not None:
-            rest = "; the probe writer goes on" if s.probe else ""
-            session.pending.append(
-                session.note("llm", f"{why}: model stages skipped{rest}", "warning")
-            )
-        else:
-            stages.append(Stage("model-check", _check_model(session), phase=BEFORE_MUTANTS))
-            if s.writer == "llm":
-                stages.append(Stage("stage1", _stage1(session), phase=BEFORE_MUTANTS))
+            raise BadInput(why)
+        session.connect()
+        # verdicts=(): the driver's survivor loop, which takes every other phase, skips it
+        check = Stage("model-check", _check_model(session), verdicts=(), phase=BEFORE_BASELINE)
+        stages.append(check)
+        if s.writer == "llm":
+            stages.append(Stage("stage1", _stage1(session), phase=BEFORE_MUTANTS))
+    if s.writer == "llm":
+        from .stage1 import stage1_kill_evidence
+
+        stages.append(Stage("stage1-evidence", stage1_kill_evidence, (Verdict.KILLED,)))
     if s.probe:
         from .probe import probe_stage
 

@@ -17,13 +17,14 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..checks.diff_oracle import compare, oracle_job
 from ..events import Event, TestAccepted
 from ..kernel_file import EXTRA_TESTS, TestFile
 from ..records import Mutant
 from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
 from ..stage import StageContext
 from ..testlist import find_test_functions
-from ..verdicts import RULES, attribute, decide, summarize_error
+from ..verdicts import RULES, attribute, decide, kill_evidence, summarize_error
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 FEEDBACK_CHARS = 1500
@@ -43,6 +44,96 @@ def extract_code(text: str) -> str | None:
     return max(with_tests or blocks, key=len).strip() + "\n"
 
 
+#: Modules a generated test may not import: they read code, or reach into the harness.
+REFUSED_MODULES = ("inspect", "linecache", "dis", "tokenize", "mutant_gate", "_pytest")
+#: Attributes that hold a kernel's source or code, or the harness's plumbing.
+REFUSED_ATTRIBUTES = frozenset(
+    {
+        "src",
+        "fn",
+        "__code__",
+        "__wrapped__",
+        "__loader__",
+        "__spec__",
+        "__file__",
+        "getsource",
+        "getsourcelines",
+        "getfile",
+        "_exit",
+        "exit",
+        "kill",
+    }
+)
+_READS = frozenset({"read_text", "read_bytes", "open"})
+
+
+def _literal_data(node: ast.AST) -> bool:
+    """A string literal that names no Python file."""
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and not node.value.rstrip().endswith((".py", ".pyc"))
+    )
+
+
+def _own_data_path(node: ast.AST) -> bool:
+    """``Path(__file__).with_name("golden.json")`` (the test's own data file) or
+    ``open("/proc/self/environ")``: a file named by a literal that is no Python file."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "open"
+        and node.args
+        and _literal_data(node.args[0])
+    ):
+        return True
+    for sub in ast.walk(node):
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Attribute)
+            and sub.func.attr == "with_name"
+            and sub.args
+            and _literal_data(sub.args[0])
+        ):
+            return True
+    return False
+
+
+def source_problem(tree: ast.AST) -> str | None:
+    """Why a generated test may not run at all: it reads the kernel's source or file, or
+    reaches into the harness or the test runner, or forges its own exit. Read, never
+    run; the behaviour check (``verdicts.kill_evidence``) stands behind it."""
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _own_data_path(node):
+            allowed.update(id(sub) for sub in ast.walk(node))
+    for node in ast.walk(tree):
+        if id(node) in allowed:
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names.append(node.module or "")
+            for name in names:
+                if name.split(".")[0] in REFUSED_MODULES:
+                    return f"it imports {name}, which reads code or reaches into the harness"
+        elif isinstance(node, ast.Name) and node.id in ("__file__", "__builtins__", "open"):
+            what = "opens files" if node.id == "open" else f"uses {node.id}"
+            return f"it {what}: a test may read only its own data files, never the kernel's"
+        elif isinstance(node, ast.Attribute) and (
+            node.attr in REFUSED_ATTRIBUTES or node.attr in _READS
+        ):
+            return (
+                f"it uses .{node.attr}: a test must look at the kernel's outputs, never at its "
+                "source, its file, the harness or the process's exit"
+            )
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+            "pytest_"
+        ):
+            return f"it defines the pytest hook {node.name}: a test may not change how tests report"
+    return None
+
+
 def static_problem(code: str, module: str) -> str | None:
     """Why ``code`` cannot be a test file for ``module`` (read, never run), or None."""
     try:
@@ -51,6 +142,9 @@ def static_problem(code: str, module: str) -> str | None:
         return f"the code is not valid Python (line {exc.lineno}: {exc.msg})"
     if not find_test_functions(code):
         return "the code has no top-level test_* function"
+    refused = source_problem(tree)
+    if refused is not None:
+        return f"refused before it ran: {refused}"
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == module for a in node.names):
             return None
@@ -133,6 +227,7 @@ def job_with_test(
         seed=seed,
         timeout_s=round(timeout_s, 1),
         memory_mb=ctx.settings.memory_mb,
+        poison_undefined=ctx.settings.poison_undefined,
         stop_on_first_failure=not with_checks,
     )
 
@@ -160,6 +255,10 @@ def seeds(ctx: StageContext) -> list[int]:
 
 def prove_on_original(ctx: StageContext, test: TestFile, *, with_checks: bool = False) -> Proof:
     """Passes the original ``runs`` times in a row, a fresh seed each time."""
+    refused = source_problem(ast.parse(test.source))
+    if refused is not None:
+        why = f"refused before it ran: {refused}"
+        return Proof(False, why, why[0].upper() + why[1:] + ".")
     jobs = {
         str(seed): job_with_test(
             ctx, test, None, seed, ctx.settings.timeout_s, with_checks=with_checks
@@ -220,6 +319,17 @@ def prove_killer(ctx: StageContext, test: TestFile, mutant: Mutant) -> Proof:
     if result is None:
         return Proof(False, "the run was cancelled")
     proof.mutant, proof.cached = result, cached
+    if result.status not in (JobStatus.PASSED, JobStatus.ERROR):
+        why = behaviour(ctx, test, {mutant.id: (mutant, result)}, proof.original_s)[mutant.id]
+        if why is not None:
+            proof.ok = False
+            proof.why = f"not a kill: {why}"
+            proof.feedback = (
+                "The test passed on the ORIGINAL and failed on the MUTANT, but the kernel's "
+                f"outputs did not differ ({why}). A kill counts only when the test sees the "
+                "kernel's outputs differ from a correct reference. Find an input where they do."
+            )
+            return proof
     if result.status is JobStatus.PASSED:
         proof.ok = False
         proof.why = "passes on the mutant too: it does not kill it"
@@ -285,15 +395,41 @@ def kill_others(
     limit = mutant_limit(ctx, original_s)
     jobs = {m.id: job_with_test(ctx, test, m.source, ctx.settings.seed, limit) for m in others}
     results = run_all(ctx, jobs)
-    killed = []
-    for m in others:
-        if m.id not in results:
-            continue
-        result, cached = results[m.id]
-        if result.status in (JobStatus.PASSED, JobStatus.ERROR):
-            continue
-        killed.append((m, kill_of(test, result, cached)))
-    return killed
+    failed = {
+        m.id: (m, results[m.id][0])
+        for m in others
+        if m.id in results and results[m.id][0].status not in (JobStatus.PASSED, JobStatus.ERROR)
+    }
+    refused = behaviour(ctx, test, failed, original_s)
+    return [
+        (m, kill_of(test, result, results[m.id][1]))
+        for m, result in failed.values()
+        if refused.get(m.id) is None
+    ]
+
+
+def behaviour(
+    ctx: StageContext,
+    test: TestFile,
+    failed: dict[str, tuple[Mutant, JobResult]],
+    original_s: float,
+) -> dict[str, str | None]:
+    """For each mutant ``test`` failed: why that is not a kill (``kill_evidence``), or
+    None. In the interpreter the diff-oracle runs original and mutant side by side with
+    ``test`` as the only check, so the evidence is what the kernel did in that run."""
+    inner = job_with_test(ctx, test, None, ctx.settings.seed, mutant_limit(ctx, original_s))
+    needs = {
+        mid: oracle_job(ctx, m, inner)
+        for mid, (m, result) in failed.items()
+        if ctx.settings.mode == "interpret" and result.status is not JobStatus.BOUNDS
+    }
+    fields = {}
+    for mid, (result, _) in run_all(ctx, needs).items():
+        fields[mid], _ = compare(ctx, failed[mid][0], result)
+    return {
+        mid: kill_evidence(result.status, fields.get(mid), ctx.settings.mode)
+        for mid, (_, result) in failed.items()
+    }
 
 
 def accept_killer(

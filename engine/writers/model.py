@@ -3,7 +3,8 @@
 ``ModelSession`` connects lazily (the key is read from the environment, never stored
 in settings, reports or jobs), checks once that the endpoint lists the model, and
 turns model failures into notes; a fatal one (a refused key) stops the model stages
-for the rest of the run (``broken``).
+for the rest of the run (``broken``). ``missing_key`` is the rule the faces check
+before anything runs: a model stage asked for with no key is one line, exit 2.
 """
 
 from __future__ import annotations
@@ -17,6 +18,26 @@ from .llm import LLMClient, LLMError, no_tokens
 NO_KEY = f"no API key (set {' or '.join(KEY_VARIABLES)})"
 
 
+def missing_key(settings: WriterSettings) -> str | None:
+    """Why a run with ``settings`` cannot start: a model stage is asked for (``--writer
+    llm``, ``--stage2``) and no key is set. One line, or None."""
+    if not settings.wants_model or api_key() is not None:
+        return None
+    asked = [
+        f
+        for f, on in (("--writer llm", settings.writer == "llm"), ("--stage2", settings.stage2))
+        if on
+    ]
+    instead = {
+        ("--writer llm",): "use --writer probe",
+        ("--stage2",): "leave out --stage2",
+    }.get(tuple(asked), "use --writer probe without --stage2")
+    verb = "need" if len(asked) > 1 else "needs"
+    return (
+        f"{' and '.join(asked)} {verb} a model key: set {' or '.join(KEY_VARIABLES)} (or {instead})"
+    )
+
+
 class ModelSession:
     """The writers' model client for one run, and what the report says of it."""
 
@@ -26,7 +47,6 @@ class ModelSession:
         self.client: LLMClient | None = None
         self.broken: str | None = None  # why the model can no longer be used
         self.checked = False
-        self.pending: list[WriterNote] = []
         ctx.ledger.section(
             "tokens", no_tokens(self.settings.llm.model if self.settings.wants_model else None)
         )

@@ -53,6 +53,7 @@ def _harness_job(ctx: StageContext, request: dict, files: tuple, timeout_s: floa
         seed=ctx.settings.seed,
         timeout_s=round(timeout_s, 1),
         memory_mb=ctx.settings.memory_mb,
+        poison_undefined=ctx.settings.poison_undefined,
     )
 
 

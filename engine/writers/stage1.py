@@ -15,6 +15,8 @@ from collections.abc import Iterator
 
 from ..events import Event, TestAccepted, TestRejected, WriterNote
 from ..kernel_file import TestFile
+from ..records import Mutant
+from ..sandbox.job import JobResult, JobStatus
 from ..stage import StageContext
 from . import common, prompts
 from .llm import LLMError
@@ -131,3 +133,35 @@ def _accept(ctx: StageContext, record: dict, test: TestFile, attempt: int) -> It
     functions = tuple(common.find_test_functions(test.source))
     record["accepted"] = {"file": test.name, "attempt": attempt, "tests": list(functions)}
     yield TestAccepted("stage1", test.name, functions)
+
+
+def stage1_kill_evidence(ctx: StageContext, killed: list[Mutant]) -> Iterator[Event]:
+    """Survivor-phase stage on mutants a stage-1 test killed in their own job: the kill
+    stands only with behaviour evidence (``verdicts.kill_evidence``: in that test's own
+    run the kernel's outputs differ); otherwise the ledger's ``unkill`` makes the mutant
+    a survivor again, and the later stages (probe, stage 2, checks) see it."""
+    tests = {
+        name: test
+        for test in ctx.kernel.tests
+        if test.origin == "stage1"
+        for name in common.find_test_functions(test.source)
+    }
+    groups: dict[str, dict[str, tuple[Mutant, JobResult]]] = {}
+    for m in killed:
+        outcome = ctx.ledger.outcome(m.id)
+        by = (outcome.by if outcome else None) or ""
+        test = (
+            tests.get(by.removeprefix("test:").split("[", 1)[0]) if by.startswith("test:") else None
+        )
+        if test is not None:
+            groups.setdefault(test.name, {})[m.id] = (m, JobResult(JobStatus.FAILED))
+    by_name = {t.name: t for t in tests.values()}
+    original_s = ctx.baseline.duration_s if ctx.baseline is not None else ctx.settings.timeout_s
+    for name, failed in groups.items():
+        refused = common.behaviour(ctx, by_name[name], failed, original_s)
+        for mid, why in refused.items():
+            if why is None:
+                continue
+            mutant = failed[mid][0]
+            yield from ctx.updated(mutant, ctx.ledger.unkill(mid, why, stage="stage1"))
+            yield WriterNote("stage1", f"kill of {mid} by {name} refused: {why}", "warning", mid)

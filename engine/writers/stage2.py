@@ -4,9 +4,10 @@ It sees the survivor's diff, the kernel file and the current tests. A killer tes
 counts only when the sandbox shows it passing the original (every seed) and failing
 the mutant; every rejected attempt is kept on the mutant (``attempts``, with why) and
 its reason goes back to the model, up to ``attempts`` replies. EQUIVALENT is recorded
-as the model's claim (``claims``) and the verdict becomes ``equivalent``, which is a
-claim too: excluded from the adjusted score and listed there, never a kill; the
-diff-oracle weighs it next, and a killer test accepted later still kills it.
+as the model's claim (``claims``) and nothing more: the verdict stays ``survived``
+until execution backs the claim (``checks/claims.py``: the oracle finds the outputs
+identical, poisoned lanes included, and the probe found no difference); only then is
+the mutant ``equivalent`` and left out of the adjusted score, listed there.
 """
 
 from __future__ import annotations
@@ -77,19 +78,16 @@ def stage2(ctx: StageContext, w: ModelSession, survivors: list[Mutant]) -> Itera
             if reason is None and code is None:
                 reason = equivalent_reason(reply.content, anywhere=True)
             if reason is not None:
+                # A claim, not a verdict: it excludes the mutant from the adjusted score
+                # only once execution backs it (``checks/claims.py``, after the writers).
                 common.claims(ctx, mutant.id).append(
-                    {"by": "stage2", "claim": "equivalent", "reason": reason}
-                )
-                # The verdict ``equivalent`` is a claim (excluded from the adjusted score and
-                # listed there); the diff-oracle, after the writers, weighs it.
-                yield from ctx.updated(
-                    mutant,
-                    ctx.ledger.claim(
-                        mutant.id,
-                        f"claimed by the model (stage 2): {reason}",
-                        stage="stage2",
-                        cached=reply.cached,
-                    ),
+                    {
+                        "by": "stage2",
+                        "claim": "equivalent",
+                        "reason": reason,
+                        "cached": reply.cached,
+                        "evidence": None,
+                    }
                 )
                 yield WriterNote(
                     "stage2",
@@ -121,6 +119,28 @@ def stage2(ctx: StageContext, w: ModelSession, survivors: list[Mutant]) -> Itera
                 continue
             yield from common.accept_killer(ctx, "stage2", test, mutant, proof, ctx.mutants)
             break
+    yield from _probe_claimed(ctx, survivors)
+
+
+def _probe_claimed(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
+    """A claim needs the probe's evidence (``checks/claims.py``): where the probe did not
+    run on a survivor the model called equivalent (``--writer none``, the explorer's
+    chosen survivors), run it now. A hit kills the mutant and so refutes the claim."""
+    unprobed = [
+        m
+        for m in survivors
+        if ctx.ledger.verdict(m.id) is Verdict.SURVIVED
+        and any(c.get("by") == "stage2" for c in common.claims(ctx, m.id))
+        and not ctx.ledger.details(m.id).get("probe")
+    ]
+    if not unprobed:
+        return
+    from .probe import probe_stage
+
+    yield WriterNote(
+        "stage2", f"{len(unprobed)} equivalence claims need the probe's evidence: probing them"
+    )
+    yield from probe_stage(ctx, unprobed)
 
 
 def _reject(

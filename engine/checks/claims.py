@@ -1,0 +1,123 @@
+"""Claims need evidence: an EQUIVALENT claim excludes a mutant only when execution backs it.
+
+Runs after the writers on every survivor that carries a model's EQUIVALENT claim,
+whatever the flags (the gate must not depend on remembering ``--diff-oracle``). The
+claim is backed only when all of these hold:
+
+- the run is in the interpreter (the oracle traces launches there; compiled mode
+  gives no evidence for a claim);
+- a check launches the mutated kernel (a mutant no check reaches has no evidence);
+- the diff-oracle ran the original and the mutant side by side on the checks and
+  found every tensor argument identical after every launch, and identical again with
+  undefined masked-off lanes poisoned;
+- the probe writer ran on the survivor and found no difference on any of its inputs.
+
+Then the ledger's ``claim`` rule makes the mutant ``equivalent``; otherwise it stays a
+survivor. Either way the claim records what evidence backed or refused it
+(``claims[].evidence``). Probe claims ("no difference found on N probes") are
+evidence for a model's claim, never an exclusion by themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..events import CheckFinished, CheckStarted, Event
+from ..records import Mutant
+from ..stage import StageContext
+from .diff_oracle import CHECK as ORACLE
+from .diff_oracle import oracle_job, record
+
+CHECK = "claims"
+
+
+def pending_claims(ctx: StageContext, mutant: Mutant) -> list[dict]:
+    """The model's EQUIVALENT claims on ``mutant`` that no evidence weighed yet."""
+    claims = ctx.ledger.details(mutant.id).get("claims", [])
+    return [
+        c
+        for c in claims
+        if isinstance(c, dict)
+        and c.get("claim") == "equivalent"
+        and c.get("by") != "probe"
+        and c.get("evidence") is None
+    ]
+
+
+def refusal(ctx: StageContext, mutant: Mutant, oracle: dict | None) -> str | None:
+    """Why the evidence does not back an equivalence claim, or None when it does."""
+    if ctx.settings.mode != "interpret":
+        return "no evidence: the oracle compares outputs in the interpreter, this run is compiled"
+    if not ctx.ledger.reached(mutant.id):
+        return "no evidence: no check launches the mutated kernel"
+    if oracle is None or oracle.get("identical") is None:
+        sentence = (oracle or {}).get("sentence", "the oracle did not run")
+        return f"no evidence: {sentence}"
+    if not oracle.get("launches"):
+        return "no evidence: the checks launch no kernel, so nothing was compared"
+    if not oracle["identical"]:
+        return f"the oracle contradicts it: {oracle['sentence']}"
+    poisoned = oracle.get("poisoned")
+    if poisoned is not None and not poisoned.get("identical", True):
+        return f"the oracle contradicts it with undefined lanes poisoned: {oracle['sentence']}"
+    probe = ctx.ledger.details(mutant.id).get("probe")
+    if not probe or not probe.get("probes"):
+        why = (probe or {}).get("result") or "the probe writer did not run on it"
+        return f"no probe evidence: {why}"
+    if probe.get("differs"):
+        return f"the probe found a difference: {probe.get('result')}"
+    return None
+
+
+def claims_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
+    """Weigh every pending EQUIVALENT claim with execution (see the module docstring)."""
+    claimed = [m for m in survivors if pending_claims(ctx, m)]
+    if not claimed:
+        return
+    summary = {"claims": len(claimed), "backed": 0, "refused": 0}
+    ctx.ledger.section("checks")[CHECK] = summary
+    yield CheckStarted(None, CHECK, total=len(claimed))
+    oracles: dict[str, dict] = {}
+    if ctx.settings.mode == "interpret":
+        jobs = {m.id: oracle_job(ctx, m) for m in claimed if ctx.ledger.reached(m.id)}
+        by_id = {m.id: m for m in claimed}
+        for kind, key, result in ctx.run_jobs(jobs):
+            if kind == "started" or result is None:
+                continue
+            field, _ = record(ctx, by_id[key], result)
+            ctx.ledger.put_row(key, ORACLE, field)
+            oracles[key] = field
+    for done, mutant in enumerate(claimed, 1):
+        why = refusal(ctx, mutant, oracles.get(mutant.id))
+        claims = pending_claims(ctx, mutant)
+        reasons = "; ".join(c.get("reason", "") for c in claims)
+        if why is None:
+            oracle = oracles[mutant.id]["sentence"]
+            probe = ctx.ledger.details(mutant.id)["probe"]["result"]
+            evidence = {"backed": True, "oracle": oracle, "probe": probe}
+            for claim in claims:
+                claim["evidence"] = evidence
+            outcome = ctx.ledger.claim(
+                mutant.id,
+                f"claimed by the model (stage 2): {reasons}; backed by execution: {oracle}; "
+                f"probe: {probe}",
+                stage=CHECK,
+                cached=all(c.get("cached", True) for c in claims),
+            )
+            summary["backed"] += 1
+            line = f"equivalence claim backed: {oracle}"
+            yield from ctx.updated(mutant, outcome)
+        else:
+            for claim in claims:
+                claim["evidence"] = {"backed": False, "why": why}
+            summary["refused"] += 1
+            line = f"equivalence claim refused, still a survivor: {why}"
+        yield CheckFinished(mutant, CHECK, line, done, len(claimed))
+    yield CheckFinished(None, CHECK, overall(summary), len(claimed), len(claimed))
+
+
+def overall(summary: dict) -> str:
+    return (
+        f"equivalence claims: {summary['claims']}, {summary['backed']} backed by execution, "
+        f"{summary['refused']} refused"
+    )
