@@ -39,10 +39,12 @@ def test_run_vector_add_report_and_cache(tmp_path):
     mutants = report["mutants"]
     assert len(mutants) >= 8
     for m in mutants:
-        assert m["verdict"] in {"killed", "survived", "error"}
+        assert m["verdict"] in {"killed", "survived", "error", "not_compilable"}
         assert m["diff"].startswith("--- a/vector_add.py")
         assert m["cached"] is False
         assert (m["by"] is not None) == (m["verdict"] == "killed")
+        if m["verdict"] == "not_compilable":  # e.g. pid / BLOCK_SIZE: a float offset
+            assert m["reason"].startswith("does not compile: "), m["reason"]
     by = {m["by"] for m in mutants if m["verdict"] == "killed"}
     assert "own-check" in by
     # A dropped mask on sizes that are not a block multiple is caught by the bounds check.

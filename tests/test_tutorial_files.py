@@ -73,7 +73,7 @@ def test_unmodified_tutorial_runs_on_cpu_with_shims_named(tmp_path):
     ):
         assert expected in shims, shims
     verdicts = {m["verdict"] for m in report["mutants"]}
-    assert verdicts <= {"killed", "survived"}, verdicts
+    assert verdicts <= {"killed", "survived", "not_compilable"}, verdicts
     # Printing checks catch nothing by value: what dies, dies by bounds or a crash.
     assert {m["by"] for m in report["mutants"] if m["verdict"] == "killed"} <= {
         "bounds",
