@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 
 from rich.console import Console
 
@@ -226,12 +228,38 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return run_replay(args.run, args.cache_dir)
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: the run ends as on Ctrl-C (finished results stay cached)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop(signum: int, _frame) -> None:
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)  # a second signal must not cut the clean-up short
+    raise Stopped(signum)
+
+
+def stop_on_signals() -> dict:
+    """SIGTERM and SIGHUP end a command the way Ctrl-C does (CI runners, ``timeout``,
+    schedulers and closed terminals send them, often to this process alone). Returns
+    the handlers it replaced."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+
+
 def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=False)
     err = Console(stderr=True)
+    replaced: dict = {}
     try:
         parser = build_parser()
         args = apply_config(parser, parser.parse_args(argv), argv)
+        if args.command not in ("tui", "replay"):  # the explorer keeps Textual's handling
+            replaced = stop_on_signals()
         if args.command in commands.COMMANDS:
             return commands.COMMANDS[args.command](args, console)
         if args.command == "run":
@@ -246,12 +274,16 @@ def main(argv: list[str] | None = None) -> int:
     except (SandboxStartError, CacheUnavailable) as exc:
         err.print(f"mutant-gate: error: {exc}", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        how = f"stopped by {exc}" if isinstance(exc, Stopped) else "interrupted"
         err.print(
-            "mutant-gate: interrupted; finished results are cached and the next run resumes",
+            f"mutant-gate: {how}; finished results are cached and the next run resumes",
             markup=False,
         )
-        return 130
+        return 128 + exc.signum if isinstance(exc, Stopped) else 130
+    finally:
+        for sig, handler in replaced.items():
+            signal.signal(sig, handler)
     return EXIT_OK
 
 

@@ -127,6 +127,7 @@ class JobRunner:
             finished.put(("finished", key, result))
 
         pool = ThreadPoolExecutor(self.workers, thread_name_prefix="mutant-gate-job")
+        interrupted = False
         try:
             for key in pending:
                 pool.submit(work, key)
@@ -140,6 +141,11 @@ class JobRunner:
                     remaining -= 1
                     self.store_result(jobs[key], result)
                 yield kind, key, result
+        except (KeyboardInterrupt, SystemExit):
+            # Ctrl-C, SIGTERM: leave at once; closing the sandbox ends the jobs in flight
+            # (their threads then return an error that is never stored).
+            interrupted = True
+            raise
         finally:
             stop.set()
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=not interrupted, cancel_futures=True)

@@ -11,6 +11,7 @@ import os
 import re
 import resource
 import signal
+import time
 
 CLONE_NEWNET = 0x40000000
 
@@ -52,6 +53,41 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def processes_of(uid: int) -> list[int]:
+    """Live processes (not zombies) owned by ``uid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found
+
+
+def kill_uid(uid: int, wait_s: float = 1.0) -> list[int]:
+    """SIGKILL every process of ``uid`` until none is left (or ``wait_s`` passed);
+    returns those still alive. For the tool's side: a sandbox uid belongs to one
+    worker, so every process of it is that worker's job or what the job started."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        pids = processes_of(uid)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if not pids or time.monotonic() >= deadline:
+            return pids
+        time.sleep(0.01)
 
 
 def become_subreaper() -> None:
@@ -224,3 +260,6 @@ def drop_privileges(uid: int, nproc: int) -> None:
     os.setuid(uid)
     PR_SET_NO_NEW_PRIVS = 38
     _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    # A change of credentials clears the parent-death signal: arm it again, so the
+    # job still dies with its worker.
+    die_with_parent()

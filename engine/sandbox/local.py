@@ -21,12 +21,14 @@ import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from .isolation import scrubbed_env
+from .isolation import kill_uid, sandbox_uid, scrubbed_env
 from .job import Job, JobResult, JobStatus
 
 #: How long the tool waits past a job's own timeout before giving up on a worker.
 WORKER_GRACE_S = 30.0
 START_TIMEOUT_S = 120.0
+#: How long closing waits for workers to end their jobs themselves before killing them.
+CLOSE_GRACE_S = 1.0
 
 
 class SandboxStartError(RuntimeError):
@@ -118,11 +120,15 @@ class _Worker:
         return JobResult.from_json(answer["result"])
 
     def kill(self) -> None:
+        """Kill the worker, its job (in a process group of its own) and whatever the
+        job started (as root every process of the worker's sandbox uid)."""
         try:
             os.killpg(self.proc.pid, 9)
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
+        if os.geteuid() == 0:
+            kill_uid(sandbox_uid(self.proc.pid))
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
@@ -209,7 +215,11 @@ class LocalSandbox:
                 yield futures[future], future.result()
 
     def close(self) -> None:
-        """Kill every worker; jobs in flight end as errors, never as verdicts."""
+        """End every worker; jobs in flight end as errors, never as verdicts.
+
+        Closing a worker's stdin ends it (a job in flight is killed with everything it
+        started, see ``worker.run_job``); one that has not gone within
+        ``CLOSE_GRACE_S`` is killed from here."""
         with self._lock:
             workers, self._all = self._all, []
             self._closed = True
@@ -217,7 +227,13 @@ class LocalSandbox:
             try:
                 if w.proc.stdin:
                     w.proc.stdin.close()
-            except OSError:
+            except (OSError, ValueError):
+                pass
+        deadline = time.monotonic() + CLOSE_GRACE_S
+        for w in workers:
+            try:
+                w.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
                 pass
             w.kill()
 

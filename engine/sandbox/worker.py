@@ -130,12 +130,15 @@ def _child(job_data: dict, workdir: str, log_path: str, wfd: int) -> None:
         from mutant_gate.engine.sandbox.job import Job
 
         os.setpgid(0, 0)
+        worker = os.getppid()
         isolation.die_with_parent()
         job = Job.from_json(job_data)
         env = isolation.scrubbed_env(dict(os.environ))
         report = {"network_cut": isolation.cut_network()}
         isolation.redirect_output(log_path)
         report["isolation"] = _harden(isolation, job)
+        if os.getppid() != worker:  # the worker died before the death signal was armed again
+            os._exit(1)
         if report["isolation"]["filesystem"] == "private":
             workdir = report["isolation"].pop("workdir")
         isolation.enter_workdir(workdir, env)
@@ -219,34 +222,63 @@ def _sweep(uid: int | None) -> None:
     """
     if uid is None:
         return
+    from mutant_gate.engine.sandbox.isolation import processes_of
+
     for _ in range(500):
-        pids = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    if os.stat(f"/proc/{entry}").st_uid == uid:
-                        pids.append(int(entry))
-                except OSError:
-                    pass
+        pids = processes_of(uid)
         for child in pids:
             try:
                 os.kill(child, signal.SIGKILL)
             except OSError:
                 pass
-        while True:
-            try:
-                reaped, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if reaped == 0:
-                break
+        _reap()
         if not pids:
             return
         time.sleep(0.01)
 
 
-def run_job(job_data: dict) -> dict:
-    """Fork a child for one job and turn whatever happens into a result dict."""
+def _reap() -> None:
+    while True:
+        try:
+            reaped, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if reaped == 0:
+            return
+
+
+class ParentGone(Exception):
+    """The tool that started this worker is gone (its end of our stdin closed)."""
+
+
+def _hung_up(fd: int | None) -> bool:
+    """Whether the other end of pipe ``fd`` is closed (without reading from it)."""
+    if fd is None:
+        return False
+    poller = select.poll()
+    poller.register(fd, 0)  # POLLHUP and POLLERR are always reported
+    return any(ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, ev in poller.poll(0))
+
+
+def _abandon(pid: int) -> None:
+    """End job ``pid``, its process group and everything of its uid, now."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+    _sweep(_sandbox_uid())
+
+
+def run_job(job_data: dict, parent_fd: int | None = None) -> dict:
+    """Fork a child for one job and turn whatever happens into a result dict.
+
+    With ``parent_fd`` (the worker's stdin, whose other end the tool holds), the job
+    is abandoned and ``ParentGone`` raised as soon as that pipe hangs up: a tool
+    killed mid-job leaves nothing running."""
     base = tempfile.mkdtemp(prefix="mg-job-")
     workdir = os.path.join(base, "work")
     os.mkdir(workdir)
@@ -267,13 +299,22 @@ def run_job(job_data: dict) -> dict:
     size = 0
     timed_out = False
     deadline = start + timeout
+    poller = select.poll()
+    poller.register(rfd, select.POLLIN)
+    if parent_fd is not None:
+        poller.register(parent_fd, 0)  # only its hang-up is reported
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             timed_out = True
             break
-        ready, _, _ = select.select([rfd], [], [], left)
-        if not ready:
+        events = dict(poller.poll(max(1, int(left * 1000))))
+        if parent_fd is not None and events.get(parent_fd):
+            os.close(rfd)
+            _abandon(pid)
+            shutil.rmtree(base, ignore_errors=True)
+            raise ParentGone
+        if rfd not in events:
             continue
         chunk = os.read(rfd, 65536)
         if not chunk:
@@ -288,6 +329,10 @@ def run_job(job_data: dict) -> dict:
     if job_data.get("sanitize"):
         # memcheck reports (and sets the exit code) after the job wrote its result.
         while status is None and time.monotonic() < deadline:
+            if _hung_up(parent_fd):
+                _abandon(pid)
+                shutil.rmtree(base, ignore_errors=True)
+                raise ParentGone
             done, code = os.waitpid(pid, os.WNOHANG)
             status = code if done else None
             if status is None:
@@ -358,7 +403,8 @@ def run_job(job_data: dict) -> dict:
 
 def main() -> None:
     # No parent-death signal here: it would follow the tool's thread that
-    # started us, not the tool. The worker ends at EOF on stdin instead.
+    # started us, not the tool. The worker ends when stdin hangs up instead:
+    # between jobs at EOF, during a job through run_job's watch on it.
     from mutant_gate.engine.sandbox.isolation import become_subreaper
 
     become_subreaper()
@@ -379,7 +425,9 @@ def main() -> None:
             continue
         request = json.loads(line)
         try:
-            result = run_job(request["job"])
+            result = run_job(request["job"], parent_fd=sys.stdin.fileno())
+        except ParentGone:
+            break
         except BaseException:  # noqa: BLE001
             result = {"status": "error", "error": traceback.format_exc()[-4000:]}
         proto.write(json.dumps({"result": result}) + "\n")
