@@ -25,7 +25,7 @@ from mutant_gate.tui.screens.filter import FilterScreen
 from mutant_gate.tui.screens.help import HelpScreen
 from mutant_gate.tui.widgets.mutant_grid import MutantGrid
 
-from .conftest import run_cli
+from .conftest import EXAMPLES, run_cli
 
 DATA = Path(__file__).parent / "data"
 SIZE = (140, 40)
@@ -379,3 +379,50 @@ def test_cli_replay_and_tui_bad_input_exit_2(tmp_path):
     proc = run_cli("tui", str(tmp_path / "missing.py"), cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_every_engine_event_reads_as_a_sentence_in_the_log():
+    """The log speaks one language: each event class of engine/events.py has a sentence
+    (no class name, no ``field=value`` repr), built here from real engine objects."""
+    import typing
+
+    from mutant_gate.engine import events
+    from mutant_gate.engine.kernel_file import load_kernel_file
+    from mutant_gate.engine.mutate import generate_mutants
+    from mutant_gate.engine.records import MutantOutcome, Verdict
+    from mutant_gate.engine.sandbox.job import JobResult, JobStatus
+    from mutant_gate.tui.bridge import describe
+
+    path = str(EXAMPLES / "vector_add.py")
+    kernel = load_kernel_file(path)
+    mutants = tuple(generate_mutants(kernel.source, path))
+    m = mutants[0]
+    killed = MutantOutcome(m.id, Verdict.KILLED, "own-check", "AssertionError", 0.2, False)
+    samples = [
+        events.RunStarted("20261201-x", kernel, mutants, 0.008),
+        events.BaselineStarted(120.0),
+        events.BaselineFinished(JobResult(JobStatus.PASSED, duration_s=0.12), False, 5.4),
+        events.OwnCheckJudged(False, "the null run passed", "it asserts nothing"),
+        events.MutantStarted(m),
+        events.MutantFinished(m, killed, 1, len(mutants)),
+        events.MutantUpdated(m, killed),
+        events.RunFinished({"score": {"killed": 11, "total": 12, "raw": 91.7, "adjusted": 100}}),
+        events.CheckStarted(None, "oracle", total=3),
+        events.CheckStarted(m, "compile"),
+        events.CheckFinished(m, "oracle", "outputs identical on 2 launches", 1, 3),
+        events.CheckFinished(None, "compile", "1 not_compilable (sm_75)", 3, 3),
+        events.CheckFinished(None, "claims", "claims check skipped: no claim", 0, 0),
+        events.WriterNote("probe", "learned add(x: (4097,))", mutant_id=m.id),
+        events.TestAccepted("probe", "test_add.py", ("test_add_size_1025",), m.id, (m.id,)),
+        events.TestRejected("stage2", 1, "passes on the mutant too", m.id),
+    ]
+    covered = {type(e) for e in samples}
+    assert covered == set(typing.get_args(events.Event)), "an event class has no sample here"
+    for event in samples:
+        line = describe(event)
+        name = type(event).__name__
+        assert line and name not in line and "=" not in line, (name, line)
+        assert "object at 0x" not in line and "Mutant(" not in line, (name, line)
+    assert describe(samples[5]) == f"{m.id} {m.operator} line {m.line}: killed by own-check (1/12)"
+    assert describe(samples[8]) == "diff-oracle: starting on 3 mutants"
+    assert describe(samples[12]) == "claims check skipped: no claim"

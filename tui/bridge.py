@@ -418,11 +418,49 @@ class EngineBridge:
         return self._stopping.is_set()
 
 
+#: What each check is called in a sentence.
+CHECK_NAMES = {"compile": "compile-check", "oracle": "diff-oracle", "claims": "claims check"}
+
+
+def _where(mutant: Mutant | None) -> str:
+    return f"{mutant.id} {mutant.operator} line {mutant.line}" if mutant is not None else ""
+
+
 def describe(event: object) -> str:
-    """One line for an engine event the explorer has no view of its own for (writers,
-    checks). Known shapes read as sentences; any other event as its fields."""
+    """One sentence for any engine event (the log speaks one language: no event is
+    shown as its fields). The explorer has views of its own for most of them; this is
+    what the log says when it has none."""
     name = type(event).__name__
     get = partial(getattr, event)
+    if name == "RunStarted":
+        return (
+            f"run {get('run_id')}: {len(get('mutants'))} mutants planted in "
+            f"{get('kernel').path} ({get('generation_s') * 1000:.0f} ms)"
+        )
+    if name == "BaselineStarted":
+        return f"running the original's checks (limit {get('timeout_s'):g} s)"
+    if name == "BaselineFinished":
+        result = get("result")
+        how = "from the cache" if get("cached") else f"{result.duration_s:.2f} s"
+        return (
+            f"the original's checks: {result.status.value} ({how}); mutant limit "
+            f"{get('mutant_timeout_s'):.1f} s"
+        )
+    if name in ("MutantStarted", "MutantFinished", "MutantUpdated"):
+        where = _where(get("mutant"))
+        if name == "MutantStarted":
+            return f"{where}: started"
+        outcome = get("outcome")
+        by = f" by {outcome.by}" if outcome.by else ""
+        verb = "now " if name == "MutantUpdated" else ""
+        count = f" ({get('done')}/{get('total')})" if name == "MutantFinished" else ""
+        return f"{where}: {verb}{outcome.verdict.value}{by}{count}"
+    if name == "RunFinished":
+        score = get("report").get("score", {})
+        return (
+            f"run finished: {score.get('killed', 0)}/{score.get('total', 0)} killed, raw "
+            f"{score.get('raw', 0)}%, adjusted {score.get('adjusted', 0)}%"
+        )
     if name == "WriterNote":
         where = f" [{get('mutant_id')}]" if get("mutant_id", None) else ""
         return f"{get('writer')}{where}: {get('message')}"
@@ -439,14 +477,16 @@ def describe(event: object) -> str:
     if name == "TestRejected":
         where = f" for {get('mutant_id')}" if get("mutant_id", None) else ""
         return f"{get('origin')} test rejected{where} (attempt {get('attempt')}): {get('reason')}"
-    fields = getattr(event, "__dataclass_fields__", None)
-    if not fields:
-        return name
-    parts = []
-    for key in fields:
-        value = getattr(event, key)
-        if isinstance(value, Mutant):
-            parts.append(f"{key}={value.id}")
-        elif isinstance(value, str | int | float | bool) or value is None:
-            parts.append(f"{key}={value}")
-    return f"{name} " + " ".join(parts)
+    if name in ("CheckStarted", "CheckFinished"):
+        check = CHECK_NAMES.get(get("check"), get("check"))
+        mutant = get("mutant")
+        if name == "CheckStarted":
+            if mutant is None:
+                return f"{check}: starting on {get('total')} mutants"
+            return f"{check}: {_where(mutant)}"
+        summary = get("summary")
+        if mutant is None:
+            # Whole-run lines already name their check ("compile-check skipped: ...").
+            return summary if summary.startswith(check) else f"{check}: {summary}"
+        return f"{check}: {_where(mutant)}: {summary} ({get('done')}/{get('total')})"
+    return f"engine event {name}"
