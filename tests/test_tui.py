@@ -141,10 +141,18 @@ async def test_inspector_shows_oracle_compile_and_stage2_when_the_report_has_the
         await pilot.pause()
         inspector = app.explorer.inspector
         assert "outputs differ in Mean" in inspector.section_text("oracle")
-        assert "launches compared: 2" in inspector.section_text("oracle")
-        compile_text = inspector.section_text("compile")
-        assert "sm_75  ✓ compiles" in compile_text
-        assert "sm_90  ✗ does not compile: unsupported dtype" in compile_text
+        assert "launches compared  2" in inspector.section_text("oracle")
+        compile_text = inspector.section_text("compile").splitlines()
+        assert compile_text[1].split() == ["sm_75", "compiles", "-", "-"]
+        assert compile_text[2].split() == [
+            "sm_90",
+            "does",
+            "not",
+            "compile",
+            "-",
+            "unsupported",
+            "dtype",
+        ]
         writers = inspector.section_text("writers")
         assert "passes on the mutant too" in writers and "def test_a" in writers
         assert "def test_mean" in inspector.section_text("candidates")
@@ -426,3 +434,45 @@ def test_every_engine_event_reads_as_a_sentence_in_the_log():
     assert describe(samples[5]) == f"{m.id} {m.operator} line {m.line}: killed by own-check (1/12)"
     assert describe(samples[8]) == "diff-oracle: starting on 3 mutants"
     assert describe(samples[12]) == "claims check skipped: no claim"
+
+
+AFFINE = Path(__file__).parent / "data" / "tui_affine_oracle_report.json"
+
+
+@pytest.mark.anyio
+async def test_inspector_shows_evidence_as_tables_and_raw_json_one_key_away():
+    """A real run's report (the loose affine kernel of test_evidence, with --diff-oracle
+    and --compile-check): the oracle's differences, the compiler's answer and the
+    writers' claims read as tables and sentences, never as a dict."""
+    report = json.loads(AFFINE.read_text())
+    rows = {m["id"]: m for m in report["mutants"]}
+    differs = next(i for i, m in rows.items() if (m.get("oracle") or {}).get("diffs"))
+    masked = next(i for i, m in rows.items() if (m.get("oracle") or {}).get("masked_only"))
+    unbuilt = next(i for i, m in rows.items() if m["verdict"] == "not_compilable")
+    app = create_app(report=report)
+    async with app.run_test(size=(140, 60)) as pilot:
+        await pilot.pause()
+        inspector = app.explorer.inspector
+        for mutant in (differs, masked, unbuilt):
+            app.explorer.grid.select(mutant)
+            await pilot.pause()
+            assert inspector.mutant_id == mutant
+            evidence = [k for k in inspector.sections if k not in ("diff", "test", "candidates")]
+            shown = "\n".join(inspector.section_text(k) for k in evidence)
+            assert not any(c in shown for c in '{}"'), (mutant, shown)
+        app.explorer.grid.select(differs)
+        await pilot.pause()
+        oracle = inspector.section_text("oracle").splitlines()
+        assert oracle[1].split() == ["launch", "kernel", "tensor", "elements", "max", "abs",
+                                     "max", "rel", "first", "at"]  # fmt: skip
+        diff = rows[differs]["oracle"]["diffs"][0]
+        assert oracle[2].split()[:4] == ["0", diff["kernel"], diff["argument"], str(diff["count"])]
+        assert any(ln.startswith("checks in the oracle's run") for ln in oracle)
+        assert inspector.section_text("compile").splitlines()[1].split()[:2] == [
+            "sm_75",
+            "compiles",
+        ]
+        await pilot.press("J")
+        assert json.loads(inspector.section_text("raw")) == rows[differs]
+        await pilot.press("J")
+        assert "raw" not in inspector.sections and inspector.section_text("oracle")

@@ -39,3 +39,23 @@ def test_inspector_on_a_marked_survivor(snap_compare, report):
 
 def test_survivors_grouped_by_family(snap_compare, report):
     assert snap_compare(create_app(report=report), terminal_size=SIZE, press=["s", "g"])
+
+
+AFFINE = Path(__file__).parent / "data" / "tui_affine_oracle_report.json"
+
+
+@pytest.mark.parametrize("which", ["oracle-differs", "not-compilable"])
+def test_inspector_evidence_tables(snap_compare, which):
+    """A real run's evidence (diff-oracle, compile-check) as tables, never as a dict."""
+    report = json.loads(AFFINE.read_text())
+    if which == "oracle-differs":
+        target = next(m["id"] for m in report["mutants"] if (m.get("oracle") or {}).get("diffs"))
+    else:
+        target = next(m["id"] for m in report["mutants"] if m["verdict"] == "not_compilable")
+
+    async def select(pilot) -> None:
+        await pilot.pause()
+        pilot.app.explorer.grid.select(target)
+        await pilot.pause()
+
+    assert snap_compare(create_app(report=report), terminal_size=(120, 48), run_before=select)

@@ -78,6 +78,7 @@ class MutantGateApp(App[int]):
         Binding("g", "group", "group", tooltip="group the grid by function or by operator family"),
         Binding("e", "export", "export", tooltip="write the report as JSON"),
         Binding("L", "toggle_log", "log on/off", show=False),
+        Binding("J", "toggle_raw", "the mutant's report row as JSON on/off", show=False),
         Binding("escape", "back", "back / clear filter", show=False),
         Binding("question_mark,f1", "help", "help"),
         Binding("q", "quit", "quit"),
@@ -363,6 +364,11 @@ class MutantGateApp(App[int]):
         grouping = "family" if grid.grouping == "function" else "function"
         grid.rebuild(grouping=grouping)
         self.explorer.log_view.say(f"grouped by {grouping}")
+
+    def action_toggle_raw(self) -> None:
+        inspector = self.explorer.inspector
+        inspector.raw = not inspector.raw
+        inspector.show(inspector.mutant_id)
 
     def action_toggle_log(self) -> None:
         log = self.explorer.log_view

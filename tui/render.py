@@ -8,7 +8,6 @@ field that arrives in a new shape still shows, as plain data, under "more".
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 
 from textual.content import Content
@@ -70,17 +69,33 @@ def why(row: dict, state: str) -> str:
     if state == "equivalent":
         return f"Claimed equivalent (a claim, not a proof): {reason}"
     if state == "not_compilable":
-        return f"Set aside: it does not compile. {reason}"
+        said = reason.removeprefix("does not compile").lstrip(": ")
+        return f"Set aside (not counted in the adjusted score): it does not compile: {said}"
     if state == "error":
         return f"The harness failed; never counted as killed: {reason}"
     return reason
 
 
+#: The oracle's fields, in words, in the order they are shown under its table.
+ORACLE_FACTS = {
+    "launches": "launches compared",
+    "checks": "checks in the oracle's run",
+    "undefined_lanes": "undefined lanes read",
+    "masked_only": "differs only on masked-off lanes",
+    "divergence": "launch sequences",
+    "poisoned": "rerun with undefined lanes poisoned",
+    "timed_out": "timed out",
+    "seconds": "time",
+}
+
+
 def oracle_content(oracle: object) -> Content:
+    """The diff-oracle's sentence, a table of what differed (per launch: kernel, tensor,
+    elements, max abs / rel difference, first index), then its facts in words."""
     if isinstance(oracle, str):
         return Content(oracle)
     if not isinstance(oracle, dict):
-        return Content(plain(oracle))
+        return Content(words(oracle))
     parts = [Content.styled(str(oracle.get("sentence") or oracle.get("summary") or ""), "bold")]
     if oracle.get("interpreter_dependent"):
         parts.append(
@@ -89,47 +104,111 @@ def oracle_content(oracle: object) -> Content:
                 "undefined on a GPU."
             )
         )
-    facts = []
-    if oracle.get("launches") is not None:
-        facts.append(f"launches compared: {oracle['launches']}")
-    if oracle.get("identical") is not None:
-        facts.append("identical" if oracle["identical"] else "outputs differ")
-    if facts:
-        parts.append(Content.styled(", ".join(facts), "$text-muted"))
-    for diff in oracle.get("diffs") or []:
-        parts.append(Content("  " + (inline(diff) if isinstance(diff, dict) else str(diff))))
-    rest = {
-        k: v
-        for k, v in oracle.items()
-        if k
-        not in {"sentence", "summary", "interpreter_dependent", "launches", "identical", "diffs"}
-    }
-    if rest:
-        parts.append(Content.styled(plain(rest), "$text-muted"))
+    diffs = [d for d in oracle.get("diffs") or [] if isinstance(d, dict)]
+    if diffs:
+        parts.append(
+            table(
+                ("launch", "kernel", "tensor", "elements", "max abs", "max rel", "first at"),
+                [
+                    (
+                        d.get("launch"),
+                        d.get("kernel"),
+                        d.get("argument"),
+                        d.get("count"),
+                        d.get("max_abs"),
+                        d.get("max_rel"),
+                        d.get("first_index"),
+                    )
+                    for d in diffs
+                ],
+            )  # fmt: skip
+        )
+    elif oracle.get("identical") is not None:
+        parts.append(Content("outputs identical" if oracle["identical"] else "outputs differ"))
+    shown = {"sentence", "summary", "interpreter_dependent", "identical", "diffs", "contradiction"}
+    facts = [(ORACLE_FACTS[k], _oracle_value(k, oracle[k])) for k in ORACLE_FACTS if k in oracle]
+    facts += [
+        (k.replace("_", " "), v) for k, v in oracle.items() if k not in ORACLE_FACTS.keys() | shown
+    ]
+    parts.append(fact_lines(facts))
     return Content("\n").join(p for p in parts if p.plain)
 
 
+def _oracle_value(key: str, value: object) -> object:
+    if value is None:
+        return {"divergence": "the same in both", "poisoned": "not needed"}.get(key, value)
+    if key == "seconds" and isinstance(value, int | float):
+        return f"{value:.2f} s"
+    return value
+
+
 def compile_content(results: object) -> Content:
-    """``{target: {ok, message}}`` as one line per target."""
+    """``{target: {ok, message, seconds}}`` as a table: target, result, time, message."""
     if isinstance(results, list):
         results = {str(r.get("target", i)): r for i, r in enumerate(results) if isinstance(r, dict)}
     if not isinstance(results, dict):
-        return Content(plain(results))
-    lines = []
+        return Content(words(results))
+    rows = []
     for target, result in results.items():
         if not isinstance(result, dict):
-            lines.append(Content(f"{target}  {result}"))
+            rows.append((target, words(result), None, None))
             continue
         ok = result.get("ok")
-        mark = "✓ compiles" if ok else ("✗ does not compile" if ok is False else "?")
-        line = Content.assemble(
-            (f"{target}  ", "bold"), (mark, "$text-success" if ok else "$text-error")
+        mark = "compiles" if ok else ("does not compile" if ok is False else "?")
+        rows.append(
+            (target, mark, result.get("seconds"), result.get("message") or result.get("error"))
         )
-        message = result.get("message") or result.get("error")
-        if message:
-            line = Content.assemble(line, f": {message}")
-        lines.append(line)
+    return table(("target", "result", "seconds", "compiler says"), rows)
+
+
+def table(headers: tuple[str, ...], rows: list[tuple]) -> Content:
+    """Columns aligned in monospace, the header bold; empty cells as a dash."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    last = len(headers) - 1
+
+    def line(values) -> str:
+        return "  ".join(v if i == last else v.ljust(widths[i]) for i, v in enumerate(values))
+
+    lines = [Content.styled(line(headers), "bold")]
+    lines += [Content(line(r)) for r in cells]
     return Content("\n").join(lines)
+
+
+def fact_lines(facts: list[tuple[str, object]]) -> Content:
+    """``label  value`` lines, labels aligned, values in words."""
+    if not facts:
+        return Content("")
+    width = max(len(label) for label, _ in facts)
+    return Content("\n").join(
+        Content.assemble((label.ljust(width) + "  ", "$text-muted"), words(value))
+        for label, value in facts
+    )
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_cell(v) for v in value) + "]" if value else "-"
+    return "-" if value is None or value == "" else words(value)
+
+
+def words(value: object) -> str:
+    """Any report value as a person reads it: no braces, no quotes, no JSON."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return (
+            ", ".join(f"{str(k).replace('_', ' ')} {words(v)}" for k, v in value.items()) or "none"
+        )
+    if isinstance(value, list | tuple):
+        return ", ".join(words(v) for v in value) or "none"
+    return str(value)
 
 
 def writers_content(claims: object, attempts: object, probe: object = None) -> Content:
@@ -142,7 +221,7 @@ def writers_content(claims: object, attempts: object, probe: object = None) -> C
             text += f" ({probe['probes']} inputs tried)"
         parts.append(Content.assemble(("probe: ", "bold"), text))
     elif probe:
-        parts.append(Content.assemble(("probe: ", "bold"), plain(probe)))
+        parts.append(Content.assemble(("probe: ", "bold"), words(probe)))
     for claim in claims if isinstance(claims, list) else ([claims] if claims else []):
         if isinstance(claim, dict):
             who = claim.get("by") or claim.get("writer") or claim.get("origin") or "writer"
@@ -154,7 +233,12 @@ def writers_content(claims: object, attempts: object, probe: object = None) -> C
             parts.append(line)
             for key in ("contradicted", "contradiction", "oracle"):
                 if claim.get(key):
-                    parts.append(Content.styled(f"  {key}: {plain(claim[key])}", "$text-error"))
+                    parts.append(Content.styled(f"  {key}: {words(claim[key])}", "$text-error"))
+            evidence = claim.get("evidence")
+            if isinstance(evidence, dict) and evidence:
+                parts.append(
+                    fact_lines([(f"  {k.replace('_', ' ')}", v) for k, v in evidence.items()])
+                )
         else:
             parts.append(Content(str(claim)))
     for n, attempt in enumerate(attempts if isinstance(attempts, list) else [], 1):
@@ -191,9 +275,3 @@ def test_content(test: dict) -> Content:
 
 def inline(data: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in data.items())
-
-
-def plain(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=1, sort_keys=True, default=str)

@@ -11,6 +11,8 @@ widget's layout, not two dozen (measured: 3x fewer widgets to arrange per key).
 
 from __future__ import annotations
 
+import json
+
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
@@ -45,6 +47,8 @@ class Inspector(VerticalScroll, can_focus=True):
         self.mutant_id: str | None = None
         #: What each shown section holds (absent: hidden), for tests and the benchmark.
         self.sections: dict[str, Content] = {}
+        #: Show the mutant's report row as JSON instead of the sections (``J``).
+        self.raw = False
 
     def compose(self) -> ComposeResult:
         yield Static("No mutant selected.", id="inspector-title")
@@ -90,6 +94,10 @@ class Inspector(VerticalScroll, can_focus=True):
         verdict.update(label)
         verdict.set_classes([f"-{state}"])
 
+        if self.raw:
+            self.sections = {"raw": Content(json.dumps(row, indent=1, default=str))}
+            body.update(self.sections["raw"])
+            return
         self.sections = sections = {"why": Content(render.why(row, state))}
         if row.get("diff"):
             sections["diff"] = render.diff_content(row["diff"])
@@ -110,7 +118,7 @@ class Inspector(VerticalScroll, can_focus=True):
             sections["writers"] = writers
         extra = {k: v for k, v in row.items() if k not in render.KNOWN_FIELDS}
         if extra:
-            sections["more"] = Content(render.plain(extra))
+            sections["more"] = render.fact_lines(list(extra.items()))
         parts = [sections["why"]]
         for key, heading in SECTIONS.items():
             if key in sections:
