@@ -22,6 +22,7 @@ from mutant_gate.cli.reporter import RerunReporter
 from mutant_gate.engine import formats, session
 from mutant_gate.engine.errors import EXIT_OK, EXIT_UNDER_THRESHOLD, BadInput
 from mutant_gate.engine.formats.common import gate, percent
+from mutant_gate.engine.settings import KEY_VARIABLES, api_key
 from mutant_gate.engine.vocabulary import by_words
 
 #: ``--stryker PATH``... -> format
@@ -175,11 +176,17 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
         or (None if recorded.get("backend") == "contree" else os.cpu_count() or 1),
         fail_under=args.fail_under if args.fail_under is not None else recorded.get("fail_under"),
     )
-    if settings.backend == "contree":  # the run's; a rerun runs no writer
+    if settings.backend == "contree":  # the run's
         session.require("contree_sdk", "--backend contree")
+    if args.writer == "llm":
+        session.require("openai", "--writer llm")
+        if api_key() is None:
+            raise BadInput(f"--writer llm needs a model key: set {' or '.join(KEY_VARIABLES)}")
     sandbox = session.make_sandbox(settings)  # contree: the run's image and endpoint
     store = Store(directory)
-    run = session.start_rerun(report, settings, sandbox, store, chosen, force=args.force)
+    run = session.start_rerun(
+        report, settings, sandbox, store, chosen, force=args.force, writer=args.writer
+    )
     reporter = RerunReporter(console, report.get("run_id"), settings.tests, args.quiet)
     events = run.events()
     try:
@@ -465,6 +472,12 @@ def add_commands(sub, parser_class: type[argparse.ArgumentParser]) -> None:
     rerun.add_argument("--json", metavar="PATH", help="write the new JSON report here")
     rerun.add_argument(
         "--fail-under", type=float, metavar="PCT", help="exit 1 below this adjusted score"
+    )
+    rerun.add_argument(
+        "--writer",
+        choices=("probe", "llm"),
+        help="then write tests for the chosen survivors: the probe writer (no model), or "
+        "the probe and then the model (stage 2) on those it left",
     )
     rerun.add_argument("-q", "--quiet", action="store_true", help="no line per mutant")
     add_report_options(rerun)

@@ -195,3 +195,15 @@ class RerunReporter(Observer):
             f"[dim]{event.done}/{event.total}[/] {event.mutant.id} {outcome.verdict.value}"
             + (f" by {escape(outcome.by)}" if outcome.by else "")
         )
+
+    def on_mutant_updated(self, event: MutantUpdated) -> None:
+        """A writer (``--writer``) changed a verdict."""
+        outcome = event.outcome
+        by = f" by {escape(outcome.by)}" if outcome.by else ""
+        style = STYLES.get(outcome.verdict.value, "dim")
+        self.say(f"[{style}]{event.mutant.id} {outcome.verdict.value}{by}[/]")
+
+    # ``--writer``: the same lines as a run's
+    on_writer_note = Reporter.on_writer_note
+    on_test_accepted = Reporter.on_test_accepted
+    on_test_rejected = Reporter.on_test_rejected

@@ -271,9 +271,13 @@ class Run:
         return CHECKS[name]
 
     def stage_named(self, name: str) -> Stage:
-        """A stage the explorer runs on chosen mutants: a check, or ``stage2``."""
+        """A stage the explorer runs on chosen mutants: a check, ``probe`` or ``stage2``."""
         if name in CHECKS:
             return CHECKS[name]
+        if name == "probe":
+            from .writers.probe import probe_stage
+
+            return Stage("probe", probe_stage)
         if name == "stage2":
             assert self.ctx is not None
             if self.session is None:
@@ -285,6 +289,13 @@ class Run:
         """``stage`` on chosen mutants once they are judged (those its verdicts allow)."""
         by_id = {m.id: m for m in self.mutants}
         yield from self._run_stage(stage, [by_id[i] for i in mutant_ids if i in by_id])
+
+    def run_writers(self, mutant_ids: list[str], *, model: bool) -> Iterator[Event]:
+        """Test writers on chosen survivors: the probe (no model needed), then, with
+        ``model``, stage 2 on those the probe left alive."""
+        names = ["probe", "stage2"] if model else ["probe"]
+        for name in names:
+            yield from self.run_stage(self.stage_named(name), mutant_ids)
 
     def rerun_mutant(self, mutant_id: str, *, force: bool = False) -> Iterator[Event]:
         """Judge one mutant again after the baseline: from the cache, or (``force``) in

@@ -19,16 +19,18 @@ Every other mutant keeps its verdict and details; the result is a new run record
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 from mutant_gate.cache import Store
 
 from .errors import BadInput
+from .events import Event
 from .pipeline import Plan, Run
 from .records import Mutant
 from .report import REPORT_FIELDS
 from .sandbox import Sandbox
 from .settings import RunSettings
-from .stage import StageContext
+from .stage import Stage, StageContext
 from .verdicts import RUN_SECTIONS
 
 
@@ -157,9 +159,19 @@ def start_rerun(
     chosen: list[str],
     *,
     force: bool = False,
+    writer: str | None = None,
 ) -> Run:
-    """The same driver as a run, with the rerun's plan (``--force``: no cached result)."""
-    return Run(settings, sandbox, store, plan=RerunPlan(report, chosen), fresh=force)
+    """The same driver as a run, with the rerun's plan (``--force``: no cached result).
+    ``writer``: the probe (``probe``), or the probe then stage 2 (``llm``), on the chosen
+    mutants that still survive, as the explorer's stage 2 does."""
+    run = Run(settings, sandbox, store, plan=RerunPlan(report, chosen), fresh=force)
+    if writer is not None:
+
+        def write(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
+            return run.run_writers([m.id for m in survivors], model=writer == "llm")
+
+        run.extra_stages = (Stage(f"rerun-{writer}", write),)
+    return run
 
 
 def recorded_paths(report: dict, extra_tests: list[str]) -> tuple[str, tuple[str, ...]]:

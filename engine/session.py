@@ -106,12 +106,14 @@ def start_rerun(
     chosen: list[str],
     *,
     force: bool = False,
+    writer: str | None = None,
 ):
     """Chosen mutants of a past run judged again: the same driver with a rerun plan; its
-    ``RunFinished`` report says what changed (``rerun``)."""
+    ``RunFinished`` report says what changed (``rerun``). ``writer`` (probe | llm) then
+    writes tests for those still surviving."""
     from .rerun import start_rerun as rerun
 
-    return rerun(report, settings, sandbox, store, chosen, force=force)
+    return rerun(report, settings, sandbox, store, chosen, force=force, writer=writer)
 
 
 # -- past runs -----------------------------------------------------------------------------

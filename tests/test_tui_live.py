@@ -123,14 +123,47 @@ async def test_quit_mid_run_closes_the_sandbox_and_the_next_run_resumes(tmp_path
         await pilot.pause()
 
 
-async def test_stage2_on_a_marked_survivor_and_the_diff_oracle_toggle(tmp_path, monkeypatch):
+async def test_stage2_without_a_key_probes_the_marked_survivors(tmp_path, monkeypatch):
+    for name in ("NEBIUS_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "sum_kernel.py").write_text(SUM_KERNEL)  # its check: x of 64, a block
+    app = create_app(settings=settings(tmp_path / "sum_kernel.py", tmp_path / "cache"))
+    seen: list = []
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await wait_for(pilot, lambda: of(seen, RunDone), what="the run")
+        assert app.model.states == ["survived"] * 3
+        chosen = [r["id"] for r in app.model.rows if r["operator"] in ("mask-drop", "other-change")]
+        for mutant in chosen:
+            app.explorer.grid.select(mutant)
+            await pilot.press("space")
+        await pilot.press("2")
+        await wait_for(pilot, lambda: any(m.again for m in of(seen, RunDone)), what="stage 2")
+        log = "\n".join(app.explorer.log_view.lines_written)
+        assert "stage 2 on 2 marked survivors: the probe writer" in log
+        assert "stage 2 without the model: the model needs a model" in log
+        for mutant in chosen:
+            row = app.model.row(mutant)
+            assert row["verdict"] == "killed" and row["by"].startswith("test:test_total_size_")
+        app.explorer.grid.select(chosen[0])
+        await pilot.pause()
+        assert "def test_total_size_" in app.explorer.inspector.section_text("test")
+        # The survivor nobody marked was not probed.
+        other = next(r for r in app.model.rows if r["operator"] == "other-drop")
+        assert other["verdict"] == "survived" and not other.get("probe")
+        await pilot.press("q")
+        await pilot.pause()
+
+
+async def test_stage2_on_marked_survivors_probe_then_model_and_the_oracle_toggle(
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv("NEBIUS_API_KEY", "sk-test-tui")
     # other-drop and other-change are truly equivalent there (a tl.where guards the lanes)
     (tmp_path / "sum_kernel.py").write_text(GUARDED_SUM_KERNEL)
 
     def answer(body: dict) -> Reply:
         if "+    x = tl.load(x_ptr + offs)\n" in body["messages"][1]["content"]:
-            return python_reply(KILLER_TEST)  # mask-drop: reads past the end of x
+            return python_reply(KILLER_TEST)  # mask-drop: never asked, the probe kills it
         return Reply("EQUIVALENT: the tl.where puts 0.0 back on masked-off lanes.")
 
     with FakeOpenAI(answer) as fake:
@@ -146,22 +179,28 @@ async def test_stage2_on_a_marked_survivor_and_the_diff_oracle_toggle(tmp_path, 
             await pilot.press("2")
             await pilot.pause()
             assert any("mark survivors first" in n.message for n in app._notifications)
-            change = next(r["id"] for r in app.model.rows if r["operator"] == "mask-drop")
-            app.explorer.grid.select(change)
-            await pilot.press("space", "2")
+            ids = {r["operator"]: r["id"] for r in app.model.rows}
+            for op in ("mask-drop", "other-drop"):
+                app.explorer.grid.select(ids[op])
+                await pilot.press("space")
+            await pilot.press("2")
             await wait_for(
                 pilot,
                 lambda: any(m.again for m in of(seen, RunDone)),
                 what="stage 2 to finish",
             )
-            row = app.model.row(change)
-            assert (row["verdict"], row["by"]) == ("killed", "test:test_tail_of_a_block")
-            assert change not in app.model.marked  # no longer a survivor
-            killer = next(t for t in app.model.tests() if t.get("origin") == "stage2")
-            assert killer["kills"] == [change]
+            # The probe kills mask-drop (reads past the end of x at size 63) ...
+            row = app.model.row(ids["mask-drop"])
+            assert (row["verdict"], row["by"][:21]) == ("killed", "test:test_total_size_")
+            assert ids["mask-drop"] not in app.model.marked  # no longer a survivor
+            # ... and the model is asked only about what the probe left: other-drop.
+            asked = [r["body"]["messages"][1]["content"] for r in fake.chats]
+            assert asked and all("+    x = tl.load(x_ptr + offs)\n" not in c for c in asked)
+            app.explorer.grid.select(ids["other-drop"])
             await pilot.pause()
-            assert "def test_tail_of_a_block" in app.explorer.inspector.section_text("test")
-            assert fake.requests
+            writers_text = app.explorer.inspector.section_text("writers")
+            assert "probe: no difference found" in writers_text  # the probe's result ...
+            assert "EQUIVALENT" in writers_text  # ... beside the model's claim
             # The diff-oracle, turned on now, runs at once on the survivors.
             dones = len(of(seen, RunDone))
             await pilot.press("o")
@@ -170,7 +209,7 @@ async def test_stage2_on_a_marked_survivor_and_the_diff_oracle_toggle(tmp_path, 
             left = [
                 r for r, s in zip(app.model.rows, app.model.states, strict=True) if s == "survived"
             ]
-            assert left and all(r.get("oracle") for r in left)
+            assert all(r.get("oracle") for r in left)
             await pilot.press("q")
             await pilot.pause()
 

@@ -233,3 +233,40 @@ def test_probe_says_when_no_wrapper_call_launches_the_mutated_kernel(tmp_path):
         "result": "the own check's wrapper calls never launch halve_kernel "
         "(they launch triple_kernel): nothing to vary",
     }
+
+
+@pytest.mark.slow
+def test_rerun_writes_probe_tests_for_the_chosen_survivors_only(tmp_path):
+    (tmp_path / "sum_kernel.py").write_text(SUM_KERNEL)
+    first = run_cli(
+        "run", "sum_kernel.py", "--operators", "masks", "--writer", "none", "-j", "2",
+        "--cache-dir", "c", "--json", "r.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stdout + first.stderr
+    rows = {m["operator"]: m for m in json.loads((tmp_path / "r.json").read_text())["mutants"]}
+    assert {m["verdict"] for m in rows.values()} == {"survived"}
+    chosen = rows["mask-drop"]["id"]
+    # No key needed for the probe; with --writer llm and no key: one line, exit 2.
+    env = {"NEBIUS_API_KEY": "", "OPENAI_API_KEY": ""}
+    refused = run_cli(
+        "rerun", "latest", "--mutant", chosen, "--writer", "llm", "--cache-dir", "c",
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        "mutant-gate: error: --writer llm needs a model key: set NEBIUS_API_KEY or OPENAI_API_KEY"
+    ]
+    again = run_cli(
+        "rerun", "latest", "--mutant", chosen, "--writer", "probe", "--cache-dir", "c",
+        "--json", "rr.json", cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    report = json.loads((tmp_path / "rr.json").read_text())
+    after = {m["operator"]: m for m in report["mutants"]}
+    assert after["mask-drop"]["verdict"] == "killed"
+    assert after["mask-drop"]["by"].startswith("test:test_total_size_")
+    assert f"{chosen} killed by test:test_total_size_" in again.stdout
+    # The survivors nobody chose keep their verdict and were not probed.
+    for op in ("other-drop", "other-change"):
+        assert after[op]["verdict"] == "survived" and not after[op].get("probe"), after[op]
+    assert any(t["origin"] == "probe" and chosen in t["kills"] for t in report["tests"])

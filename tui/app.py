@@ -64,7 +64,10 @@ class MutantGateApp(App[int]):
         Binding("M", "mark_all", "mark all shown survivors", show=False),
         Binding("U", "unmark_all", "unmark all", show=False),
         Binding(
-            "2", "stage2", "stage 2", tooltip="stage 2 on the marked survivors (needs a model key)"
+            "2",
+            "stage2",
+            "stage 2",
+            tooltip="stage 2 on the marked survivors: the probe writer, and the model with a key",
         ),
         Binding(
             "r", "rerun(False)", "rerun", tooltip="judge the mutant again (cached result first)"
@@ -270,23 +273,27 @@ class MutantGateApp(App[int]):
         self._refresh_mutants(was)
 
     def action_stage2(self) -> None:
-        try:
-            session.require("openai", "stage 2")
-        except BadInput as exc:
-            self.notify(f"{exc}.", title="stage 2", severity="error", timeout=10)
-            return
-        if not model_key_present():
-            self.notify(f"Stage 2 {NEEDS_MODEL}.", title="stage 2", severity="error", timeout=10)
-            return
+        """The probe writer on the marked survivors (no key needed), then the model on
+        those it left when a key is set and the ``[llm]`` extra is installed."""
         bridge = self._engine("stage 2")
         if bridge is None:
             return
+        why_no_model = None
+        try:
+            session.require("openai", "the model")
+        except BadInput as exc:
+            why_no_model = str(exc)
+        if why_no_model is None and not model_key_present():
+            why_no_model = f"the model {NEEDS_MODEL}"
         marked = [row["id"] for row in self.model.rows if row["id"] in self.model.marked]
-        refused = bridge.stage2(marked)
+        refused = bridge.stage2(marked, model=why_no_model is None)
         if refused:
             self.notify(refused, title="stage 2", severity="warning")
-        else:
-            self.explorer.log_view.say(f"stage 2 on {len(marked)} marked survivors")
+            return
+        how = "the probe writer, then the model" if why_no_model is None else "the probe writer"
+        self.explorer.log_view.say(f"stage 2 on {len(marked)} marked survivors: {how}")
+        if why_no_model is not None:
+            self.explorer.log_view.say(f"stage 2 without the model: {why_no_model}")
 
     def action_rerun(self, force: bool = False) -> None:
         current = self.explorer.grid.current

@@ -342,18 +342,18 @@ class EngineBridge:
         )
         return None
 
-    def stage2(self, mutant_ids: list[str]) -> str | None:
-        """Run stage 2 on the given survivors; returns why not, or None when started."""
-        if not model_key_present():
-            return f"stage 2 {NEEDS_MODEL}"
+    def stage2(self, mutant_ids: list[str], *, model: bool) -> str | None:
+        """Stage 2 on the given survivors: the probe writer, then (``model``) the model on
+        those it left; returns why not, or None when started."""
         if not mutant_ids:
             return "mark survivors first (space), then run stage 2 on them"
         run = self.run
         if run is None or not self.baseline_done:
             return "the original has not passed its own check yet"
-        stage = run.stage_named("stage2")
         self._worker(
-            partial(self._run_stage_events, partial(run.run_stage, stage, list(mutant_ids))),
+            partial(
+                self._run_stage_events, partial(run.run_writers, list(mutant_ids), model=model)
+            ),
             name="stage2",
             group="stage2",
             description=f"stage 2 on {len(mutant_ids)} survivors",
