@@ -92,6 +92,11 @@ class Store:
         except Exception:  # noqa: BLE001
             return None
 
+    def delete_run(self, run_id: str) -> bool:
+        """Remove one run record (its job results and model replies stay: other runs
+        share them); whether it was there."""
+        return bool(self._cache.delete(RUN_PREFIX + run_id))
+
     def list_runs(self) -> list[str]:
         try:
             return sorted(

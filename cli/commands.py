@@ -325,6 +325,18 @@ def cache_clear(args: argparse.Namespace, console: Console) -> int:
     if not os.path.isdir(directory):
         console.print(f"no cache at {directory}: nothing to clear", highlight=False, soft_wrap=True)
         return EXIT_OK
+    if args.run:
+        if args.runs or args.results or args.replies:
+            raise BadInput("cache clear: --run ID removes those runs only; leave out --runs, "
+                           "--results and --replies")  # fmt: skip
+        gone_ids = session.delete_runs(args.run, directory)
+        console.print(
+            f"removed run {', '.join(gone_ids)} from {directory} (job results and model "
+            "replies stay: other runs share them)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return EXIT_OK
     kinds = tuple(k for k in ("runs", "results", "replies") if getattr(args, k)) or (
         "runs",
         "results",
@@ -494,6 +506,9 @@ def add_commands(sub, parser_class: type[argparse.ArgumentParser]) -> None:
     clear.add_argument("--runs", action="store_true", help="run records only")
     clear.add_argument("--results", action="store_true", help="sandbox job results only")
     clear.add_argument("--replies", action="store_true", help="model replies only")
+    clear.add_argument(
+        "--run", metavar="ID", action="append", default=[], help="this run only (repeatable)"
+    )
     _cache_dir_option(clear)
     export = verbs.add_parser("export", help="write one run to a file (.gz: compressed)")
     export.add_argument("run", help="run id, unique prefix or `latest`")

@@ -194,6 +194,14 @@ def list_records(directory: str) -> list[dict]:
         return [r for r in (store.get_run(i) for i in ids) if r]
 
 
+def delete_runs(refs: list[str], directory: str) -> list[str]:
+    """Remove the runs ``refs`` name (ids, unique prefixes, ``latest``) from the cache;
+    the ids removed. An unknown or ambiguous ref is ``BadInput`` before anything goes."""
+    with open_cache(directory) as store:
+        ids = [resolve_run_id(store, ref) for ref in refs]
+        return [i for i in dict.fromkeys(ids) if store.delete_run(i)]
+
+
 def replay_lookup(ref: str | None, directory: str) -> tuple[dict | None, list[dict]]:
     """``replay [RUN]``: (report, []) for one run, or (None, records) to choose from."""
     if ref is None:

@@ -246,9 +246,10 @@ async def test_actions_that_need_the_engine_say_why_in_a_replay(report, monkeypa
     app = create_app(report=report)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
+        # Without a key stage 2 is the probe alone, which a replay cannot run either.
         await pilot.press("2")
         await pilot.pause()
-        assert "Stage 2 needs a model: set NEBIUS_API_KEY or OPENAI_API_KEY." in notifications(app)
+        assert [n for n in notifications(app) if n.startswith("stage 2: this is a replay")]
         monkeypatch.setenv("NEBIUS_API_KEY", "sk-test")
         await pilot.press("2", "r", "c")
         await pilot.pause()
@@ -476,3 +477,40 @@ async def test_inspector_shows_evidence_as_tables_and_raw_json_one_key_away():
         assert json.loads(inspector.section_text("raw")) == rows[differs]
         await pilot.press("J")
         assert "raw" not in inspector.sections and inspector.section_text("oracle")
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_replay_folds_identical_runs_and_deletes_them(tmp_path):
+    """Three runs of the same command (the last two from the cache) are one row with a
+    count; ``d`` removes all three from the cache; ``cache clear --run`` removes one."""
+    from mutant_gate.engine.session import list_records
+
+    cache = str(tmp_path / "cache")
+    args = ["run", str(EXAMPLES / "vector_add.py"), "--operators", "masks", "--writer",
+            "none", "-q", "--cache-dir", cache]  # fmt: skip
+    for _ in range(3):
+        assert run_cli(*args, cwd=tmp_path).returncode == 0
+    other = run_cli(*args[:3], "boundaries", *args[4:], cwd=tmp_path)  # other operators
+    assert other.returncode == 0
+    records = list_records(cache)
+    assert len(records) == 4
+    app = create_app(runs=records, cache_dir=cache)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.pause()
+        options = app.screen.query_one("#run-list")
+        rows = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert len(rows) == 2, rows
+        folded = next(r for r in rows if "×3" in r)
+        assert "vector_add.py" in folded and "writer none, interpret" in folded
+        assert "3/3 killed" in folded
+        options.highlighted = rows.index(folded)
+        await pilot.press("d")
+        await pilot.pause()
+        assert options.option_count == 1
+    assert len(list_records(cache)) == 1
+    kept = list_records(cache)[0]["run_id"]
+    proc = run_cli("cache", "clear", "--run", kept[:12], "--cache-dir", cache, cwd=tmp_path)
+    assert proc.returncode == 0 and f"removed run {kept}" in proc.stdout, proc.stderr
+    proc = run_cli("replay", "--cache-dir", cache, cwd=tmp_path)
+    assert proc.returncode == 2 and "no runs in the cache" in proc.stderr

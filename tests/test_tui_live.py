@@ -63,6 +63,10 @@ async def test_live_run_streams_reruns_one_mutant_and_quits_cleanly(tmp_path):
         await wait_for(pilot, lambda: of(seen, RunDone), what="the run to finish")
         engine = [type(m) for m in seen if isinstance(m, EngineMessage | MutantRunning)]
         assert engine.index(RunBegan) < engine.index(BaselineDone) < engine.index(MutantJudged)
+        # While the original ran, the header's progress knew since when (it shows the time).
+        progresses = [m for m in seen if isinstance(m, Progress)]
+        assert any(m.phase == "original" and m.phase_since for m in progresses)
+        assert any(m.running and m.oldest_running for m in progresses)
         judged = of(seen, MutantJudged)
         assert len(judged) == 3 and not any(m.rejudged for m in judged)
         assert {m.mutant_id for m in of(seen, MutantRunning)} == {m.mutant_id for m in judged}
@@ -86,6 +90,11 @@ async def test_live_run_streams_reruns_one_mutant_and_quits_cleanly(tmp_path):
         assert forced.row["cached"] is False and forced.row["verdict"] == "killed"
         await wait_for(pilot, lambda: len([m for m in of(seen, RunDone) if m.again]) == 2)
         assert not app.model.row(target)["cached"]
+        # A check turned on with no survivor left says so, instead of only "on".
+        await pilot.press("c")
+        await pilot.pause()
+        log = app.explorer.log_view.lines_written
+        assert "compile-check on: no survivor left to check in this run" in log[-1]
         run_id = app.model.run_id
         sandbox = app.bridge.sandbox
         await pilot.press("q")

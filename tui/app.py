@@ -319,7 +319,17 @@ class MutantGateApp(App[int]):
         header = self.explorer.header
         header.checks = dict(bridge.checks)
         header.refresh()
-        self.explorer.log_view.say(f"{name} {'on' if turn_on else 'off'}")
+        say = self.explorer.log_view.say
+        if not turn_on:
+            say(f"{name} off")
+        elif bridge.check_targets:
+            say(f"{name} on: checking {bridge.check_targets} survivors now")
+        elif bridge.check_targets == 0 and bridge.finished:
+            say(f"{name} on: no survivor left to check in this run")
+        elif bridge.check_targets == 0:
+            say(f"{name} on: no survivor to check yet; it runs on the survivors as they come")
+        else:
+            say(f"{name} on: it runs on the survivors once the original has passed")
 
     def apply_filters(self, filters: Filters) -> None:
         explorer = self.explorer

@@ -124,11 +124,15 @@ class Progress(EngineMessage):
         started_at: float | None,
         finished_at: float | None = None,
         tokens: dict | None = None,
+        phase_since: float | None = None,
+        oldest_running: float | None = None,
     ) -> None:
         super().__init__()
         self.phase, self.done, self.total = phase, done, total
         self.ran, self.cached, self.running = ran, cached, running
         self.started_at, self.finished_at, self.tokens = started_at, finished_at, tokens
+        #: when the phase began, and when the longest-running job started (monotonic)
+        self.phase_since, self.oldest_running = phase_since, oldest_running
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, Progress)
@@ -173,12 +177,15 @@ class EngineBridge:
         self._lock = threading.Lock()
         self._threads: list[threading.Event] = []
         self._mutants: dict[str, Mutant] = {}
-        self._running: set[str] = set()
+        self._running: dict[str, float] = {}  # mutant id -> when its job started
         self._phase = "starting"
+        self._phase_since = time.monotonic()
         self._done = self._total = self._ran = self._cached = 0
         self._started_at: float | None = None
         self._finished_at: float | None = None
         self.finished = False
+        #: survivors the last check turned on started on (None: not started yet)
+        self.check_targets: int | None = None
         self.baseline_done = False
 
     # -- the run --------------------------------------------------------------
@@ -250,6 +257,8 @@ class EngineBridge:
                 ran=self._ran,
                 cached=self._cached,
                 running=len(self._running),
+                phase_since=self._phase_since,
+                oldest_running=min(self._running.values(), default=None),
                 started_at=self._started_at,
                 finished_at=self._finished_at,
                 tokens=tokens,
@@ -276,6 +285,7 @@ class EngineBridge:
         with self._lock:
             self._total = len(event.mutants)
             self._phase = "loading"
+            self._phase_since = time.monotonic()
         rows = [mutant_row(m, None) for m in event.mutants]
         functions = [f.name for f in event.kernel.jit_functions]
         self._post(RunBegan(event.run_id, event.kernel.path, functions, rows))
@@ -283,23 +293,25 @@ class EngineBridge:
     def on_baseline_started(self, event) -> None:
         with self._lock:
             self._phase = "original"
+            self._phase_since = time.monotonic()
         self._post(BaselineBegan(event.timeout_s))
 
     def on_baseline_finished(self, event) -> None:
         self.baseline_done = True
         with self._lock:
             self._phase = "mutants"
+            self._phase_since = time.monotonic()
             self._started_at = time.monotonic()
         self._post(BaselineDone(event.result.duration_s, event.cached, event.mutant_timeout_s))
 
     def on_mutant_started(self, event) -> None:
         with self._lock:
-            self._running.add(event.mutant.id)
+            self._running[event.mutant.id] = time.monotonic()
         self._post(MutantRunning(event.mutant.id))
 
     def on_mutant_finished(self, event) -> None:
         with self._lock:
-            self._running.discard(event.mutant.id)
+            self._running.pop(event.mutant.id, None)
             self._done = event.done
             if event.outcome.cached:
                 self._cached += 1
@@ -309,7 +321,7 @@ class EngineBridge:
 
     def on_mutant_updated(self, event) -> None:
         with self._lock:
-            self._running.discard(event.mutant.id)
+            self._running.pop(event.mutant.id, None)
             if not event.outcome.cached:
                 self._ran += 1
         self._post(MutantJudged(self._row(event.mutant), rejudged=True))
@@ -318,6 +330,7 @@ class EngineBridge:
         self.finished = True
         with self._lock:
             self._phase = "finished"
+            self._phase_since = time.monotonic()
             self._finished_at = time.monotonic()
         self._post(RunDone(event.report))
         directory = getattr(self.settings.writers, "write_tests", None)
@@ -366,6 +379,7 @@ class EngineBridge:
         if name not in CHECKS:
             return f"{name} is not connected to this engine"
         self.checks[name] = on
+        self.check_targets = None  # how many survivors it started on now, once known
         run = self.run
         if run is None:
             return None  # set when the run starts
@@ -373,6 +387,7 @@ class EngineBridge:
         if not on or not self.baseline_done or run.ctx is None:
             return None
         targets = [m.id for m in stage.targets(run.ctx)]
+        self.check_targets = len(targets)
         if targets:
             self._worker(
                 partial(self._run_stage_events, partial(run.run_stage, stage, targets)),

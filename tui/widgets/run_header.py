@@ -8,6 +8,7 @@ score is read from the model at paint time, so it is never behind the grid.
 from __future__ import annotations
 
 import os
+import time
 
 from rich.text import Text
 from textual.widget import Widget
@@ -77,6 +78,9 @@ class RunHeader(Widget):
         elif self.live:
             top.append("  live: ", style("-dim"))
             top.append(self.status)
+            since = self.progress.phase_since if self.progress is not None else None
+            if since is not None and self.status != "finished":  # long work shows it is alive
+                top.append(f" {clock(time.monotonic() - since)}", style("-dim"))
         else:
             top.append("  replay", style("-dim"))
             top.append("" if model.finished else " (incomplete run)")
@@ -110,6 +114,9 @@ class RunHeader(Widget):
             bottom.append(f"  {rate:.1f} jobs/s" if rate else "  - jobs/s", style("-dim"))
             if progress.cached:
                 bottom.append(f"  {progress.cached} cached", style("-dim"))
+        if progress is not None and progress.running and progress.oldest_running is not None:
+            longest = clock(time.monotonic() - progress.oldest_running)
+            bottom.append(f"  {progress.running} running, longest {longest}", style("-dim"))
         tokens = (progress.tokens if progress else None) or model.report.get("tokens")
         if tokens and (tokens.get("prompt") or tokens.get("completion")):
             used = (tokens.get("prompt") or 0) + (tokens.get("completion") or 0)
