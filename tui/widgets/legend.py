@@ -15,7 +15,8 @@ LABELS = {
 
 
 class Legend(Widget):
-    """One line: `` ✓ killed  ✗ survived ...``; styled by the same CSS classes as the grid."""
+    """One line: `` ✓ killed  ✗ survived ...``, styled by the same CSS classes as the grid,
+    and what a click does (the grid is mouse-driven as much as key-driven)."""
 
     COMPONENT_CLASSES = {*(f"-{s}" for s in CELL_STATES), "-marked"}
     DEFAULT_CSS = """
@@ -30,4 +31,5 @@ class Legend(Widget):
             text.append(f"{LABELS.get(state, state)}  ")
         text.append("[✗]", self.get_component_rich_style("-survived", "-marked"))
         text.append(" marked for stage 2")
+        text.append("   click a cell: inspect it, double click: full screen", "dim")
         return text
