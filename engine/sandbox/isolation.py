@@ -12,6 +12,7 @@ import re
 import resource
 import signal
 import time
+from collections.abc import Callable
 
 CLONE_NEWNET = 0x40000000
 
@@ -73,10 +74,11 @@ def processes_of(uid: int) -> list[int]:
     return found
 
 
-def kill_uid(uid: int, wait_s: float = 1.0) -> list[int]:
+def kill_uid(uid: int, wait_s: float = 1.0, reap: Callable[[], None] | None = None) -> list[int]:
     """SIGKILL every process of ``uid`` until none is left (or ``wait_s`` passed);
-    returns those still alive. For the tool's side: a sandbox uid belongs to one
-    worker, so every process of it is that worker's job or what the job started."""
+    returns those still alive. A sandbox uid belongs to one worker, so every process of
+    it is that worker's job or what the job started. ``reap``: the worker reaps its
+    orphans (it is their subreaper) after each round."""
     deadline = time.monotonic() + wait_s
     while True:
         pids = processes_of(uid)
@@ -85,6 +87,8 @@ def kill_uid(uid: int, wait_s: float = 1.0) -> list[int]:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+        if reap is not None:
+            reap()
         if not pids or time.monotonic() >= deadline:
             return pids
         time.sleep(0.01)

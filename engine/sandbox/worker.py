@@ -222,19 +222,9 @@ def _sweep(uid: int | None) -> None:
     """
     if uid is None:
         return
-    from mutant_gate.engine.sandbox.isolation import processes_of
+    from mutant_gate.engine.sandbox.isolation import kill_uid
 
-    for _ in range(500):
-        pids = processes_of(uid)
-        for child in pids:
-            try:
-                os.kill(child, signal.SIGKILL)
-            except OSError:
-                pass
-        _reap()
-        if not pids:
-            return
-        time.sleep(0.01)
+    kill_uid(uid, wait_s=5.0, reap=_reap)
 
 
 def _reap() -> None:
@@ -426,12 +416,15 @@ def main() -> None:
         request = json.loads(line)
         try:
             result = run_job(request["job"], parent_fd=sys.stdin.fileno())
-        except ParentGone:
-            break
+        except ParentGone:  # nobody to answer: clean up and go now (no slow interpreter exit)
+            shutil.rmtree(scratch, ignore_errors=True)
+            os._exit(0)
         except BaseException:  # noqa: BLE001
             result = {"status": "error", "error": traceback.format_exc()[-4000:]}
         proto.write(json.dumps({"result": result}) + "\n")
     shutil.rmtree(scratch, ignore_errors=True)
+    proto.flush()
+    os._exit(0)  # the tool is done with us: skip torch's slow interpreter teardown
 
 
 def one_shot(job_path: str) -> None:

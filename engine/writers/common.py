@@ -79,24 +79,16 @@ def _literal_data(node: ast.AST) -> bool:
 def _own_data_path(node: ast.AST) -> bool:
     """``Path(__file__).with_name("golden.json")`` (the test's own data file) or
     ``open("/proc/self/environ")``: a file named by a literal that is no Python file."""
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "open"
-        and node.args
-        and _literal_data(node.args[0])
-    ):
-        return True
-    for sub in ast.walk(node):
-        if (
-            isinstance(sub, ast.Call)
-            and isinstance(sub.func, ast.Attribute)
-            and sub.func.attr == "with_name"
-            and sub.args
-            and _literal_data(sub.args[0])
-        ):
-            return True
-    return False
+    return any(
+        isinstance(sub, ast.Call)
+        and bool(sub.args)
+        and _literal_data(sub.args[0])
+        and (
+            (sub is node and isinstance(sub.func, ast.Name) and sub.func.id == "open")
+            or (isinstance(sub.func, ast.Attribute) and sub.func.attr == "with_name")
+        )
+        for sub in ast.walk(node)
+    )
 
 
 def source_problem(tree: ast.AST) -> str | None:
