@@ -141,7 +141,7 @@ class Run:
             self.ledger.put_section("changed_since", changed)
         self.ledger.put_section("own_check", own_check_record(kernel))
         targets = self.plan.choose(ctx, mutants)
-        self.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + kernel.sha256[:8]
+        self.run_id = self._new_run_id(time.strftime("%Y%m%d-%H%M%S") + "-" + kernel.sha256[:8])
         stages: list[Stage] = []
         if self.plan.writers:
             self.session = ModelSession(ctx)
@@ -179,6 +179,18 @@ class Run:
         self.plan.finish(ctx, report)
         self.save(report)
         yield RunFinished(report)
+
+    def _new_run_id(self, stamp: str) -> str:
+        """``stamp`` (start second + kernel hash), or ``stamp-2``... when a run of the same
+        file started in the same second is already cached (a fast cached rerun): one
+        run's record never replaces another's."""
+        if self.store is None:
+            return stamp
+        run_id, n = stamp, 1
+        while self.store.get_run(run_id) is not None:
+            n += 1
+            run_id = f"{stamp}-{n}"
+        return run_id
 
     def _run_stage(self, stage: Stage, mutants: list[Mutant]) -> Iterator[Event]:
         assert self.ctx is not None

@@ -143,3 +143,21 @@ def test_full_disk_for_the_cache_loses_nothing_computed(tmp_path):
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["complete"] and all(m["verdict"] != "pending" for m in report["mutants"])
     assert "cache writes failed" in output and "not saved" in output
+
+
+def test_two_runs_of_a_file_in_the_same_second_keep_both_records(tmp_path):
+    """A cached rerun takes well under a second: its id must not replace the last one's."""
+    from mutant_gate.engine.pipeline import Run
+    from mutant_gate.engine.sandbox.local import LocalSandbox
+    from mutant_gate.engine.settings import RunSettings
+
+    settings = RunSettings(kernel_path="k.py", cache_dir=str(tmp_path / "c"))
+    with Store(settings.cache_dir) as store:
+        run = Run(settings, LocalSandbox(workers=1), store)  # never started: no worker
+        stamp = "20261201-213012-8c497c98"
+        assert run._new_run_id(stamp) == stamp
+        store.put_run(stamp, {"run_id": stamp, "report": None})
+        assert run._new_run_id(stamp) == f"{stamp}-2"
+        store.put_run(f"{stamp}-2", {"run_id": f"{stamp}-2", "report": None})
+        assert run._new_run_id(stamp) == f"{stamp}-3"
+        assert max(store.list_runs()) == f"{stamp}-2"  # `latest` is still the newest
