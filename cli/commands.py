@@ -18,7 +18,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from mutant_gate.cache import DEFAULT_DIR, Store
-from mutant_gate.cli.reporter import RerunReporter
 from mutant_gate.engine import formats, session
 from mutant_gate.engine.errors import EXIT_OK, EXIT_UNDER_THRESHOLD, BadInput
 from mutant_gate.engine.formats.common import gate, percent
@@ -143,6 +142,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 # -- mutant-gate rerun ------------------------------------------------------------------------
 def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
+    from mutant_gate.cli.reporter import RerunReporter  # the engine's events: only when run
     from mutant_gate.engine.rerun import recorded_paths, select
     from mutant_gate.engine.settings import settings_from_json
 

@@ -17,7 +17,6 @@ from mutant_gate.cache import DEFAULT_DIR, CacheUnavailable
 from mutant_gate.cli import commands
 from mutant_gate.cli.config import apply_config
 from mutant_gate.cli.flags import run_settings
-from mutant_gate.cli.run import cmd_run
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
 from mutant_gate.engine.sandbox.local import SandboxStartError
@@ -263,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in commands.COMMANDS:
             return commands.COMMANDS[args.command](args, console)
         if args.command == "run":
+            from mutant_gate.cli.run import cmd_run  # the engine: only when a run starts
+
             return cmd_run(args, console)
         if args.command == "tui":
             return cmd_tui(args)

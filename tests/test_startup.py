@@ -1,0 +1,59 @@
+"""Commands that run no kernel start without the heavy imports: `--help`, `cache ls` and
+`report` import neither torch, triton, libcst nor numpy (checked in a fresh process).
+Timings are for benchmarks; these assert what was imported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("torch", "triton", "libcst", "numpy")
+
+PROBE = """
+import json, sys
+from mutant_gate.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)), file=sys.stderr)
+"""
+
+
+def imported(*argv: str, cwd) -> list[str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *argv],
+        capture_output=True, text=True, cwd=cwd, timeout=120,
+    )  # fmt: skip
+    return json.loads(proc.stderr.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("--help",), ("run", "--help"), ("cache", "ls", "--cache-dir", "c"), ("report", "--help")],
+)
+def test_commands_that_run_no_kernel_import_nothing_heavy(argv, tmp_path):
+    assert imported(*argv, cwd=tmp_path) == []
+
+
+def test_a_report_of_a_cached_run_imports_nothing_heavy(tmp_path):
+    from mutant_gate.cache import Store
+
+    report = json.loads(
+        (Path(__file__).parent / "data" / "tui_affine_oracle_report.json").read_text()
+    )
+    with Store(str(tmp_path / "c")) as store:
+        store.put_run(report["run_id"], {"run_id": report["run_id"], "report": report})
+    argv = ("report", "latest", "--format", "markdown", "--out", "r.md", "--cache-dir", "c")
+    assert imported(*argv, cwd=tmp_path) == []
+    assert "affine" in (tmp_path / "r.md").read_text()
+
+
+def test_a_run_does_import_the_engine(tmp_path):
+    """The probe above can see heavy imports: a bad-input run gets as far as the loader."""
+    (tmp_path / "k.py").write_text("x = 1\n")
+    assert "libcst" in imported("run", "k.py", "--no-cache", cwd=tmp_path)
