@@ -187,8 +187,6 @@ def fact_lines(facts: list[tuple[str, object]]) -> Content:
 
 
 def _cell(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_cell(v) for v in value) + "]" if value else "-"
     return "-" if value is None or value == "" else words(value)

@@ -250,8 +250,9 @@ def _hung_up(fd: int | None) -> bool:
     return any(ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, ev in poller.poll(0))
 
 
-def _abandon(pid: int) -> None:
-    """End job ``pid``, its process group and everything of its uid, now."""
+def _abandon(pid: int, base: str) -> None:
+    """The tool is gone: end job ``pid``, its process group and everything of its uid,
+    remove its directory, and raise ``ParentGone``."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -261,6 +262,8 @@ def _abandon(pid: int) -> None:
     except ChildProcessError:
         pass
     _sweep(_sandbox_uid())
+    shutil.rmtree(base, ignore_errors=True)
+    raise ParentGone
 
 
 def run_job(job_data: dict, parent_fd: int | None = None) -> dict:
@@ -301,9 +304,7 @@ def run_job(job_data: dict, parent_fd: int | None = None) -> dict:
         events = dict(poller.poll(max(1, int(left * 1000))))
         if parent_fd is not None and events.get(parent_fd):
             os.close(rfd)
-            _abandon(pid)
-            shutil.rmtree(base, ignore_errors=True)
-            raise ParentGone
+            _abandon(pid, base)
         if rfd not in events:
             continue
         chunk = os.read(rfd, 65536)
@@ -320,9 +321,7 @@ def run_job(job_data: dict, parent_fd: int | None = None) -> dict:
         # memcheck reports (and sets the exit code) after the job wrote its result.
         while status is None and time.monotonic() < deadline:
             if _hung_up(parent_fd):
-                _abandon(pid)
-                shutil.rmtree(base, ignore_errors=True)
-                raise ParentGone
+                _abandon(pid, base)
             done, code = os.waitpid(pid, os.WNOHANG)
             status = code if done else None
             if status is None:
