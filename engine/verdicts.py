@@ -73,6 +73,21 @@ def compile_error(text: str) -> str | None:
     for i, line in enumerate(lines):
         if _COMPILE_ERROR.match(line):
             rest = " ".join(ln for ln in lines[i + 1 : i + 3] if ln)
+            # Triton's CompilationError prints "at L:C:", the kernel's source up to the
+            # failing line, a caret under it, then the compiler's own message: keep the
+            # message and the failing line, not the first lines of the kernel's source.
+            caret = next(
+                (j for j in range(i + 1, len(lines)) if lines[j] and set(lines[j]) == {"^"}),
+                None,
+            )
+            if caret is not None and caret + 1 < len(lines) and lines[caret + 1]:
+                after = []
+                for ln in lines[caret + 1 :]:
+                    if not ln or ln.startswith(("Traceback", "The above exception")):
+                        break
+                    after.append(ln)
+                source = lines[caret - 1] if caret - 1 > i else ""
+                rest = " ".join(after) + (f" (in `{source}`)" if source else "")
             message = f"{line} {rest}".strip()
             return message if len(message) <= 300 else message[:297] + "..."
     return None

@@ -327,7 +327,22 @@ def test_a_mutant_that_does_not_compile_is_not_compilable_in_every_mode():
     verdict, by, reason = decide(JobResult(JobStatus.FAILED, (failed,), COMPILE_FAILURE))
     assert (verdict.value, by) == ("not_compilable", None)
     assert reason.startswith("does not compile: triton.compiler.errors.CompilationError: at 41:8")
-    assert "Loop-carried variable accumulator" in reason or "accumulator = tl.dot" in reason
+    # The compiler's message and the failing line, not the kernel's first source lines.
+    assert "Loop-carried variable accumulator has initial type" in reason, reason
+    assert reason.endswith("(in `accumulator = tl.dot(a, b, accumulator)`)"), reason
+
+
+def test_a_compile_error_reason_skips_the_kernel_source_printed_before_the_caret():
+    from mutant_gate.engine.verdicts import compile_error
+
+    text = COMPILE_FAILURE.replace(
+        "        accumulator = tl.dot",
+        "def matmul_kernel(a_ptr, b_ptr, c_ptr,\n    M, N, K,\n"
+        "    for k in range(0, K):\n        accumulator = tl.dot",
+    )
+    message = compile_error(text)
+    assert "def matmul_kernel" not in message and "M, N, K" not in message, message
+    assert "Loop-carried variable" in message, message
 
 
 INTERPRETED_TYPE_ERROR = """Traceback (most recent call last):
