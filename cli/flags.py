@@ -60,8 +60,14 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         raise BadInput("--timeout must be positive")
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise BadInput("--fail-under must be between 0 and 100")
-    if args.sanitize and args.mode != "compiled" and not args.compare_modes:
-        raise BadInput("--sanitize needs --mode compiled (or --compare-modes)")
+    from mutant_gate.engine.modes import resolve_mode
+
+    # A remote sandbox does not run on this machine's GPU: auto is the interpreter there.
+    remote = args.backend == "contree" and args.mode == "auto"
+    mode, auto = ("interpret", True) if remote else resolve_mode(args.mode)
+    if args.sanitize and mode != "compiled" and not args.compare_modes:
+        found = " (--mode auto found no CUDA device)" if auto else ""
+        raise BadInput(f"--sanitize needs --mode compiled (or --compare-modes){found}")
     if args.backend != "contree" and (args.contree_image or args.contree_url):
         raise BadInput("--contree-image and --contree-url need --backend contree")
     settings = RunSettings(
@@ -83,7 +89,8 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         backend=args.backend,
         contree_image=args.contree_image,
         contree_url=args.contree_url,
-        mode=args.mode,
+        mode=mode,
+        auto_mode=auto,
         project_root=args.project_root,
         select_tests=not args.no_select,
         all_configs=args.all_configs,

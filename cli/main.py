@@ -95,9 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--mode",
-        choices=("interpret", "compiled"),
-        default="interpret",
-        help="interpret: Triton's interpreter on the CPU (default); compiled: the local CUDA device",
+        choices=("auto", "interpret", "compiled"),
+        default="auto",
+        help="auto (default): compiled on a machine with a CUDA device, its mask, bound and "
+        "offset survivors judged again in the interpreter; the interpreter elsewhere. "
+        "interpret: Triton's interpreter on the CPU; compiled: the local CUDA device",
     )
     run.add_argument(
         "--no-poison",

@@ -14,8 +14,18 @@ from mutant_gate.engine.vocabulary import ORDER, STYLES, Verdict
 
 
 def modes_summary(console: Console, modes: dict | None) -> None:
-    """``--compare-modes``: every mutant whose verdict depends on the mode, with both reasons."""
+    """``--compare-modes``: every mutant whose verdict depends on the mode, with both
+    reasons in full, in line order; ``--mode auto`` on a GPU: what the interpreter's
+    second look killed."""
     if not modes:
+        return
+    if "auto" in modes:
+        auto = modes["auto"]
+        line = (
+            f"mode auto: compiled; {auto['killed']} of {auto['rechecked']} mask, bound and "
+            f"offset survivors killed in {auto.get('by', 'the interpreter')}"
+        )
+        console.print(line + (f" ({auto['note']})" if auto.get("note") else ""), highlight=False)
         return
     first, second = modes["compared"]
     if "skipped" in modes:
@@ -23,16 +33,23 @@ def modes_summary(console: Console, modes: dict | None) -> None:
         return
     total = modes["agree"] + len(modes["disagreements"])
     console.print(
-        f"modes: {first} and {second} agree on {modes['agree']}/{total} mutants", highlight=False
+        f"modes: {first} and {second} agree on {modes['agree']}/{total} mutants; "
+        f"the table and the score show {first} mode's verdicts",
+        highlight=False,
     )
-    for d in modes["disagreements"]:
+    for d in sorted(modes["disagreements"], key=lambda d: (d["line"], d["operator"], d["id"])):
         a, b = d[first], d[second]
         console.print(
-            f"  [bold yellow]{d['id']}[/] {d['operator']} line {d['line']}: "
-            f"{first} {a['verdict']} ({a['by'] or a['reason']}), "
-            f"{second} {b['verdict']} ({b['by'] or b['reason']})",
+            f"  [bold yellow]{d['id']}[/] {d['operator']} line {d['line']}:\n"
+            f"    {first}: {a['verdict']} ({escape(_why(a))})\n"
+            f"    {second}: {b['verdict']} ({escape(_why(b))})",
             highlight=False,
         )
+
+
+def _why(verdict: dict) -> str:
+    by, reason = verdict.get("by"), verdict.get("reason") or ""
+    return f"{by}: {reason}" if by and reason else by or reason
 
 
 def summary(console: Console, report: dict) -> None:

@@ -35,6 +35,16 @@ def own_check_record(kernel: KernelFile) -> dict:
     }
 
 
+def cpu_tensor_hint(mode: str, error: str) -> str:
+    """Compiled mode, and Triton refused a CPU tensor: say what to change."""
+    if mode == "compiled" and "cannot be accessed from Triton" in error:
+        return (
+            " (the own check makes CPU tensors; compiled mode needs them on the GPU: "
+            "device='cuda', or --mode interpret)"
+        )
+    return ""
+
+
 def run_baseline(ctx: StageContext) -> tuple[JobResult, bool]:
     """The original with every check; sets ``ctx.baseline``, ``timeout_s`` (and in project
     mode ``coverage``). Returns (result, served from the cache)."""
@@ -50,7 +60,10 @@ def run_baseline(ctx: StageContext) -> tuple[JobResult, bool]:
             raise BadInput(f"{name}: {summarize_error(failing.message)}")
         if failing is not None and "::" in failing.name:
             why = f"{failing.name.split('::', 1)[1]}: {why}"
-        raise BadInput(f"{name}: the original fails its own check ({result.status.value}): {why}")
+        raise BadInput(
+            f"{name}: the original fails its own check ({result.status.value}): {why}"
+            + cpu_tensor_hint(settings.mode, result.error)
+        )
     if settings.all_configs:
         result = _other_configs(ctx, result)
     if kernel.project is not None and settings.select_tests:

@@ -30,7 +30,7 @@ from .events import (
 )
 from .jobs import JobRunner
 from .kernel_file import KernelFile, TestFile, load_kernel_file
-from .modes import compare_modes_stage
+from .modes import auto_recheck_stage, compare_modes_stage
 from .mutate import generate_mutants, select_operators
 from .project import jit_callers
 from .records import Mutant, Verdict
@@ -167,8 +167,10 @@ class Run:
         yield from self._run_mutants(reached, done=len(targets) - len(reached), total=len(targets))
         self.judged = True
         survivors = [s for s in stages if s.phase != BEFORE_MUTANTS]
-        if self.other_sandbox is not None:
+        if self.other_sandbox is not None and self.settings.compare_modes:
             survivors.insert(0, compare_modes_stage(self.other_sandbox))
+        elif self.other_sandbox is not None:  # --mode auto on a GPU
+            survivors.insert(0, auto_recheck_stage(self.other_sandbox))
         for stage in [*self.extra_stages, *survivors]:
             yield from self._run_stage(stage, targets)
         for name, stage in CHECKS.items():  # looked up now: the explorer may toggle them

@@ -95,6 +95,8 @@ def start_run(settings: RunSettings, sandbox: Sandbox, store: Store | None):
     other = None
     if settings.compare_modes:
         other = make_sandbox(settings, "compiled" if settings.mode == "interpret" else "interpret")
+    elif settings.auto_mode and settings.mode == "compiled":
+        other = make_sandbox(settings, "interpret")  # started when a survivor needs it
     return Run(settings, sandbox, store, other_sandbox=other)
 
 

@@ -103,6 +103,9 @@ class RunSettings:
     use_cache: bool = True
     fail_under: float | None = None
     mode: str = "interpret"  # interpret (CPU, Triton's interpreter) | compiled (CUDA device)
+    #: ``--mode auto`` chose ``mode``: on a GPU, compiled survivors of mask, bound and
+    #: offset operators are judged again in the interpreter (``modes.auto_recheck_stage``)
+    auto_mode: bool = False
     sanitize: bool = False  # compiled mode under compute-sanitizer memcheck
     compare_modes: bool = False  # run every mutant in both modes
     project_root: str | None = None  # project mode: where the tests run from (default: found)

@@ -49,6 +49,18 @@ def sandbox():
     box.close()
 
 
+@pytest.fixture(scope="module", params=["forked", "warm"])
+def either_sandbox(request):
+    """The pool both ways: a forked child per job, and the warm runner that compiled
+    mode uses (here with the interpreter: the same process, hardening and limits)."""
+    from mutant_gate.engine.sandbox.local import LocalSandbox
+
+    box = LocalSandbox(workers=2, warm=request.param == "warm")
+    box.start()
+    yield box
+    box.close()
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600):
     """Run the real command line in a subprocess; returns CompletedProcess."""
     full_env = {**os.environ, **(env or {})}

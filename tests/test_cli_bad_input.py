@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
@@ -192,3 +193,13 @@ def test_flags_without_their_extra(monkeypatch, capsys, missing, flags, message)
     code = main(["run", str(EXAMPLES / "vector_add.py"), "--no-config", *flags])
     assert code == 2
     assert capsys.readouterr().err.strip() == f"mutant-gate: error: {message}"
+
+
+def test_mode_auto_without_a_cuda_device_is_the_interpreter_and_imports_no_torch():
+    code = (
+        "import sys; from mutant_gate.engine.modes import resolve_mode; "
+        "print(resolve_mode('auto'), 'torch' in sys.modules)"
+    )
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.split() == ["('interpret',", "True)", "False"], out.stdout + out.stderr

@@ -161,3 +161,57 @@ def test_a_mutant_that_does_not_compile_is_not_compilable_not_killed(tmp_path):
         assert row["verdict"] == "not_compilable", row
         assert row["reason"].startswith("does not compile: "), row["reason"]
     assert [e["verdict"] for e in report["score"]["excluded"]] == ["not_compilable"] * len(rows)
+
+
+def test_a_warm_runner_serves_a_hundred_compiled_jobs_with_one_context(compiled):
+    """One CUDA context for many jobs: every job of the same worker reports the same
+    runner process, and each still compiles and checks its own kernel."""
+    first = compiled.run(job(FAULTY.format(offset=3, expected=1.0)))
+    pid = first.extra["runner"]["pid"]
+    statuses = []
+    for i in range(100):
+        expected = 1.0 if i % 10 else 2.0  # every tenth job fails its check
+        result = compiled.run(job(FAULTY.format(offset=3, expected=expected)))
+        statuses.append(result.status)
+        assert result.extra["runner"]["pid"] in {w.runner_pid for w in compiled._all} | {pid}
+    assert statuses.count(JobStatus.FAILED) == 10
+    assert statuses.count(JobStatus.PASSED) == 90
+    pids = {w.runner_pid for w in compiled._all}
+    assert None not in pids and len(pids) == len(compiled._all), pids
+
+
+def test_an_illegal_access_retires_the_runner_and_the_next_job_passes(compiled):
+    crashed = compiled.run(job(FAULTY.format(offset=1 << 40, expected=1.0)))
+    assert crashed.status is JobStatus.CRASH, crashed
+    assert crashed.extra["runner"]["retired"], crashed.extra
+    again = compiled.run(job(FAULTY.format(offset=3, expected=1.0)))
+    assert again.status is JobStatus.PASSED, again.error
+    assert again.extra["runner"]["pid"] != crashed.extra["runner"].get("served_by")
+
+
+def test_mode_auto_judges_masked_compiled_survivors_again_in_the_interpreter(tmp_path):
+    proc = run_cli(
+        "run",
+        str(EXAMPLES / "vector_add.py"),
+        "--operators",
+        "mask-drop",
+        "--writer",
+        "none",
+        "--no-cache",
+        "--json",
+        "r.json",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["settings"]["mode"] == "compiled" and report["settings"]["auto_mode"]
+    rows = report["mutants"]
+    assert rows
+    for row in rows:
+        # On the GPU a dropped mask reads memory no check looks at; the interpreter's
+        # bounds check sees it, and the row says which mode decided.
+        assert row["verdict"] == "killed", row
+        assert row["modes"]["decided"] in ("compiled", "interpret"), row
+        if row["modes"]["decided"] == "interpret":
+            assert row["by"] == "bounds" and row["modes"]["compiled"]["verdict"] == "survived"
+    assert any(r["modes"]["decided"] == "interpret" for r in rows)

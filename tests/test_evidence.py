@@ -469,3 +469,12 @@ def test_a_model_that_claims_every_survivor_equivalent_excludes_nothing_unbacked
         w.startswith(("the oracle contradicts it", "no probe evidence")) for w in whys.values()
     ), whys
     assert report["checks"]["claims"]["backed"] == 0
+
+
+def test_a_gpu_original_given_cpu_tensors_in_compiled_mode_gets_a_hint():
+    from mutant_gate.engine.baseline import cpu_tensor_hint
+
+    error = "ValueError: Pointer argument (at 0) cannot be accessed from Triton (cpu tensor?)"
+    assert "needs them on the GPU" in cpu_tensor_hint("compiled", error)
+    assert cpu_tensor_hint("interpret", error) == ""
+    assert cpu_tensor_hint("compiled", "AssertionError: Tensor-likes are not close!") == ""

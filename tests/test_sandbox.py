@@ -16,6 +16,12 @@ from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture(scope="module")
+def sandbox(either_sandbox):
+    """Every test here runs against the forked and the warm pool (conftest)."""
+    return either_sandbox
+
+
 def main_job(body: str, timeout_s: float = 20.0, **kw) -> Job:
     source = textwrap.dedent(body)
     return Job(
@@ -87,13 +93,14 @@ def test_huge_allocation_is_contained(sandbox):
     assert "alloc" in result.error.lower() or "memory" in result.error.lower()
 
 
-def test_job_cannot_see_api_keys(monkeypatch):
+@pytest.mark.parametrize("warm", [False, True], ids=["forked", "warm"])
+def test_job_cannot_see_api_keys(monkeypatch, warm):
     from mutant_gate.engine.sandbox.local import LocalSandbox
 
     monkeypatch.setenv("MY_SERVICE_API_KEY", "sk-should-never-leak")
     monkeypatch.setenv("NEBIUS_API_KEY", "nb-should-never-leak")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-should-never-leak")
-    with LocalSandbox(workers=1) as box:
+    with LocalSandbox(workers=1, warm=warm) as box:
         result = box.run(
             main_job("""
             import os

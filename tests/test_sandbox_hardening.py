@@ -24,6 +24,12 @@ pytestmark = [
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(scope="module")
+def sandbox(either_sandbox):
+    """Every test here runs against the forked and the warm pool (conftest)."""
+    return either_sandbox
+
+
 def job(body: str, timeout_s: float = 20.0, **kw) -> Job:
     source = textwrap.dedent(body)
     return Job(
@@ -104,19 +110,13 @@ def test_cannot_signal_the_tool(sandbox):
 
 
 def _processes_of_sandbox_users(sandbox) -> list[int]:
-    """Processes still running as any of this pool's sandbox uids."""
-    from mutant_gate.engine.sandbox.isolation import sandbox_uid
+    """Processes still running (not dead and waiting to be reaped) as any of this
+    pool's sandbox uids, but for the warm runners waiting for their next job."""
+    from mutant_gate.engine.sandbox.isolation import processes_of, sandbox_uid
 
-    uids = {sandbox_uid(w.proc.pid) for w in sandbox._all}
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid in uids:
-                    found.append(int(entry))
-            except OSError:
-                pass
-    return found
+    runners = {w.runner_pid for w in sandbox._all}
+    found = [p for w in sandbox._all for p in processes_of(sandbox_uid(w.proc.pid))]
+    return [p for p in found if p not in runners]
 
 
 def test_fork_bomb_is_contained(sandbox):
@@ -153,3 +153,22 @@ def test_cannot_escape_its_process_group_to_outlive_the_job(sandbox):
     assert result.status is JobStatus.PASSED, result.error
     # The straggler left its process group but not its namespace: it died with the job.
     assert _processes_of_sandbox_users(sandbox) == []
+
+
+def test_the_sandbox_user_has_a_name_as_libraries_expect(sandbox):
+    """Libraries ask who runs them (getpass, pwd); the sandbox uid answers by name,
+    in the sandbox alone: the host's /etc/passwd is unchanged."""
+    before = Path("/etc/passwd").read_bytes()
+    result = sandbox.run(
+        job(
+            """
+        import getpass, os, pwd
+        assert os.getuid() >= 1_500_000_000, os.getuid()
+        assert getpass.getuser() == "mutant-gate"
+        assert pwd.getpwuid(os.getuid()).pw_name == "mutant-gate"
+        assert os.environ["USER"] == os.environ["LOGNAME"] == "mutant-gate"
+        """
+        )
+    )
+    assert result.status is JobStatus.PASSED, result.error
+    assert Path("/etc/passwd").read_bytes() == before

@@ -43,8 +43,12 @@ def launched() -> list[str]:
 
 
 def record_launches() -> None:
-    """Note the name of every kernel launched (interpreter and compiled launches)."""
+    """Note the name of every kernel launched (interpreter and compiled launches), from
+    an empty record (a warm runner's process serves many jobs)."""
     from triton.runtime import interpreter, jit
+
+    _LAUNCHED.clear()
+    _EVER.clear()
 
     def wrap(owner: Any, attr: str, name_of: Any) -> None:
         original = getattr(owner, attr)

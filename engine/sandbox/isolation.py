@@ -74,14 +74,20 @@ def processes_of(uid: int) -> list[int]:
     return found
 
 
-def kill_uid(uid: int, wait_s: float = 1.0, reap: Callable[[], None] | None = None) -> list[int]:
+def kill_uid(
+    uid: int,
+    wait_s: float = 1.0,
+    reap: Callable[[], None] | None = None,
+    spare: frozenset[int] = frozenset(),
+) -> list[int]:
     """SIGKILL every process of ``uid`` until none is left (or ``wait_s`` passed);
     returns those still alive. A sandbox uid belongs to one worker, so every process of
     it is that worker's job or what the job started. ``reap``: the worker reaps its
-    orphans (it is their subreaper) after each round."""
+    orphans (it is their subreaper) after each round. ``spare``: processes left alone
+    (the worker's warm runner between its jobs)."""
     deadline = time.monotonic() + wait_s
     while True:
-        pids = processes_of(uid)
+        pids = [pid for pid in processes_of(uid) if pid not in spare]
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -123,6 +129,11 @@ def _vm_size_bytes() -> int:
     return 0
 
 
+def address_space_after(memory_mb: int) -> int:
+    """An address-space limit ``memory_mb`` above what this process maps now."""
+    return _vm_size_bytes() + memory_mb * 1024 * 1024
+
+
 def apply_limits(memory_mb: int | None, cpu_s: float, output_limit_bytes: int) -> None:
     """Address space (on top of what the warm worker already maps), CPU time, file size.
 
@@ -130,7 +141,7 @@ def apply_limits(memory_mb: int | None, cpu_s: float, output_limit_bytes: int) -
     more virtual memory than it uses, so compiled mode cannot be bounded that way.
     """
     if memory_mb is not None:
-        address_space = _vm_size_bytes() + memory_mb * 1024 * 1024
+        address_space = address_space_after(memory_mb)
         resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
     cpu = int(cpu_s) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
@@ -148,6 +159,8 @@ def enter_workdir(workdir: str, env: dict[str, str]) -> None:
     os.environ.update(env)
     os.environ["HOME"] = workdir
     os.environ["TMPDIR"] = workdir
+    if os.getuid() >= SANDBOX_UID_BASE:  # the hardened sandbox's own uid (name_user)
+        os.environ["USER"] = os.environ["LOGNAME"] = SANDBOX_USER
     # Triton reads its home at import time (the worker's); point it here.
     os.environ["TRITON_HOME"] = workdir
     os.environ["TRITON_CACHE_DIR"] = os.path.join(workdir, ".triton", "cache")
@@ -254,6 +267,31 @@ def private_filesystem(home: str, tmp_size_mb: int = 1024, project: tuple[str, .
     workdir = "/tmp/mutant-gate-job"
     os.mkdir(workdir, 0o700)
     return workdir
+
+
+#: The name a sandbox uid goes by (libraries ask who runs them: ``getpass.getuser()``,
+#: ``pwd.getpwuid(os.getuid())``, and fail on a uid with no name).
+SANDBOX_USER = "mutant-gate"
+
+
+def name_user(uid: int) -> None:
+    """In the private mount namespace: /etc/passwd and /etc/group as the host's plus an
+    entry for ``uid`` (bound over the originals, for this sandbox alone)."""
+    for path, entry in (
+        ("/etc/passwd", f"{SANDBOX_USER}:x:{uid}:{uid}:mutant-gate sandbox:/tmp:/usr/sbin/nologin"),
+        ("/etc/group", f"{SANDBOX_USER}:x:{uid}:"),
+    ):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError:
+            text = ""
+        copy = os.path.join("/tmp", "." + os.path.basename(path))
+        with open(copy, "w", encoding="utf-8") as fh:
+            fh.write(text.rstrip("\n") + ("\n" if text else "") + entry + "\n")
+        os.chmod(copy, 0o644)
+        if os.path.exists(path):
+            _mount(copy, path, None, MS_BIND, None)
 
 
 def drop_privileges(uid: int, nproc: int) -> None:

@@ -1,8 +1,10 @@
 """The embedded default sandbox: a pool of warm worker processes.
 
-Each worker imports torch/triton once (with ``TRITON_INTERPRET=1``) and forks a
-fresh child per job, so a job costs a fork instead of a 3-second import. The
-workers are started with a scrubbed environment: no key or token ever reaches
+Each worker imports torch/triton once (with ``TRITON_INTERPRET=1`` unless compiled)
+and runs the jobs of the file's own code in one hardened runner process of its own
+(``worker.run_warm``); any other job (a generated or project test, --sanitize) gets a
+freshly forked child. A job costs no 3-second import, and (compiled) no new CUDA
+context. The workers are started with a scrubbed environment: no key or token ever reaches
 them, let alone the code they run. A worker that dies or stops answering is
 replaced and its job reported as an error, never as a kill.
 """
@@ -67,15 +69,17 @@ def visible_gpus() -> list[str]:
 class _Worker:
     """One warm worker process. Construction starts it; ``wait_ready`` waits for its imports."""
 
-    def __init__(self, mode: str, gpu: str | None = None) -> None:
+    def __init__(self, mode: str, gpu: str | None = None, warm: bool = False) -> None:
         self.versions: dict = {}
         self.scratch: str | None = None  # the worker's job directories (it reports it)
-        self.gpu = gpu
+        self.runner: dict | str | None = None  # the warm runner's hello (or why it failed)
+        self.gpu, self.mode, self.warm = gpu, mode, warm
         env = worker_env(mode)
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = gpu
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mutant_gate.engine.sandbox.worker"],
+            [sys.executable, "-m", "mutant_gate.engine.sandbox.worker"]
+            + (["--warm"] if warm else []),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -95,6 +99,10 @@ class _Worker:
             )
         self.versions = hello["versions"]
         self.scratch = hello.get("scratch")
+        self.runner = hello.get("runner")
+        #: the warm runner's pid while one waits for jobs (a process of the sandbox uid
+        #: that is not a job's leftover), from its hello and then from each warm result
+        self.runner_pid = self.runner.get("pid") if isinstance(self.runner, dict) else None
         return self
 
     def _read_line(self, timeout: float) -> dict | None:
@@ -117,7 +125,10 @@ class _Worker:
             return None
         if answer is None:
             return None
-        return JobResult.from_json(answer["result"])
+        result = JobResult.from_json(answer["result"])
+        if "runner" in result.extra:
+            self.runner_pid = result.extra["runner"].get("pid")
+        return result
 
     def kill(self) -> None:
         """Kill the worker, its job (in a process group of its own) and whatever the
@@ -138,9 +149,15 @@ class LocalSandbox:
 
     name = "local"
 
-    def __init__(self, workers: int | None = None, mode: str = "interpret") -> None:
+    def __init__(
+        self, workers: int | None = None, mode: str = "interpret", warm: bool | None = None
+    ) -> None:
         self.size = max(1, workers or os.cpu_count() or 1)
         self.mode = mode
+        #: jobs of the file's own code run in each worker's long-lived runner (see
+        #: ``worker.run_warm``): in compiled mode a process per job pays a CUDA context
+        #: and Triton's driver builds, in the interpreter a fork and the hardening
+        self.warm = True if warm is None else warm
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
@@ -160,7 +177,8 @@ class LocalSandbox:
                 raise SandboxStartError("--mode compiled needs a CUDA device; none is visible")
             # Compiled mode: one worker pool per visible GPU, workers dealt round-robin.
             launched = [
-                _Worker(self.mode, gpus[i % len(gpus)] if gpus else None) for i in range(self.size)
+                _Worker(self.mode, gpus[i % len(gpus)] if gpus else None, self.warm)
+                for i in range(self.size)
             ]
             try:
                 workers = [w.wait_ready() for w in launched]
@@ -201,7 +219,7 @@ class LocalSandbox:
         with self._lock:
             if worker in self._all:
                 self._all.remove(worker)
-        fresh = _Worker(self.mode, worker.gpu).wait_ready()
+        fresh = _Worker(self.mode, worker.gpu, self.warm).wait_ready()
         with self._lock:
             self._all.append(fresh)
         self._idle.put(fresh)

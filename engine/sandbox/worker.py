@@ -136,7 +136,8 @@ def _child(job_data: dict, workdir: str, log_path: str, wfd: int) -> None:
         env = isolation.scrubbed_env(dict(os.environ))
         report = {"network_cut": isolation.cut_network()}
         isolation.redirect_output(log_path)
-        report["isolation"] = _harden(isolation, job)
+        keep = tuple(job.project[k] for k in ("root", "import_root") if k in (job.project or {}))
+        report["isolation"] = _harden(isolation, keep, job.max_processes)
         if os.getppid() != worker:  # the worker died before the death signal was armed again
             os._exit(1)
         if report["isolation"]["filesystem"] == "private":
@@ -146,7 +147,10 @@ def _child(job_data: dict, workdir: str, log_path: str, wfd: int) -> None:
             _exec_sanitized(job_data, workdir, env, wfd, report)  # never returns
         memory = job.memory_mb if job.mode == "interpret" else None
         isolation.apply_limits(memory, job.timeout_s, job.output_limit_bytes)
+        me = os.getpid()
         result = run_checks(job, workdir).to_json()
+        if os.getpid() != me:  # a process the check forked came back here: it never answers
+            os._exit(0)
         result["network_cut"] = report.pop("network_cut")
         result.setdefault("extra", {})["isolation"] = report["isolation"]
         payload = json.dumps(result)
@@ -187,14 +191,13 @@ def _exec_sanitized(job_data: dict, workdir: str, env: dict, wfd: int, report: d
     os.execve(tool, argv, env)
 
 
-def _harden(isolation, job) -> dict:
-    """As root: private scratch dirs and home, then an unprivileged uid of this worker's own."""
+def _harden(isolation, keep: tuple[str, ...], max_processes: int) -> dict:
+    """As root: private scratch dirs and home (``keep``: project directories that stay
+    visible, read-only), then an unprivileged uid of this worker's own."""
     state = {"filesystem": "shared", "user": "unchanged"}
     if os.geteuid() != 0:
         return state
     try:
-        project = job.project or {}
-        keep = tuple(project[k] for k in ("root", "import_root") if k in project)
         state["workdir"] = isolation.private_filesystem(os.path.expanduser("~root"), project=keep)
         state["filesystem"] = "private"
     except OSError as exc:
@@ -202,7 +205,11 @@ def _harden(isolation, job) -> dict:
         return state
     uid = isolation.sandbox_uid(os.getppid())
     os.chown(state["workdir"], uid, uid)
-    isolation.drop_privileges(uid, nproc=job.max_processes)
+    try:
+        isolation.name_user(uid)
+    except OSError as exc:  # the job still runs; a library asking its name may not
+        state["user_name_error"] = str(exc)
+    isolation.drop_privileges(uid, nproc=max_processes)
     state["user"] = f"uid {uid}"
     return state
 
@@ -218,23 +225,38 @@ def _sweep(uid: int | None) -> None:
     """Kill every process left by the job (even those that left its process group).
 
     The job's uid is this worker's alone, so every process of that uid is the
-    job's; orphans are reparented to the worker (a child subreaper) and reaped.
+    job's, but for the warm runner waiting for its next job; orphans are reparented
+    to the worker (a child subreaper) and reaped.
     """
     if uid is None:
         return
     from mutant_gate.engine.sandbox.isolation import kill_uid
 
-    kill_uid(uid, wait_s=5.0, reap=_reap)
+    spare = frozenset([_RUNNER.pid]) if _RUNNER is not None else frozenset()
+    kill_uid(uid, wait_s=5.0, reap=_reap, spare=spare)
+
+
+#: Exit statuses of children reaped by ``_reap`` (a runner that died between jobs).
+_REAPED: dict[int, int] = {}
 
 
 def _reap() -> None:
     while True:
         try:
-            reaped, _ = os.waitpid(-1, os.WNOHANG)
+            reaped, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if reaped == 0:
             return
+        _REAPED[reaped] = status
+
+
+def _wait(pid: int, flags: int = 0) -> tuple[int, int]:
+    """``os.waitpid`` for ``pid``, also when ``_reap`` already reaped it."""
+    try:
+        return os.waitpid(pid, flags)
+    except ChildProcessError:
+        return pid, _REAPED.pop(pid, 0)
 
 
 class ParentGone(Exception):
@@ -271,7 +293,10 @@ def run_job(job_data: dict, parent_fd: int | None = None) -> dict:
 
     With ``parent_fd`` (the worker's stdin, whose other end the tool holds), the job
     is abandoned and ``ParentGone`` raised as soon as that pipe hangs up: a tool
-    killed mid-job leaves nothing running."""
+    killed mid-job leaves nothing running. With warm runners on (``--warm``), a job
+    that may share a process goes to the worker's runner instead."""
+    if _WARM and warm_eligible(job_data):
+        return run_warm(job_data, parent_fd)
     base = tempfile.mkdtemp(prefix="mg-job-")
     workdir = os.path.join(base, "work")
     os.mkdir(workdir)
@@ -339,7 +364,20 @@ def run_job(job_data: dict, parent_fd: int | None = None) -> dict:
     # errors were not printed"): read it before the job's directory goes.
     head = _read_head(log_path) if job_data.get("sanitize") else ""
     shutil.rmtree(base, ignore_errors=True)
+    return _result(job_data, timed_out, status, b"".join(chunks), output, head, duration)
 
+
+def _result(
+    job_data: dict,
+    timed_out: bool,
+    status: int | None,
+    answer: bytes,
+    output: str,
+    head: str,
+    duration: float,
+) -> dict:
+    """What a job's process left (its answer, its exit status, its output) as a result."""
+    timeout = float(job_data["timeout_s"])
     if timed_out:
         return {
             "status": "timeout",
@@ -360,15 +398,16 @@ def run_job(job_data: dict, parent_fd: int | None = None) -> dict:
                 "duration_s": duration,
                 "extra": {"sanitizer": {"errors": count, "caching_allocator": "off"}},
             }
-    if chunks:
+    if answer:
         try:
-            result = json.loads(b"".join(chunks))
+            result = json.loads(answer)
             result["duration_s"] = duration
             if result.get("status") == "error" and output:
                 result["error"] = f"{result.get('error', '')}\n--- output ---\n{output}"
             return result
         except ValueError:
             pass
+    status = status or 0
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
@@ -390,13 +429,334 @@ def run_job(job_data: dict, parent_fd: int | None = None) -> dict:
     }
 
 
+# -- the warm runner: one process, many jobs ----------------------------------------------
+#
+# In compiled mode a forked child per job pays a new CUDA context, Triton's driver
+# utilities built with gcc and every launcher compiled again in a fresh cache: more than
+# the job itself. A CUDA context does not survive fork, so the worker (which never
+# touches CUDA) forks one runner instead. The runner hardens itself once, as a job's
+# child does (no network, private filesystem, the worker's unprivileged uid, no keys in
+# its environment), makes its context, and runs job after job in its own process, each
+# in a fresh directory, with Triton's cache (keyed by source hash) kept between them.
+# Only jobs of the file's own code run there: the kernel file's own check and harness
+# requests. Generated or project tests, --sanitize and null runs get a child of their
+# own, so nothing a test does to the process reaches another job. The runner is ended,
+# and a fresh one forked, after a timeout, a crash, a CUDA error, memory the job left
+# allocated on the device, or RUNNER_MAX_JOBS jobs.
+
+#: Jobs one runner serves before a fresh one replaces it.
+RUNNER_MAX_JOBS = 1000
+#: Device memory a job may leave allocated before its runner is replaced.
+RUNNER_LEAK_BYTES = 64 << 20
+RUNNER_START_S = 120.0
+
+#: Set by ``main`` from ``--warm``: which jobs a runner serves (see ``warm_eligible``).
+_WARM = False
+_RUNNER: _Runner | None = None
+
+
+def warm_eligible(job_data: dict) -> bool:
+    """A job a warm runner may serve: the kernel file's own check and harness requests
+    only (no test of any other origin), no sanitizer, no null run, no project."""
+    return (
+        not job_data.get("sanitize")
+        and not job_data.get("null_launches")
+        and job_data.get("project") is None
+        and all(c["kind"] in ("main", "harness") for c in job_data["checks"])
+    )
+
+
+class _Runner:
+    """The worker's side of a warm runner: the process, its two pipes and its log."""
+
+    def __init__(self, number: int) -> None:
+        self.log_path = os.path.join(tempfile.gettempdir(), f"runner-{number}.log")
+        job_r, job_w = os.pipe()
+        res_r, res_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(job_w)
+            os.close(res_r)
+            _runner_main(job_r, res_w, self.log_path)  # never returns
+        os.close(job_r)
+        os.close(res_w)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        self.pid, self.jobs, self.answers = pid, job_w, res_r
+        self.pending = b""
+        self.hello: dict | None = None
+
+    def read_line(self, deadline: float, parent_fd: int | None) -> bytes | None:
+        """The runner's next line; b"" when it died, None at the deadline. Raises
+        ``ParentGone`` when the tool hangs up meanwhile."""
+        poller = select.poll()
+        poller.register(self.answers, select.POLLIN)
+        if parent_fd is not None:
+            poller.register(parent_fd, 0)
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            events = dict(poller.poll(max(1, int(left * 1000))))
+            if parent_fd is not None and events.get(parent_fd):
+                self.end()
+                raise ParentGone
+            if self.answers not in events:
+                continue
+            chunk = os.read(self.answers, 65536)
+            if not chunk:
+                return b""
+            self.pending += chunk
+            if len(self.pending) > RESULT_LIMIT:
+                return b""
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line
+
+    def end(self) -> int | None:
+        """Kill the runner and whatever it started; its exit status."""
+        global _RUNNER
+        for fd in (self.jobs, self.answers):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        _, status = _wait(self.pid)
+        if _RUNNER is self:
+            _RUNNER = None
+        _sweep(_sandbox_uid())
+        return status
+
+
+_RUNNERS_STARTED = 0
+
+
+def _runner(parent_fd: int | None) -> _Runner | dict:
+    """The worker's runner, forked (and waited for) if there is none: or an error result."""
+    global _RUNNER, _RUNNERS_STARTED
+    if _RUNNER is not None:
+        return _RUNNER
+    _RUNNERS_STARTED += 1
+    runner = _Runner(_RUNNERS_STARTED)
+    line = runner.read_line(time.monotonic() + RUNNER_START_S, parent_fd)
+    try:
+        hello = json.loads(line) if line else {}
+    except ValueError:
+        hello = {}
+    if not hello.get("ready"):
+        runner.end()
+        why = hello.get("error") or _read_tail(runner.log_path) or "no answer"
+        return {"status": "error", "error": f"the warm runner did not start: {why}"}
+    runner.hello = hello
+    _RUNNER = runner
+    return runner
+
+
+def run_warm(job_data: dict, parent_fd: int | None = None) -> dict:
+    """Run one job in the worker's warm runner (forked first if there is none)."""
+    runner = _runner(parent_fd)
+    if isinstance(runner, dict):
+        return runner
+    start = time.monotonic()
+    deadline = start + float(job_data["timeout_s"])
+    try:
+        data = json.dumps({"job": job_data}).encode() + b"\n"
+        view = memoryview(data)
+        while view:
+            view = view[os.write(runner.jobs, view) :]
+        line = runner.read_line(deadline, parent_fd)
+    except OSError:  # the runner died before it read the job
+        line = b""
+    duration = time.monotonic() - start
+    if not line:  # a timeout (None) or the runner's death (b"")
+        output = _read_tail(runner.log_path)
+        status = runner.end()
+        result = _result(job_data, line is None, status, b"", output, "", duration)
+        why = "the job timed out" if line is None else "the runner died"
+        result.setdefault("extra", {})["runner"] = {"pid": None, "retired": why}
+        return result
+    answer = json.loads(line)
+    retire = answer.pop("retire", None)
+    output = _read_tail(runner.log_path)
+    if retire:
+        runner.end()
+    else:
+        _sweep(_sandbox_uid())  # whatever the job started, but for the runner itself
+    answer.setdefault("extra", {}).setdefault("runner", {})["retired"] = retire
+    if retire:
+        answer["extra"]["runner"]["pid"] = None  # the pid that now runs: none until the next job
+        answer["extra"]["runner"]["served_by"] = runner.pid
+    return _result(job_data, False, None, json.dumps(answer).encode(), output, "", duration)
+
+
+def _runner_main(jobs_fd: int, answers_fd: int, log_path: str) -> None:
+    """The runner (a forked child of the worker): hardens itself, then serves jobs."""
+    code = 0
+    out = os.fdopen(answers_fd, "w", buffering=1)
+    try:
+        from mutant_gate.engine.sandbox import isolation
+        from mutant_gate.engine.sandbox.job import Job
+
+        os.setpgid(0, 0)
+        worker = os.getppid()
+        isolation.die_with_parent()
+        env = isolation.scrubbed_env(dict(os.environ))
+        network_cut = isolation.cut_network()
+        isolation.redirect_output(log_path)
+        state = _harden(isolation, (), Job.max_processes)
+        if os.getppid() != worker:
+            os._exit(1)
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        # Runaway output ends the runner with SIGXFSZ ("output exceeded"), as in a child.
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        root = state.pop("workdir", None) or tempfile.mkdtemp(prefix="mg-runner-")
+        cache = os.path.join(root, "triton-cache")
+        env["TRITON_CACHE_DIR"] = cache
+        os.environ["TRITON_CACHE_DIR"] = cache
+        warmup = time.perf_counter()
+        device = _warm_device()
+        hello = {
+            "ready": True,
+            "pid": os.getpid(),
+            "warmup_s": round(time.perf_counter() - warmup, 3),
+            **device,
+        }
+        out.write(json.dumps(hello) + "\n")
+        report = {"network_cut": network_cut, "isolation": state}
+        with os.fdopen(jobs_fd, "rb") as jobs:
+            for number, line in enumerate(jobs, start=1):
+                answer = _serve(json.loads(line)["job"], root, env, report, number, device)
+                out.write(json.dumps(answer) + "\n")
+                if answer.get("retire"):
+                    break
+    except BaseException:  # noqa: BLE001 - the worker turns this into a result
+        code = 1
+        try:
+            out.write(json.dumps({"ready": False, "error": traceback.format_exc()[-4000:]}) + "\n")
+        except OSError:
+            pass
+    os._exit(code)
+
+
+def _warm_device() -> dict:
+    """Compiled mode: the runner's CUDA context and Triton's driver utilities, made once
+    (a job then pays only its own compile and launch)."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return {}
+    import torch
+    from triton.runtime.driver import driver
+
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    driver.active.utils  # noqa: B018 - builds (or loads from the cache) the driver utilities
+    return {
+        "device": torch.cuda.get_device_name(),
+        "memory_baseline": torch.cuda.memory_allocated(),
+    }
+
+
+def _serve(job_data: dict, root: str, env: dict, report: dict, number: int, device: dict) -> dict:
+    """Run one job in the runner's process, in a fresh directory under ``root``, and
+    put the process back as it was: cwd, environment, ``sys.path``, ``sys.argv``, the
+    modules loaded from the job's directory. The answer says whether to retire."""
+    import resource
+
+    from mutant_gate.engine.harness.runner import run_checks
+    from mutant_gate.engine.sandbox import isolation
+    from mutant_gate.engine.sandbox.job import Job
+
+    _reap()  # what the last job left, killed by the worker's sweep since
+    workdir = os.path.join(root, f"job-{number}")
+    saved = (list(sys.path), dict(os.environ), set(sys.modules), sys.argv[:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.ftruncate(1, 0)  # fd 1 and 2 share the log: this job's output starts it afresh
+    os.lseek(1, 0, os.SEEK_SET)
+    try:
+        job = Job.from_json(job_data)
+        os.mkdir(workdir, 0o700)
+        isolation.enter_workdir(workdir, env)
+        os.environ["TRITON_CACHE_DIR"] = env["TRITON_CACHE_DIR"]  # kept between jobs
+        # Soft limits only: an unprivileged process cannot raise a hard limit again.
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = int(used.ru_utime + used.ru_stime + job.timeout_s) + 1
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, resource.RLIM_INFINITY))
+        limit = job.output_limit_bytes
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+        if job.mode == "interpret":  # a CUDA context cannot be bounded by address space
+            space = isolation.address_space_after(job.memory_mb)
+            resource.setrlimit(resource.RLIMIT_AS, (space, resource.RLIM_INFINITY))
+        me = os.getpid()
+        answer = run_checks(job, workdir).to_json()
+        if os.getpid() != me:  # a process the check forked came back here: it never answers
+            os._exit(0)
+    except BaseException:  # noqa: BLE001 - a harness failure is data, not a dead runner
+        answer = {"status": "error", "error": traceback.format_exc()[-4000:]}
+    finally:
+        if job_data.get("mode") == "interpret":
+            resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.chdir(root)
+        sys.path[:], sys.argv[:] = saved[0], saved[3]
+        os.environ.clear()
+        os.environ.update(saved[1])
+        for name in set(sys.modules) - saved[2]:
+            origin = getattr(sys.modules.get(name), "__file__", None) or ""
+            if origin.startswith(workdir + os.sep):
+                sys.modules.pop(name, None)
+        tempfile.tempdir = root
+        shutil.rmtree(workdir, ignore_errors=True)
+    answer["network_cut"] = report["network_cut"]
+    extra = answer.setdefault("extra", {})
+    extra["isolation"] = dict(report["isolation"])
+    extra["runner"] = {"pid": os.getpid(), "job": number}
+    answer["retire"] = _retire(answer, number, device)
+    return answer
+
+
+def _retire(answer: dict, number: int, device: dict) -> str | None:
+    """Why the runner must not serve another job after this one, or None."""
+    if answer.get("status") in ("crash", "error", "timeout"):
+        return f"the job ended in {answer['status']}"
+    if "MemoryError" in (answer.get("error") or ""):
+        return "the job ran out of memory"
+    if number >= RUNNER_MAX_JOBS:
+        return f"served {number} jobs"
+    if not device:
+        return None
+    import gc
+
+    import torch
+
+    try:
+        torch.cuda.synchronize()  # a sticky error the check swallowed surfaces here
+    except Exception as exc:  # noqa: BLE001
+        return f"CUDA error after the job: {str(exc).splitlines()[0]}"
+    gc.collect()
+    torch.cuda.empty_cache()
+    leaked = torch.cuda.memory_allocated() - device["memory_baseline"]
+    if leaked > RUNNER_LEAK_BYTES:
+        return f"the job left {leaked >> 20} MiB allocated on the device"
+    return None
+
+
 def main() -> None:
     # No parent-death signal here: it would follow the tool's thread that
     # started us, not the tool. The worker ends when stdin hangs up instead:
     # between jobs at EOF, during a job through run_job's watch on it.
     from mutant_gate.engine.sandbox.isolation import become_subreaper
 
+    global _WARM
     become_subreaper()
+    _WARM = "--warm" in sys.argv[1:]
     proto = _protocol_stream()
     try:
         versions = _warm_imports()
@@ -408,6 +768,9 @@ def main() -> None:
     scratch = tempfile.mkdtemp(prefix="mg-worker-")
     tempfile.tempdir = scratch
     hello = {"ready": True, "versions": versions, "pid": os.getpid(), "scratch": scratch}
+    if _WARM:  # the runner's context is made while the other workers start too
+        runner = _runner(None)
+        hello["runner"] = runner.get("error") if isinstance(runner, dict) else runner.hello
     proto.write(json.dumps(hello) + "\n")
     for line in sys.stdin:
         if not line.strip():

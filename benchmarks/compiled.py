@@ -1,0 +1,99 @@
+"""Compiled-mode throughput, side by side in one run: the warm runner (one CUDA context
+per worker, many jobs), a forked child per job (a context, driver build and cold Triton
+cache each), and the interpreter, on the same mutant jobs at the same parallelism.
+
+Run on a CUDA machine from the repo root: ``python benchmarks/compiled.py [-j N]
+[--sample K] [FILES...]`` (default: every example). For each pool it prints the fixed
+cost (the pool's start: imports, and for the warm runner its context), mutants/s over
+the jobs, and the per-mutant job time (median and mean, as the worker measured it),
+then the ratios. Only ratios measured in one run mean much on a shared machine.
+Verdict statuses are printed too: the three pools must agree except where the
+interpreter cannot run a file (Triton 3.6's interpreter fails on some).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from mutant_gate.engine.kernel_file import load_kernel_file
+from mutant_gate.engine.mutate import generate_mutants
+from mutant_gate.engine.sandbox.job import Job
+from mutant_gate.engine.sandbox.local import LocalSandbox
+
+EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
+POOLS = (
+    ("compiled, warm runner", "compiled", True),
+    ("compiled, fork per job", "compiled", False),
+    ("interpreter", "interpret", False),
+)
+
+
+def mutant_jobs(paths: list[Path], mode: str, every: int) -> list[Job]:
+    jobs = []
+    for path in paths:
+        kernel = load_kernel_file(str(path))
+        for mutant in generate_mutants(kernel.source, kernel.path)[::every]:
+            jobs.append(
+                Job(
+                    files=kernel.files(mutant.source), checks=kernel.checks, mode=mode, timeout_s=60
+                )
+            )
+    return jobs
+
+
+def measure(label: str, mode: str, warm: bool, paths: list[Path], workers: int, every: int):
+    jobs = mutant_jobs(paths, mode, every)
+    start = time.perf_counter()
+    with LocalSandbox(workers, mode, warm=warm) as box:
+        box.start()
+        started = time.perf_counter()
+        results = [r for _, r in box.run_many(jobs)]
+        ran = time.perf_counter() - started
+    fixed = started - start
+    times = [r.duration_s for r in results]
+    row = {
+        "label": label,
+        "jobs": len(jobs),
+        "fixed_s": fixed,
+        "jobs_s": ran,
+        "per_s": len(jobs) / ran,
+        "median_job_s": statistics.median(times),
+        "mean_job_s": statistics.fmean(times),
+        "statuses": Counter(r.status.value for r in results),
+    }
+    print(
+        f"  {label:<24} start {fixed:5.1f} s   {row['per_s']:6.2f} mutants/s over "
+        f"{len(jobs)} jobs ({ran:.1f} s)   job median {row['median_job_s']:.3f} s, "
+        f"mean {row['mean_job_s']:.3f} s   {dict(row['statuses'])}",
+        flush=True,
+    )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-j", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--sample", type=int, default=1, help="every Nth mutant of each file")
+    parser.add_argument("files", nargs="*", type=Path)
+    args = parser.parse_args()
+    paths = args.files or EXAMPLES
+    print(
+        f"{len(paths)} files, -j {args.j}, every {args.sample}th mutant; python {sys.version.split()[0]}"
+    )
+    rows = [measure(label, mode, warm, paths, args.j, args.sample) for label, mode, warm in POOLS]
+    warm, forked, interp = rows
+    print(
+        f"  ratios: warm/fork {warm['per_s'] / forked['per_s']:.1f}x mutants/s, "
+        f"{forked['median_job_s'] / warm['median_job_s']:.1f}x per-job time; "
+        f"warm/interpreter {warm['per_s'] / interp['per_s']:.1f}x mutants/s"
+    )
+
+
+if __name__ == "__main__":
+    main()
