@@ -121,3 +121,16 @@ def test_tests_of_other_origin_run_in_a_child_of_their_own(warm):
     result = warm.run(job)
     assert result.status is JobStatus.PASSED, result.error
     assert "runner" not in result.extra
+
+
+def test_harness_requests_run_in_a_child_of_their_own(warm):
+    """The harness turns the interpreter off for a compile, patches launches for a
+    trace: for the one process it runs in, never the runner's."""
+    job = Job(
+        files=(("req.json", '{"entry": "compiler:no_such_entry"}'),),
+        checks=(Check(CheckKind.HARNESS, "req.json", "compile"),),
+        timeout_s=20.0,
+    )
+    result = warm.run(job)
+    assert result.status is JobStatus.FAILED and "no_such_entry" in result.error
+    assert "runner" not in result.extra

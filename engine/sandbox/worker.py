@@ -438,9 +438,10 @@ def _result(
 # child does (no network, private filesystem, the worker's unprivileged uid, no keys in
 # its environment), makes its context, and runs job after job in its own process, each
 # in a fresh directory, with Triton's cache (keyed by source hash) kept between them.
-# Only jobs of the file's own code run there: the kernel file's own check and harness
-# requests. Generated or project tests, --sanitize and null runs get a child of their
-# own, so nothing a test does to the process reaches another job. The runner is ended,
+# Only jobs of the file's own code run there: the kernel file's own check. Generated or
+# project tests, harness requests (oracle, probe, traces, compiles: they change the
+# process for the one job), --sanitize and null runs get a child of their own, so
+# nothing a test does to the process reaches another job. The runner is ended,
 # and a fresh one forked, after a timeout, a crash, a CUDA error, memory the job left
 # allocated on the device, or RUNNER_MAX_JOBS jobs.
 
@@ -456,13 +457,15 @@ _RUNNER: _Runner | None = None
 
 
 def warm_eligible(job_data: dict) -> bool:
-    """A job a warm runner may serve: the kernel file's own check and harness requests
-    only (no test of any other origin), no sanitizer, no null run, no project."""
+    """A job a warm runner may serve: the kernel file's own check only (no test of any
+    other origin, and no harness request: those turn the interpreter off, patch
+    launches or trace, for the one process they run in), no sanitizer, no null run, no
+    project."""
     return (
         not job_data.get("sanitize")
         and not job_data.get("null_launches")
         and job_data.get("project") is None
-        and all(c["kind"] in ("main", "harness") for c in job_data["checks"])
+        and all(c["kind"] == "main" for c in job_data["checks"])
     )
 
 
