@@ -88,6 +88,8 @@ def main() -> None:
     )
     rows = [measure(label, mode, warm, paths, args.j, args.sample) for label, mode, warm in POOLS]
     warm, forked, interp = rows
+    if not all(r["per_s"] and r["median_job_s"] for r in rows):
+        return
     print(
         f"  ratios: warm/fork {warm['per_s'] / forked['per_s']:.1f}x mutants/s, "
         f"{forked['median_job_s'] / warm['median_job_s']:.1f}x per-job time; "

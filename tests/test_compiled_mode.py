@@ -117,6 +117,8 @@ def test_compare_modes_reports_every_disagreement(tmp_path):
     proc = run_cli(
         "run",
         str(EXAMPLES / "vector_add.py"),
+        "--mode",
+        "interpret",
         "--compare-modes",
         "--writer",
         "none",

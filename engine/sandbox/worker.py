@@ -622,7 +622,11 @@ def _runner_main(jobs_fd: int, answers_fd: int, log_path: str) -> None:
         root = state.pop("workdir", None) or tempfile.mkdtemp(prefix="mg-runner-")
         cache = os.path.join(root, "triton-cache")
         env["TRITON_CACHE_DIR"] = cache
-        os.environ["TRITON_CACHE_DIR"] = cache
+        # The worker's scratch directory is hidden behind the private /tmp: the warm-up
+        # (Triton builds its driver utilities in a temporary directory) works in root.
+        os.environ.update(TRITON_CACHE_DIR=cache, TMPDIR=root, HOME=root, TRITON_HOME=root)
+        tempfile.tempdir = root
+        os.chdir(root)
         warmup = time.perf_counter()
         device = _warm_device()
         hello = {
@@ -700,6 +704,8 @@ def _serve(job_data: dict, root: str, env: dict, report: dict, number: int, devi
         answer = run_checks(job, workdir).to_json()
         if os.getpid() != me:  # a process the check forked came back here: it never answers
             os._exit(0)
+        if device:
+            _context_lost(answer)
     except BaseException:  # noqa: BLE001 - a harness failure is data, not a dead runner
         answer = {"status": "error", "error": traceback.format_exc()[-4000:]}
     finally:
@@ -723,6 +729,24 @@ def _serve(job_data: dict, root: str, env: dict, report: dict, number: int, devi
     extra["runner"] = {"pid": os.getpid(), "job": number}
     answer["retire"] = _retire(answer, number, device)
     return answer
+
+
+def _context_lost(answer: dict) -> None:
+    """A kernel that faulted asynchronously leaves the context broken: the check may
+    have passed without noticing, or failed on a later call with a symptom (a cuBLAS
+    handle that cannot be made). Either way the job crashed on the GPU, and the CUDA
+    error is its evidence."""
+    import torch
+
+    try:
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - any error here is the context's
+        error = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        before = answer.get("error") or ""
+        answer["status"] = "crash"
+        answer["error"] = f"CUDA error after the job's checks: {error}" + (
+            f"\n{before}" if before else ""
+        )
 
 
 def _retire(answer: dict, number: int, device: dict) -> str | None:
