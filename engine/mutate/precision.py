@@ -11,6 +11,8 @@ inputs, let half-precision accumulation through; these mutants check that.
     upcast-drop       x = tl.load(p).to(tl.float32) -> x = tl.load(p)
     dot-tf32          tl.dot(a, b, input_precision="ieee") -> input_precision="tf32"
                       tl.dot(a, b, allow_tf32=False)        -> allow_tf32=True
+    rounding-drop     y = x.to(tl.bfloat16).to(tl.float32) -> y = x
+                      (a value meant to be rounded to the stored precision is not)
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import libcst as cst
 from libcst import matchers as m
 
 from .base import Example, Operator
-from .syntax import FLOAT32, find_arg, rename_attr, replace_arg_value, tl_call
+from .syntax import FLOAT32, find_arg, rename_attr, replace_arg_value, tl_attr, tl_call
 
 #: ``tl.zeros(shape, dtype)`` / ``tl.full(shape, value, dtype)``: where dtype
 #: may be passed positionally.
@@ -182,9 +184,73 @@ class DotTf32(Operator):
             yield replace_arg_value(node, allow, cst.Name("True"))
 
 
+#: Low-precision float types a value is rounded through.
+_LOW_PRECISION = frozenset(
+    {
+        "float16",
+        "bfloat16",
+        "float8e4nv",
+        "float8e5",
+        "float8e4b8",
+        "float8e5b16",
+        "float8e4b15",
+    }
+)
+
+
+def _cast_to(node: cst.CSTNode) -> tuple[cst.BaseExpression, str] | None:
+    """``x.to(tl.T)`` / ``tl.cast(x, tl.T)`` -> (x, "T"); anything else -> None."""
+    if type(node) is not cst.Call:
+        return None
+    if type(node.func) is cst.Attribute and node.func.attr.value == "to":
+        index, value = find_arg(node, "dtype", 0), node.func.value
+    elif tl_call(node) == "cast" and node.args and node.args[0].keyword is None:
+        index, value = find_arg(node, "dtype", 1), node.args[0].value
+    else:
+        return None
+    if index is None:
+        return None
+    dtype = tl_attr(node.args[index].value)
+    return None if dtype is None else (value, dtype)
+
+
+class RoundingDrop(Operator):
+    name = "rounding-drop"
+    family = "precision"
+    description = (
+        "drop a round trip through a low-precision type: x.to(tl.float16).to(tl.float32) -> x"
+    )
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            """
+            x = tl.load(x_ptr + tl.arange(0, BLOCK)) * 3.0
+            y = x.to(tl.bfloat16).to(tl.float32)
+            """,
+            """
+            x = tl.load(x_ptr + tl.arange(0, BLOCK)) * 3.0
+            y = x
+            """,
+        ),
+        Example.kernel(
+            "y = tl.cast(tl.cast(tl.load(x_ptr + tl.arange(0, BLOCK)), tl.float16), tl.float32)",
+            "y = tl.load(x_ptr + tl.arange(0, BLOCK))",
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        outer = _cast_to(node)
+        if outer is None or outer[1] != "float32":
+            return
+        inner = _cast_to(outer[0])
+        if inner is not None and inner[1] in _LOW_PRECISION:
+            yield inner[0]
+
+
 OPERATORS: tuple[Operator, ...] = (
     AccumulatorFp16(),
     CastFp16(),
     UpcastDrop(),
     DotTf32(),
+    RoundingDrop(),
 )
