@@ -166,7 +166,6 @@ def test_realistic_kernel_covers_all_families():
         "program-id-swap",
         "block-offset-drop",
         "add-sub",
-        "sum-axis",
         "epsilon-change",
         "where-swap",
     ):
@@ -633,3 +632,93 @@ def test_other_change_fills():
 def test_new_operators_fire_on_the_tutorial_style_kernel():
     operators = {m.operator for m in generate_mutants(LAYER_NORM, "layer_norm.py")}
     assert {"range-step-change", "where-drop"} <= operators
+
+
+def test_mul_div_divides_integer_index_arithmetic_with_floor_division():
+    kernel = Example.kernel(
+        """
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        for k in range(0, n, BLOCK):
+            idx = tl.load(x_ptr + k * n + offs)
+            x = tl.load(y_ptr + idx * n).to(tl.float32)
+            tl.store(y_ptr + offs, x * 2.0)
+        """,
+        "",
+    ).before
+    assert sorted(_after(kernel, "mul-div")) == [
+        "idx / n",  # a loaded index: its type is unknown here, so the float division stays
+        "k // n",  # a range() loop variable times a scalar parameter
+        "pid // BLOCK",  # a program id times a constexpr
+        "x / 2.0",  # float arithmetic keeps the float division
+    ]
+
+
+def test_sum_axis_leaves_one_dimensional_blocks_alone():
+    one_d = "x = tl.load(x_ptr + tl.arange(0, BLOCK))\ns = tl.sum(x * x, axis=0)"
+    assert _after(Example.kernel(one_d, "").before, "sum-axis") == []
+    assert _after(
+        Example.kernel(_TILE_2D + "s = tl.sum(x * x, axis=0)", "").before, "sum-axis"
+    ) == ["tl.sum(x * x, axis=1)"]
+    unknown = "x = tl.reshape(tl.load(x_ptr + tl.arange(0, BLOCK)), shape)\ns = tl.sum(x, axis=0)"
+    assert _after(Example.kernel(unknown, "").before, "sum-axis") == ["tl.sum(x, axis=1)"]
+
+
+def test_accumulator_fp16_casts_the_updates_of_a_loop_carried_accumulator():
+    kernel = Example.kernel(
+        """
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for k in range(0, n, BLOCK):
+            x = tl.load(x_ptr + k + tl.arange(0, BLOCK))
+            acc = acc + x * x
+        tile = tl.zeros((16, 16), dtype=tl.float32)
+        for k in range(0, n, 16):
+            a = tl.load(x_ptr + tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :])
+            tile = tl.dot(a, a, tile)
+        once = tl.zeros((BLOCK,), dtype=tl.float32) + 1.0
+        """,
+        "",
+    ).before
+    mutants = generate_mutants(kernel, "k.py", select_operators("accumulator-fp16"))
+    assert [(m.line, m.after) for m in mutants] == [
+        (
+            7,
+            "    acc = tl.zeros((BLOCK,), dtype=tl.float16)\n"
+            "    for k in range(0, n, BLOCK):\n"
+            "        x = tl.load(x_ptr + k + tl.arange(0, BLOCK))\n"
+            "        acc = (acc + x * x).to(tl.float16)\n",
+        ),
+        (11, "tl.zeros((16, 16), dtype=tl.float16)"),  # tl.dot keeps the accumulator's dtype
+        (15, "tl.zeros((BLOCK,), dtype=tl.float16)"),  # not loop-carried
+    ]
+
+
+def test_broadcast_swap_keeps_pointer_tiles_two_dimensional():
+    kernel = Example.kernel(
+        """
+        rows = tl.arange(0, BLOCK)
+        ptrs = x_ptr + rows[:, None] * n + rows[None, :]
+        mask = (rows[:, None] < n) & (rows[None, :] < n)
+        tl.store(y_ptr + rows[:, None] * n + rows[None, :], tl.load(ptrs, mask=mask), mask=mask)
+        unused = x_ptr + rows[:, None] * n + rows[None, :]
+        """,
+        "",
+    ).before
+    mutants = generate_mutants(kernel, "k.py", select_operators("broadcast-swap"))
+    # The mask may collapse to one row (it broadcasts); the loaded and stored tiles may not.
+    assert sorted({m.line for m in mutants}) == [9, 11]
+    assert len([m for m in mutants if m.line == 9]) == 2
+
+
+def test_accumulator_fp16_sees_a_loop_nested_in_an_if():
+    kernel = Example.kernel(
+        """
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        if n > 0:
+            for k in range(0, n, BLOCK):
+                acc += tl.load(x_ptr + k + tl.arange(0, BLOCK))
+        """,
+        "",
+    ).before
+    (mutant,) = generate_mutants(kernel, "k.py", select_operators("accumulator-fp16"))
+    assert "acc += tl.load(x_ptr + k + tl.arange(0, BLOCK)).to(tl.float16)" in mutant.after

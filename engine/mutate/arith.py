@@ -3,8 +3,11 @@
 max-min         tl.max(x, axis=0) -> tl.min(x, axis=0);  tl.maximum(a, b) -> tl.minimum(a, b)
                 tl.argmax <-> tl.argmin
 sum-axis        tl.sum(x, axis=0) -> tl.sum(x, axis=1);  tl.sum(x, 1) -> tl.sum(x, 0)
+                (not on a block known to be 1-D: it has no axis 1)
 add-sub         a + b -> a - b;  acc += x -> acc -= x  (and back)
 mul-div         a * b -> a / b;  acc *= s -> acc /= s  (and back)
+                pid * BLOCK -> pid // BLOCK  (integer index arithmetic: a float offset
+                would not compile)
 epsilon-change  var + 1e-5 -> var + 0.0;  tl.sqrt(var + eps) -> tl.sqrt(var)
 where-swap      tl.where(c, a, b) -> tl.where(c, b, a)
 exp-exp2        tl.exp(x) <-> tl.exp2(x);  tl.log(x) <-> tl.log2(x)
@@ -30,6 +33,7 @@ import libcst as cst
 from libcst import matchers as m
 
 from .base import Example, Operator
+from .scope import INT, Scope
 from .syntax import (
     binop,
     find_arg,
@@ -88,7 +92,7 @@ _TILE = "x = tl.load(x_ptr + tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0,
 class SumAxis(Operator):
     name = "sum-axis"
     family = "arith"
-    description = "reduce a tl.sum over the other axis (0 <-> 1)"
+    description = "reduce a tl.sum over the other axis (0 <-> 1) of a block with two or more"
     node_types = (cst.Call,)
     examples = (
         Example.kernel(_TILE + "s = tl.sum(x, axis=0)", _TILE + "s = tl.sum(x, axis=1)"),
@@ -104,6 +108,14 @@ class SumAxis(Operator):
         axis = int_value(node.args[index].value)
         if axis in (0, 1):
             yield replace_arg_value(node, index, cst.Integer(str(1 - axis)))
+
+    def mutations_in(self, node: cst.CSTNode, scope: Scope) -> Iterator[cst.CSTNode]:
+        """A 1-D block has no axis 1: leave reductions of blocks known to be 1-D alone."""
+        if tl_call(node) == "sum" and node.args and node.args[0].keyword is None:
+            rank = scope.rank(node.args[0].value)
+            if rank is not None and rank < 2:
+                return
+        yield from self.mutations(node)
 
 
 def _swap_operator(
@@ -154,7 +166,7 @@ class AddSub(Operator):
 class MulDiv(Operator):
     name = "mul-div"
     family = "arith"
-    description = "swap * and / (also *= and /=)"
+    description = "swap * and / (also *= and /=); on integer index arithmetic * -> //"
     node_types = (cst.BinaryOperation, cst.AugAssign)
     examples = (
         Example.kernel(
@@ -171,6 +183,20 @@ class MulDiv(Operator):
             acc /= 0.5
             """,
         ),
+        Example.kernel(
+            "offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
+            "offs = tl.program_id(0) // BLOCK + tl.arange(0, BLOCK)",
+        ),
+        Example.kernel(
+            """
+            x_ptrs = x_ptr + tl.arange(0, BLOCK)
+            x_ptrs += BLOCK * n
+            """,
+            """
+            x_ptrs = x_ptr + tl.arange(0, BLOCK)
+            x_ptrs += BLOCK // n
+            """,
+        ),
     )
 
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -179,6 +205,20 @@ class MulDiv(Operator):
             {cst.Multiply: cst.Divide, cst.Divide: cst.Multiply},
             {cst.MultiplyAssign: cst.DivideAssign, cst.DivideAssign: cst.MultiplyAssign},
         )
+
+    def mutations_in(self, node: cst.CSTNode, scope: Scope) -> Iterator[cst.CSTNode]:
+        """``pid * BLOCK`` -> ``pid / BLOCK`` is a float offset no pointer takes and
+        no loop bound accepts: on integers the division bug is ``//``."""
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.Multiply:
+            if scope.kind(node) == INT:
+                yield node.with_changes(operator=same_whitespace(cst.FloorDivide, node.operator))
+                return
+        elif type(node) is cst.AugAssign and type(node.operator) is cst.MultiplyAssign:
+            if scope.kind(node.target) == INT and scope.kind(node.value) == INT:
+                new = same_whitespace(cst.FloorDivideAssign, node.operator)
+                yield node.with_changes(operator=new)
+                return
+        yield from self.mutations(node)
 
 
 _EPSILON_NAMES = ("eps", "epsilon")

@@ -215,7 +215,7 @@ def _skipped_lines(source: str) -> set[int]:
 def _proposals(site: Site) -> Iterator[tuple[Operator, cst.CSTNode]]:
     for op in site.operators:
         try:
-            for new in op.mutations(site.node):
+            for new in op.mutations_in(site.node, site.scope):
                 yield op, new
         except cst.CSTValidationError:
             continue  # libcst refused to build the rewrite: invalid code, like a non-parsing one

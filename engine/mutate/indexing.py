@@ -9,6 +9,7 @@ Square inputs, one-program grids and contiguous tensors hide these bugs.
                     -> offs_m[:, None] * stride_ak + offs_k[None, :] * stride_am
     block-offset-drop  offs = pid * BLOCK + tl.arange(0, BLOCK) -> offs = tl.arange(0, BLOCK)
     broadcast-swap     offs_m[:, None] -> offs_m[None, :]
+                       (in a mask; not where a pointer tile's outer product would collapse)
     int64-cast-drop    row = tl.program_id(0).to(tl.int64) -> row = tl.program_id(0)
     int-narrow         offs.to(tl.int64) * stride -> offs.to(tl.int32) * stride
                        tl.zeros((BLOCK,), dtype=tl.int64) -> dtype=tl.int32
@@ -34,6 +35,7 @@ import libcst as cst
 from libcst import matchers as m
 
 from .base import Example, Operator
+from .scope import Scope
 from .syntax import TL, find_arg, int_value, rename_attr, replace_arg_value, tl_call
 
 
@@ -220,8 +222,14 @@ class BroadcastSwap(Operator):
     node_types = (cst.Subscript,)
     examples = (
         Example.kernel(
-            "ptrs = x_ptr + tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]",
-            "ptrs = x_ptr + tl.arange(0, BLOCK)[None, :] * BLOCK + tl.arange(0, BLOCK)[None, :]",
+            """
+            offs = tl.arange(0, BLOCK)
+            mask = (offs[:, None] < n) & (offs[None, :] < n)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            mask = (offs[None, :] < n) & (offs[None, :] < n)
+            """,
         ),
     )
 
@@ -238,6 +246,71 @@ class BroadcastSwap(Operator):
                     second.with_changes(slice=first.slice),
                 ]
             )
+
+    def mutations_in(self, node: cst.CSTNode, scope: Scope) -> Iterator[cst.CSTNode]:
+        """A pointer tile built as an outer product (``rows[:, None] * s + cols[None, :]``)
+        collapses to one row or column when one side turns: the load or store then has
+        the wrong shape and Triton refuses it. Masks may collapse (they broadcast)."""
+        if _orientation(node) is not None:
+            top = node
+            while type(scope.parent(top)) is cst.BinaryOperation and isinstance(
+                scope.parent(top).operator, (cst.Add, cst.Subtract, cst.Multiply)
+            ):
+                top = scope.parent(top)
+            found = [_orientation(s) for s in _broadcasts(top)]
+            if len(set(found)) == 2 and found.count(_orientation(node)) == 1:
+                if _is_address(top, scope):
+                    return  # the swap would leave one orientation only
+        yield from self.mutations(node)
+
+
+def _orientation(node: cst.CSTNode) -> str | None:
+    """``x[:, None]`` -> "column", ``x[None, :]`` -> "row", else None."""
+    if type(node) is not cst.Subscript or len(node.slice) != 2:
+        return None
+    first, second = node.slice
+    if _is_full_slice(first) and _is_none_index(second):
+        return "column"
+    if _is_none_index(first) and _is_full_slice(second):
+        return "row"
+    return None
+
+
+def _broadcasts(node: cst.CSTNode) -> list[cst.Subscript]:
+    if _orientation(node) is not None:
+        return [node]
+    return [s for child in node.children for s in _broadcasts(child)]
+
+
+def _is_address(expression: cst.CSTNode, scope: Scope) -> bool:
+    """Is ``expression`` the pointer of a tl.load/tl.store, or assigned to a name that
+    a load or store takes as (part of) its pointer?"""
+    parent = scope.parent(expression)
+    if type(parent) is cst.Arg:
+        call = scope.parent(parent)
+        return tl_call(call) in ("load", "store") and call.args[0] is parent
+    if type(parent) is cst.Assign and len(parent.targets) == 1:
+        target = parent.targets[0].target
+    elif type(parent) is cst.AugAssign:
+        target = parent.target
+    else:
+        return False
+    if type(target) is not cst.Name:
+        return False
+    return any(_names_mention(p, target.value) for p in _pointer_args(scope.function))
+
+
+def _pointer_args(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    if tl_call(node) in ("load", "store") and node.args and node.args[0].keyword is None:
+        yield node.args[0].value
+    for child in node.children:
+        yield from _pointer_args(child)
+
+
+def _names_mention(node: cst.CSTNode, name: str) -> bool:
+    if type(node) is cst.Name:
+        return node.value == name
+    return any(_names_mention(child, name) for child in node.children)
 
 
 INT64 = m.Attribute(value=TL, attr=m.Name("int64"))
