@@ -110,6 +110,7 @@ class Run:
         #: survivor checks by name, on or off (the explorer toggles them while it runs)
         self.checks = {
             "compile-check": settings.compile_check,
+            "big-index": True,  # always: it runs only on overflow survivors
             "claims": True,  # always: a claim excludes nothing without evidence
             "diff-oracle": settings.diff_oracle,
         }

@@ -209,6 +209,7 @@ ROW_SECTIONS = frozenset(
         "attempts",  # writers: rejected tests, with why
         "probe",  # probe writer: how many inputs, what it found
         "compile",  # compile-check: per target
+        "big_index",  # big-index check: the replays past 2^31 elements
         "oracle",  # diff-oracle: the sentence and the numbers
         "modes",  # --compare-modes: both modes' verdicts
         "tests_selected",  # project mode: test cases run for the mutant

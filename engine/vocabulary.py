@@ -28,6 +28,7 @@ class By(StrEnum):
     BOUNDS = "bounds"
     CRASH = "crash"
     TIMEOUT = "timeout"
+    BIG_INDEX = "big-index"
 
 
 TEST_PREFIX = "test:"
@@ -78,6 +79,7 @@ WORDS: dict[str, str] = {
     By.BOUNDS.value: "the bounds check (an unmasked load/store outside its tensors)",
     By.CRASH.value: "a crash (the sandbox child died by a signal)",
     By.TIMEOUT.value: "a timeout (the mutant outlived its limit)",
+    By.BIG_INDEX.value: "the big-index check (an int32 offset that wraps past 2^31 elements)",
 }
 
 

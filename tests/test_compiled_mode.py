@@ -138,17 +138,41 @@ def test_compare_modes_reports_every_disagreement(tmp_path):
         assert d["interpret"]["verdict"] != "error" and d["compiled"]["verdict"] != "error"
 
 
+ROW_COUNT = textwrap.dedent("""
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def row_count_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        acc = tl.zeros([BLOCK], dtype=tl.int64)
+        for off in range(0, n, BLOCK):
+            cols = off + tl.arange(0, BLOCK)
+            acc += tl.load(x_ptr + cols, mask=cols < n, other=0).to(tl.int64)
+        tl.store(out_ptr, tl.sum(acc, axis=0))
+
+
+    if __name__ == "__main__":
+        x = torch.randint(0, 5, (300,), dtype=torch.int32, device="cuda")
+        out = torch.empty(1, dtype=torch.int64, device="cuda")
+        row_count_kernel[(1,)](x, out, x.numel(), BLOCK=64)
+        assert out.item() == x.sum().item()
+""")
+
+
 def test_a_mutant_that_does_not_compile_is_not_compilable_not_killed(tmp_path):
-    """An fp16 accumulator fed by fp32 tl.dot results is a loop-carried type change the
-    compiler rejects: in compiled mode that is the mutant's CompilationError, never a
-    kill by the own check."""
+    """An int64 counter narrowed to int32 but still fed int64 values is a loop-carried
+    type change the compiler rejects: in compiled mode that is the mutant's
+    CompilationError, never a kill by the own check."""
+    (tmp_path / "row_count.py").write_text(ROW_COUNT)
     proc = run_cli(
         "run",
-        str(EXAMPLES / "matmul.py"),
+        "row_count.py",
         "--mode",
         "compiled",
         "--operators",
-        "accumulator-fp16",
+        "int-narrow",
         "--writer",
         "none",
         "--json",
@@ -157,12 +181,13 @@ def test_a_mutant_that_does_not_compile_is_not_compilable_not_killed(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "r.json").read_text())
-    rows = report["mutants"]
-    assert rows, "the matmul example has an fp32 accumulator to mutate"
-    for row in rows:
-        assert row["verdict"] == "not_compilable", row
-        assert row["reason"].startswith("does not compile: "), row["reason"]
-    assert [e["verdict"] for e in report["score"]["excluded"]] == ["not_compilable"] * len(rows)
+    rows = [m for m in report["mutants"] if "dtype=tl.int32" in m["after"]]
+    assert len(rows) == 1, report["mutants"]
+    (row,) = rows
+    assert row["verdict"] == "not_compilable", row
+    assert row["reason"].startswith("does not compile: "), row["reason"]
+    assert "Loop-carried variable acc" in row["reason"], row["reason"]
+    assert {"id": row["id"], "verdict": "not_compilable"} in report["score"]["excluded"]
 
 
 def test_a_warm_runner_serves_a_hundred_compiled_jobs_with_one_context(compiled):

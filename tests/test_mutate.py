@@ -166,7 +166,6 @@ def test_realistic_kernel_covers_all_families():
         "program-id-swap",
         "block-offset-drop",
         "add-sub",
-        "sum-axis",
         "epsilon-change",
         "where-swap",
     ):
@@ -450,3 +449,276 @@ def test_select_operators_rejects_unknown_names():
     assert "mask-drop" in message and "\n" not in message
     with pytest.raises(ValueError, match="'nope'"):
         select_operators("-nope")
+
+
+# -- operators from real bugs -------------------------------------------------------
+
+
+def _after(source: str, operator: str) -> list[str]:
+    return [m.after for m in generate_mutants(source, "k.py", select_operators(operator))]
+
+
+def test_readme_table_lists_every_operator_in_its_family():
+    readme = (FAMILY_MODULES["masks"].__file__).rsplit("/engine/", 1)[0] + "/README.md"
+    text = open(readme, encoding="utf-8").read()
+    table = text.split("### Operators", 1)[1].split("Mutants are planted", 1)[0]
+    listed = {}
+    for row in table.splitlines():
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        if len(cells) == 2 and cells[0] in FAMILIES:
+            listed[cells[0]] = re.findall(r"`([a-z0-9-]+)`", cells[1])
+    assert listed == {f: [op.name for op in m.OPERATORS] for f, m in FAMILY_MODULES.items()}
+    real_bugs = text.split("Operators modelled on kinds of bug", 1)[1].split("\n\n", 2)[1]
+    rows = [row.split("|")[1:4] for row in real_bugs.splitlines()[2:]]
+    named = [re.fullmatch(r" `([a-z0-9-]+)`( \(extended\))? ", row[0]).group(1) for row in rows]
+    assert named == [*REAL_BUG_OPERATORS, "mask-term-drop", "other-change"]
+    assert set(named) <= {op.name for op in all_operators()}
+    assert all(len(sentence.strip()) > 40 for _, _, sentence in rows)  # says what bug it is
+
+
+REAL_BUG_OPERATORS = [
+    "int64-cast-drop",
+    "int-narrow",
+    "offset-term-drop",
+    "block-ptr-offset-zero",
+    "range-step-change",
+    "guard-true",
+    "rounding-drop",
+    "where-drop",
+    "abs-drop",
+    "clamp-drop",
+    "reduce-axis-drop",
+    "acc-init-hoist",
+]
+
+
+HOIST = Example.kernel(
+    """
+    # persistent loop over tiles
+    for tile in range(tl.program_id(0), n, tl.num_programs(0)):
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for k in range(0, n, BLOCK):
+            acc += tl.load(x_ptr + k + tl.arange(0, BLOCK))
+        tl.store(y_ptr + tile * BLOCK + tl.arange(0, BLOCK), acc)
+    """,
+    "",
+).before
+
+
+def test_a_moved_statement_is_reported_at_the_lines_it_changes():
+    (mutant,) = generate_mutants(HOIST, "k.py", select_operators("acc-init-hoist"))
+    lines = HOIST.splitlines(keepends=True)
+    loop_line = next(i for i, line in enumerate(lines, 1) if "for tile" in line)
+    assert (mutant.line, mutant.col, mutant.end_line, mutant.end_col) == (
+        loop_line,
+        0,
+        loop_line + 2,
+        0,
+    )
+    assert mutant.before == lines[loop_line - 1] + lines[loop_line]
+    assert mutant.after == "    " + lines[loop_line].lstrip() + lines[loop_line - 1]
+    assert mutant.source.count("acc = tl.zeros") == 1
+    assert "# persistent loop over tiles\n    acc = tl.zeros" in mutant.source
+    compile(mutant.source, "k.py", "exec")
+    expected = difflib.unified_diff(
+        lines, mutant.source.splitlines(keepends=True), "a/k.py", "b/k.py", n=3
+    )
+    assert mutant.diff == "".join(expected)
+    assert mutant.id == Mutant.make_id(
+        mutant.operator, mutant.line, mutant.col, mutant.end_line, mutant.end_col, mutant.source
+    )
+
+
+def test_skip_comment_on_a_loop_keeps_its_initialisation_in_place():
+    skipped = HOIST.replace("tl.num_programs(0)):", "tl.num_programs(0)):  # mutant-gate: skip")
+    assert _after(skipped, "acc-init-hoist") == []
+    elsewhere = HOIST.replace("tl.float32)\n", "tl.float32)  # mutant-gate: skip\n", 1)
+    assert len(_after(elsewhere, "acc-init-hoist")) == 1  # the move starts at the loop
+
+
+def test_acc_init_hoist_needs_an_accumulation_and_a_loop_free_initialiser():
+    reset_only = HOIST.replace("acc += tl.load", "acc = tl.load")
+    assert _after(reset_only, "acc-init-hoist") == []  # hoisting it changes nothing
+    depends = HOIST.replace(
+        "tl.zeros((BLOCK,), dtype=tl.float32)", "tl.full((BLOCK,), tile, tl.float32)"
+    )
+    assert _after(depends, "acc-init-hoist") == []  # it reads the loop variable
+    scalar = HOIST.replace("tl.zeros((BLOCK,), dtype=tl.float32)", "0.0")
+    assert _after(scalar, "acc-init-hoist") == []  # a scalar would change type in the loop
+
+
+def test_offset_term_drop_keeps_to_pointer_sums_and_scalar_terms():
+    kernel = Example.kernel(
+        """
+        offs = tl.arange(0, BLOCK)
+        total = n + n * n + n
+        x = tl.load(x_ptr + n * n)
+        y = tl.load(x_ptr + offs * n + n * n + offs[:, None] + offs)
+        z_ptrs = x_ptr + n * n
+        """,
+        "",
+    ).before
+    assert sorted(_after(kernel, "offset-term-drop")) == [
+        "tl.load(x_ptr + n * n + offs[:, None] + offs)",
+        "tl.load(x_ptr + offs * n + offs[:, None] + offs)",
+        "z_ptrs = x_ptr",
+    ]
+
+
+def test_guard_true_rewrites_if_statements_only():
+    kernel = Example.kernel(
+        """
+        i = 0
+        while i < n:
+            i += 1
+        y = 1.0 if n > 0 else 0.0
+        if True:
+            tl.store(x_ptr, y)
+        if n > 0:
+            tl.store(x_ptr, y)
+        elif n < 0:
+            tl.store(y_ptr, y)
+        """,
+        "",
+    ).before
+    assert _after(kernel, "guard-true") == [
+        "    if True:\n        tl.store(x_ptr, y)\n    elif n < 0:\n        tl.store(y_ptr, y)\n",
+        "    elif True:\n        tl.store(y_ptr, y)\n",
+    ]
+
+
+def test_reduce_axis_drop_leaves_axis_zero_and_index_reductions_alone():
+    kernel = Example.kernel(
+        _TILE_2D
+        + "a = tl.sum(x, axis=0)\nb = tl.argmax(x, axis=1)\nc = tl.max(x, 1, return_indices=True)\nd = tl.min(x, axis=-1)",
+        "",
+    ).before
+    assert _after(kernel, "reduce-axis-drop") == ["tl.zeros_like(tl.min(x, axis=-1)) + tl.min(x)"]
+
+
+_TILE_2D = (
+    "x = tl.load(x_ptr + tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :])\n"
+)
+
+
+def test_mask_term_drop_takes_and_only_in_masks():
+    kernel = Example.kernel(
+        """
+        offs = tl.arange(0, BLOCK)
+        if n > 0 and n < 8:
+            tl.store(y_ptr + offs, 1.0, mask=(offs < n) and (offs > 0))
+        ok = n > 0 and n < 8
+        """,
+        "",
+    ).before
+    assert sorted(_after(kernel, "mask-term-drop")) == [
+        "tl.store(y_ptr + offs, 1.0, mask=(offs < n))",
+        "tl.store(y_ptr + offs, 1.0, mask=(offs > 0))",
+    ]
+
+
+def test_other_change_fills():
+    def fills(other: str) -> list[str]:
+        kernel = Example.kernel(f"x = tl.load(x_ptr, mask=n > 0, other={other})", "").before
+        return [a.split("other=")[1][:-1] for a in _after(kernel, "other-change")]
+
+    assert fills("0.0") == ['-float("inf")', "1.0"]
+    assert fills("0") == ["1"]  # an integer load gets no infinity
+    assert fills("NEG_INF") == fills("-inf") == fills("pad") == ["0.0"]
+    assert fills("None") == fills("True") == []
+    assert fills("-float('inf')") == fills("math.inf") == ["0.0"]
+
+
+def test_new_operators_fire_on_the_tutorial_style_kernel():
+    operators = {m.operator for m in generate_mutants(LAYER_NORM, "layer_norm.py")}
+    assert {"range-step-change", "where-drop"} <= operators
+
+
+def test_mul_div_divides_integer_index_arithmetic_with_floor_division():
+    kernel = Example.kernel(
+        """
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        for k in range(0, n, BLOCK):
+            idx = tl.load(x_ptr + k * n + offs)
+            x = tl.load(y_ptr + idx * n).to(tl.float32)
+            tl.store(y_ptr + offs, x * 2.0)
+        """,
+        "",
+    ).before
+    assert sorted(_after(kernel, "mul-div")) == [
+        "idx / n",  # a loaded index: its type is unknown here, so the float division stays
+        "k // n",  # a range() loop variable times a scalar parameter
+        "pid // BLOCK",  # a program id times a constexpr
+        "x / 2.0",  # float arithmetic keeps the float division
+    ]
+
+
+def test_sum_axis_leaves_one_dimensional_blocks_alone():
+    one_d = "x = tl.load(x_ptr + tl.arange(0, BLOCK))\ns = tl.sum(x * x, axis=0)"
+    assert _after(Example.kernel(one_d, "").before, "sum-axis") == []
+    assert _after(
+        Example.kernel(_TILE_2D + "s = tl.sum(x * x, axis=0)", "").before, "sum-axis"
+    ) == ["tl.sum(x * x, axis=1)"]
+    unknown = "x = tl.reshape(tl.load(x_ptr + tl.arange(0, BLOCK)), shape)\ns = tl.sum(x, axis=0)"
+    assert _after(Example.kernel(unknown, "").before, "sum-axis") == ["tl.sum(x, axis=1)"]
+
+
+def test_accumulator_fp16_casts_the_updates_of_a_loop_carried_accumulator():
+    kernel = Example.kernel(
+        """
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for k in range(0, n, BLOCK):
+            x = tl.load(x_ptr + k + tl.arange(0, BLOCK))
+            acc = acc + x * x
+        tile = tl.zeros((16, 16), dtype=tl.float32)
+        for k in range(0, n, 16):
+            a = tl.load(x_ptr + tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :])
+            tile = tl.dot(a, a, tile)
+        once = tl.zeros((BLOCK,), dtype=tl.float32) + 1.0
+        """,
+        "",
+    ).before
+    mutants = generate_mutants(kernel, "k.py", select_operators("accumulator-fp16"))
+    assert [(m.line, m.after) for m in mutants] == [
+        (
+            7,
+            "    acc = tl.zeros((BLOCK,), dtype=tl.float16)\n"
+            "    for k in range(0, n, BLOCK):\n"
+            "        x = tl.load(x_ptr + k + tl.arange(0, BLOCK))\n"
+            "        acc = (acc + x * x).to(tl.float16)\n",
+        ),
+        (11, "tl.zeros((16, 16), dtype=tl.float16)"),  # tl.dot keeps the accumulator's dtype
+        (15, "tl.zeros((BLOCK,), dtype=tl.float16)"),  # not loop-carried
+    ]
+
+
+def test_broadcast_swap_keeps_pointer_tiles_two_dimensional():
+    kernel = Example.kernel(
+        """
+        rows = tl.arange(0, BLOCK)
+        ptrs = x_ptr + rows[:, None] * n + rows[None, :]
+        mask = (rows[:, None] < n) & (rows[None, :] < n)
+        tl.store(y_ptr + rows[:, None] * n + rows[None, :], tl.load(ptrs, mask=mask), mask=mask)
+        unused = x_ptr + rows[:, None] * n + rows[None, :]
+        """,
+        "",
+    ).before
+    mutants = generate_mutants(kernel, "k.py", select_operators("broadcast-swap"))
+    # The mask may collapse to one row (it broadcasts); the loaded and stored tiles may not.
+    assert sorted({m.line for m in mutants}) == [9, 11]
+    assert len([m for m in mutants if m.line == 9]) == 2
+
+
+def test_accumulator_fp16_sees_a_loop_nested_in_an_if():
+    kernel = Example.kernel(
+        """
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        if n > 0:
+            for k in range(0, n, BLOCK):
+                acc += tl.load(x_ptr + k + tl.arange(0, BLOCK))
+        """,
+        "",
+    ).before
+    (mutant,) = generate_mutants(kernel, "k.py", select_operators("accumulator-fp16"))
+    assert "acc += tl.load(x_ptr + k + tl.arange(0, BLOCK)).to(tl.float16)" in mutant.after

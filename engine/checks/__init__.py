@@ -2,6 +2,9 @@
 
 - ``compile_check``: compile original and survivors for CUDA targets without a GPU;
   a survivor the compiler rejects is ``not_compilable``.
+- ``big_index``: replay overflow survivors (``int64-cast-drop``, ``int-narrow``) past
+  2^31 elements in the interpreter; one whose offsets wrap where the original's do
+  not is ``killed`` by ``big-index``.
 - ``diff_oracle``: run original and survivor side by side and compare every tensor
   argument after every launch; one sentence per survivor.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 from ..settings import DEFAULT_TARGETS, parse_targets
 from ..stage import Stage
 from ..vocabulary import Verdict
+from .big_index import big_index_stage
 from .claims import claims_stage
 from .compile_check import compile_check_stage
 from .diff_oracle import diff_oracle_stage
@@ -19,14 +23,16 @@ __all__ = ["ALWAYS", "CHECKS", "DEFAULT_TARGETS", "parse_targets"]
 
 #: The survivor checks by the name the explorer toggles them by, in the order they run:
 #: the compile-check first (claimed mutants too: a claim hides nothing from it), so the
-#: later checks skip what cannot compile; then the claims' evidence, always on; then the
+#: later checks skip what cannot compile; then the big-index replay of overflow
+#: survivors (always on; no job when there is none); then the claims' evidence, always on; then the
 #: diff-oracle, which also weighs what is left claimed.
 CHECKS: dict[str, Stage] = {
     "compile-check": Stage(
         "compile-check", compile_check_stage, (Verdict.SURVIVED, Verdict.EQUIVALENT)
     ),
+    "big-index": Stage("big-index", big_index_stage),
     "claims": Stage("claims", claims_stage),
     "diff-oracle": Stage("diff-oracle", diff_oracle_stage, (Verdict.SURVIVED, Verdict.EQUIVALENT)),
 }
 #: Checks that run whatever the flags say.
-ALWAYS = frozenset({"claims"})
+ALWAYS = frozenset({"big-index", "claims"})

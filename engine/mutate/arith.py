@@ -3,11 +3,26 @@
 max-min         tl.max(x, axis=0) -> tl.min(x, axis=0);  tl.maximum(a, b) -> tl.minimum(a, b)
                 tl.argmax <-> tl.argmin
 sum-axis        tl.sum(x, axis=0) -> tl.sum(x, axis=1);  tl.sum(x, 1) -> tl.sum(x, 0)
+                (not on a block known to be 1-D: it has no axis 1)
 add-sub         a + b -> a - b;  acc += x -> acc -= x  (and back)
 mul-div         a * b -> a / b;  acc *= s -> acc /= s  (and back)
+                pid * BLOCK -> pid // BLOCK  (integer index arithmetic: a float offset
+                would not compile)
 epsilon-change  var + 1e-5 -> var + 0.0;  tl.sqrt(var + eps) -> tl.sqrt(var)
 where-swap      tl.where(c, a, b) -> tl.where(c, b, a)
 exp-exp2        tl.exp(x) <-> tl.exp2(x);  tl.log(x) <-> tl.log2(x)
+where-drop      tl.where(c, a, b) -> a, and -> b  (a literal fill as tl.zeros_like(a) + fill)
+abs-drop        tl.abs(x) -> x;  abs(x) -> x
+clamp-drop      tl.maximum(x, 1e-6) -> x;  tl.minimum(x, MAX) -> x;  tl.clamp(x, lo, hi) -> x
+reduce-axis-drop
+                tl.sum(x, axis=1) -> tl.zeros_like(tl.sum(x, axis=1)) + tl.sum(x)
+                (a reduction over every axis where one was meant, broadcast back to the
+                shape the kernel expects so that it still compiles; axis 0 is left alone:
+                on the 1-D blocks most kernels reduce it is the only axis)
+acc-init-hoist  for tile in range(pid, n_tiles, step):      acc = tl.zeros(...)
+                    acc = tl.zeros(...)                -> for tile in range(pid, n_tiles, step):
+                    for k in ...: acc += ...                    for k in ...: acc += ...
+                (the accumulator is not reset for the next tile of a grid-stride loop)
 """
 
 from __future__ import annotations
@@ -18,12 +33,18 @@ import libcst as cst
 from libcst import matchers as m
 
 from .base import Example, Operator
+from .scope import INT, Scope
 from .syntax import (
+    binop,
     find_arg,
     int_value,
+    is_infinity,
+    number_value,
+    remove_args,
     rename_attr,
     replace_arg_value,
     same_whitespace,
+    spaced,
     swap_arg_values,
     tl_call,
 )
@@ -71,7 +92,7 @@ _TILE = "x = tl.load(x_ptr + tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0,
 class SumAxis(Operator):
     name = "sum-axis"
     family = "arith"
-    description = "reduce a tl.sum over the other axis (0 <-> 1)"
+    description = "reduce a tl.sum over the other axis (0 <-> 1) of a block with two or more"
     node_types = (cst.Call,)
     examples = (
         Example.kernel(_TILE + "s = tl.sum(x, axis=0)", _TILE + "s = tl.sum(x, axis=1)"),
@@ -87,6 +108,14 @@ class SumAxis(Operator):
         axis = int_value(node.args[index].value)
         if axis in (0, 1):
             yield replace_arg_value(node, index, cst.Integer(str(1 - axis)))
+
+    def mutations_in(self, node: cst.CSTNode, scope: Scope) -> Iterator[cst.CSTNode]:
+        """A 1-D block has no axis 1: leave reductions of blocks known to be 1-D alone."""
+        if tl_call(node) == "sum" and node.args and node.args[0].keyword is None:
+            rank = scope.rank(node.args[0].value)
+            if rank is not None and rank < 2:
+                return
+        yield from self.mutations(node)
 
 
 def _swap_operator(
@@ -137,7 +166,7 @@ class AddSub(Operator):
 class MulDiv(Operator):
     name = "mul-div"
     family = "arith"
-    description = "swap * and / (also *= and /=)"
+    description = "swap * and / (also *= and /=); on integer index arithmetic * -> //"
     node_types = (cst.BinaryOperation, cst.AugAssign)
     examples = (
         Example.kernel(
@@ -154,6 +183,20 @@ class MulDiv(Operator):
             acc /= 0.5
             """,
         ),
+        Example.kernel(
+            "offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
+            "offs = tl.program_id(0) // BLOCK + tl.arange(0, BLOCK)",
+        ),
+        Example.kernel(
+            """
+            x_ptrs = x_ptr + tl.arange(0, BLOCK)
+            x_ptrs += BLOCK * n
+            """,
+            """
+            x_ptrs = x_ptr + tl.arange(0, BLOCK)
+            x_ptrs += BLOCK // n
+            """,
+        ),
     )
 
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -162,6 +205,20 @@ class MulDiv(Operator):
             {cst.Multiply: cst.Divide, cst.Divide: cst.Multiply},
             {cst.MultiplyAssign: cst.DivideAssign, cst.DivideAssign: cst.MultiplyAssign},
         )
+
+    def mutations_in(self, node: cst.CSTNode, scope: Scope) -> Iterator[cst.CSTNode]:
+        """``pid * BLOCK`` -> ``pid / BLOCK`` is a float offset no pointer takes and
+        no loop bound accepts: on integers the division bug is ``//``."""
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.Multiply:
+            if scope.kind(node) == INT:
+                yield node.with_changes(operator=same_whitespace(cst.FloorDivide, node.operator))
+                return
+        elif type(node) is cst.AugAssign and type(node.operator) is cst.MultiplyAssign:
+            if scope.kind(node.target) == INT and scope.kind(node.value) == INT:
+                new = same_whitespace(cst.FloorDivideAssign, node.operator)
+                yield node.with_changes(operator=new)
+                return
+        yield from self.mutations(node)
 
 
 _EPSILON_NAMES = ("eps", "epsilon")
@@ -268,6 +325,298 @@ class ExpExp2(Operator):
         )
 
 
+def _is_literal(node: cst.CSTNode) -> bool:
+    return number_value(node) is not None or is_infinity(node)
+
+
+def _kept_branch(
+    branch: cst.BaseExpression, other: cst.BaseExpression, namespace: cst.BaseExpression
+) -> cst.BaseExpression:
+    """``branch`` in place of the whole ``tl.where``; a literal fill keeps the other
+    branch's shape (``tl.zeros_like(a) + fill``), or a reduction of it would not compile."""
+    if not _is_literal(branch) or _is_literal(other):
+        return branch
+    zeros = cst.Call(
+        func=cst.Attribute(value=namespace, attr=cst.Name("zeros_like")),
+        args=[cst.Arg(other)],
+    )
+    return zeros if number_value(branch) == 0 else binop(zeros, spaced(cst.Add), branch)
+
+
+class WhereDrop(Operator):
+    name = "where-drop"
+    family = "arith"
+    description = "replace tl.where(cond, a, b) by one branch (the selection is lost)"
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs)
+            x = tl.where(offs < n, x - 1.0, 0.0)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs)
+            x = x - 1.0
+            """,
+        ),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs)
+            x = tl.where(offs < n, x - 1.0, 0.0)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs)
+            x = tl.zeros_like(x - 1.0)
+            """,
+        ),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.where(offs < n, float("-inf"), tl.load(x_ptr + offs))
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.zeros_like(tl.load(x_ptr + offs)) + float("-inf")
+            """,
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        if tl_call(node) == "where" and m.matches(node, _THREE_POSITIONAL):
+            a, b = node.args[1].value, node.args[2].value
+            yield _kept_branch(a, b, node.func.value)
+            yield _kept_branch(b, a, node.func.value)
+
+
+class AbsDrop(Operator):
+    name = "abs-drop"
+    family = "arith"
+    description = "drop an absolute value: tl.abs(x) / abs(x) -> x"
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            "err = tl.max(tl.abs(tl.load(x_ptr + tl.arange(0, BLOCK))), axis=0)",
+            "err = tl.max(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0)",
+        ),
+        Example.kernel(
+            "scale = abs(tl.load(x_ptr)) + 1.0",
+            "scale = tl.load(x_ptr) + 1.0",
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        if type(node) is not cst.Call or len(node.args) != 1:
+            return
+        arg = node.args[0]
+        if arg.keyword is not None or arg.star:
+            return
+        func = node.func
+        if tl_call(node) == "abs" or (type(func) is cst.Name and func.value == "abs"):
+            yield arg.value
+
+
+def _is_bound(node: cst.CSTNode) -> bool:
+    """A clamp's bound: a number, an infinity, or a constant-looking name (``EPS``,
+    ``eps``, ``min_val``); a value computed in the kernel is not one."""
+    if number_value(node) is not None or is_infinity(node):
+        return True
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
+        node = node.expression
+    if type(node) is not cst.Name:
+        return False
+    name = node.value
+    lowered = name.lower()
+    return name.isupper() or any(word in lowered for word in ("eps", "min", "max", "clip"))
+
+
+class ClampDrop(Operator):
+    name = "clamp-drop"
+    family = "arith"
+    description = (
+        "drop a clamp against a constant: tl.maximum(x, eps) -> x, tl.clamp(x, lo, hi) -> x"
+    )
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            """
+            var = tl.load(x_ptr + tl.arange(0, BLOCK))
+            rstd = 1 / tl.sqrt(tl.maximum(var, 1e-6))
+            """,
+            """
+            var = tl.load(x_ptr + tl.arange(0, BLOCK))
+            rstd = 1 / tl.sqrt(var)
+            """,
+        ),
+        Example.kernel(
+            "y = tl.minimum(MAX, tl.load(x_ptr + tl.arange(0, BLOCK)))",
+            "y = tl.load(x_ptr + tl.arange(0, BLOCK))",
+            params="x_ptr, n, BLOCK: tl.constexpr, MAX: tl.constexpr",
+        ),
+        Example.kernel(
+            "y = tl.clamp(tl.load(x_ptr + tl.arange(0, BLOCK)), -1.0, 1.0)",
+            "y = tl.load(x_ptr + tl.arange(0, BLOCK))",
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        kind = tl_call(node)
+        if kind not in ("maximum", "minimum", "clamp"):
+            return
+        args = node.args
+        if len(args) < 2 or any(arg.keyword is not None or arg.star for arg in args[:2]):
+            return
+        if kind == "clamp":
+            yield args[0].value
+            return
+        first, second = _is_bound(args[0].value), _is_bound(args[1].value)
+        if second and not first:
+            yield args[0].value
+        elif first and not second:
+            yield args[1].value
+
+
+def _is_integer(node: cst.CSTNode) -> bool:
+    """An integer literal, optionally negated (``1``, ``-1``)."""
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
+        node = node.expression
+    return type(node) is cst.Integer
+
+
+#: Reductions that take ``axis=None`` (every axis); argmax/argmin need an axis.
+_REDUCTIONS = frozenset({"sum", "max", "min", "xor_sum"})
+
+
+class ReduceAxisDrop(Operator):
+    name = "reduce-axis-drop"
+    family = "arith"
+    description = "reduce over every axis where one axis was meant (kept in the expected shape)"
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            _TILE + "s = tl.sum(x, axis=1)",
+            _TILE + "s = tl.zeros_like(tl.sum(x, axis=1)) + tl.sum(x)",
+        ),
+        Example.kernel(
+            _TILE + "m = tl.max(x, 1)[:, None]",
+            _TILE + "m = (tl.zeros_like(tl.max(x, 1)) + tl.max(x))[:, None]",
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        kind = tl_call(node)
+        if kind not in _REDUCTIONS or find_arg(node, "return_indices") is not None:
+            return
+        index = find_arg(node, "axis", 1)
+        if index is None:
+            return
+        axis = number_value(node.args[index].value)
+        if axis is None or axis == 0 or not _is_integer(node.args[index].value):
+            return
+        if node.args[index].keyword is None and index + 1 < len(node.args):
+            if node.args[index + 1].keyword is None:  # tl.sum(x, 1, True): keep positions
+                return
+        zeros = cst.Call(
+            func=cst.Attribute(value=node.func.value, attr=cst.Name("zeros_like")),
+            args=[cst.Arg(node)],
+        )
+        yield binop(zeros, spaced(cst.Add), remove_args(node, [index]))
+
+
+_INITIALISERS = frozenset({"zeros", "full"})
+
+
+def _assigned_name(statement: cst.CSTNode) -> str | None:
+    """``acc = tl.zeros(...)`` / ``tl.full(...)`` alone on its line -> "acc"."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if type(small) is not cst.Assign or len(small.targets) != 1:
+        return None
+    target = small.targets[0].target
+    if type(target) is not cst.Name or tl_call(small.value) not in _INITIALISERS:
+        return None
+    return target.value
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    return {name.value for name in m.findall(node, m.Name())}
+
+
+def _accumulates(statements, name: str) -> bool:
+    """Does one of ``statements`` (at any depth) update ``name`` from its own value?"""
+    for statement in statements:
+        if m.findall(statement, m.AugAssign(target=m.Name(name))):
+            return True
+        for found in m.findall(statement, m.Assign(targets=[m.AssignTarget(m.Name(name))])):
+            if name in _names_in(found.value):
+                return True
+    return False
+
+
+def _assigned_names(statements) -> set[str]:
+    names: set[str] = set()
+    for statement in statements:
+        for target in m.findall(statement, m.AssignTarget() | m.AugAssign()):
+            names |= _names_in(target.target)
+    return names
+
+
+class AccInitHoist(Operator):
+    name = "acc-init-hoist"
+    family = "arith"
+    description = "move an accumulator's initialisation out of the loop it is reset in"
+    node_types = (cst.IndentedBlock,)
+    examples = (
+        Example.kernel(
+            """
+            for tile in range(tl.program_id(0), n, tl.num_programs(0)):
+                acc = tl.zeros((BLOCK,), dtype=tl.float32)
+                for k in range(0, n, BLOCK):
+                    acc += tl.load(x_ptr + k + tl.arange(0, BLOCK))
+                tl.store(y_ptr + tile * BLOCK + tl.arange(0, BLOCK), acc)
+            """,
+            """
+            acc = tl.zeros((BLOCK,), dtype=tl.float32)
+            for tile in range(tl.program_id(0), n, tl.num_programs(0)):
+                for k in range(0, n, BLOCK):
+                    acc += tl.load(x_ptr + k + tl.arange(0, BLOCK))
+                tl.store(y_ptr + tile * BLOCK + tl.arange(0, BLOCK), acc)
+            """,
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        if type(node) is not cst.IndentedBlock:
+            return
+        for position, loop in enumerate(node.body):
+            if type(loop) is not cst.For or type(loop.body) is not cst.IndentedBlock:
+                continue
+            body = loop.body.body
+            local = None
+            for index, statement in enumerate(body):
+                name = _assigned_name(statement)
+                if name is None or index == len(body) - 1:
+                    continue
+                if local is None:
+                    local = _assigned_names(body) | _names_in(loop.target)
+                if _names_in(statement.body[0].value) & local:
+                    continue  # its value depends on the loop: it cannot move out
+                if not _accumulates(body[index + 1 :], name):
+                    continue
+                rest = (*body[:index], *body[index + 1 :])
+                moved = statement.with_changes(leading_lines=loop.leading_lines)
+                new_loop = loop.with_changes(
+                    leading_lines=(), body=loop.body.with_changes(body=rest)
+                )
+                yield node.with_changes(
+                    body=(*node.body[:position], moved, new_loop, *node.body[position + 1 :])
+                )
+
+
 OPERATORS: tuple[Operator, ...] = (
     MaxMin(),
     SumAxis(),
@@ -276,4 +625,9 @@ OPERATORS: tuple[Operator, ...] = (
     EpsilonChange(),
     WhereSwap(),
     ExpExp2(),
+    WhereDrop(),
+    AbsDrop(),
+    ClampDrop(),
+    ReduceAxisDrop(),
+    AccInitHoist(),
 )

@@ -17,6 +17,8 @@ from typing import ClassVar
 
 import libcst as cst
 
+from .scope import Scope
+
 FAMILIES: tuple[str, ...] = ("masks", "boundaries", "precision", "indexing", "arith")
 
 _KERNEL_HEAD = (
@@ -61,6 +63,12 @@ class Operator(ABC):
     @abstractmethod
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         """Yield replacement nodes for ``node``; yield nothing if it does not match."""
+
+    def mutations_in(self, node: cst.CSTNode, scope: Scope) -> Iterator[cst.CSTNode]:
+        """``mutations`` with the function around ``node`` at hand; an operator
+        whose rewrite is valid Triton only in some contexts (an integer offset,
+        a 2-D block, a loop-carried accumulator) overrides this."""
+        return self.mutations(node)
 
     def __repr__(self) -> str:
         return f"<operator {self.family}/{self.name}>"

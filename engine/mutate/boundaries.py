@@ -7,6 +7,10 @@
                                                       and range(0, K + BLOCK_K, BLOCK_K)
                                                       and range(0 + BLOCK_K, K, BLOCK_K)
                        for i in tl.range(n):    -> tl.range(n - 1), tl.range(n + 1)
+    range-step-change  for row in tl.range(pid, n_rows, tl.num_programs(0)):
+                    -> tl.range(pid, n_rows, 1) and tl.range(pid, n_rows, 2 * tl.num_programs(0))
+                       for off in range(0, N, BLOCK): -> range(0, N, 1), range(0, N, 2 * BLOCK)
+    guard-true         if EVEN_K: -> if True:     (also an elif's condition)
 
 A loop's bounds move by its step when it has one (a shift by 1 would usually
 run the same iterations: an equivalent mutant), else by 1; integer literals are
@@ -217,9 +221,138 @@ class RangeBoundShift(Operator):
             yield node.with_changes(args=[new, *args[1:]])
 
 
+def _step_index(call: cst.Call) -> int | None:
+    """Index of a loop's step: the third positional argument, or ``step=`` (tl.range)."""
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if arg.keyword is not None and arg.keyword.value == "step":
+            return index
+    positional = [i for i, arg in enumerate(call.args) if arg.keyword is None]
+    return 2 if positional[:3] == [0, 1, 2] else None
+
+
+class RangeStepChange(Operator):
+    name = "range-step-change"
+    family = "boundaries"
+    description = "change a loop's step: to 1, or doubled (a grid-stride or block loop off step)"
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            """
+            for row in tl.range(tl.program_id(0), n, tl.num_programs(0)):
+                tl.store(y_ptr + row, row)
+            """,
+            """
+            for row in tl.range(tl.program_id(0), n, 1):
+                tl.store(y_ptr + row, row)
+            """,
+        ),
+        Example.kernel(
+            """
+            for off in range(0, n, BLOCK):
+                tl.store(y_ptr + off + tl.arange(0, BLOCK), 1.0)
+            """,
+            """
+            for off in range(0, n, 2 * BLOCK):
+                tl.store(y_ptr + off + tl.arange(0, BLOCK), 1.0)
+            """,
+        ),
+        Example.kernel(
+            """
+            for i in tl.static_range(0, 8, 2):
+                tl.store(y_ptr + i, i)
+            """,
+            """
+            for i in tl.static_range(0, 8, 4):
+                tl.store(y_ptr + i, i)
+            """,
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        if type(node) is not cst.Call or not _is_range(node):
+            return
+        index = _step_index(node)
+        if index is None:
+            return
+        step = node.args[index].value
+        literal = int_value(step)
+        if literal == 1:
+            return
+        yield node.with_changes(
+            args=[
+                *node.args[:index],
+                node.args[index].with_changes(value=cst.Integer("1")),
+                *node.args[index + 1 :],
+            ]
+        )
+        doubled = (
+            cst.Integer(str(2 * literal))
+            if literal is not None
+            else binop(cst.Integer("2"), spaced(cst.Multiply), step)
+        )
+        yield node.with_changes(
+            args=[
+                *node.args[:index],
+                node.args[index].with_changes(value=doubled),
+                *node.args[index + 1 :],
+            ]
+        )
+
+
+class GuardTrue(Operator):
+    name = "guard-true"
+    family = "boundaries"
+    description = "force an if statement's condition to True (the guarded path always runs)"
+    node_types = (cst.If,)
+    examples = (
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            if EVEN:
+                x = tl.load(x_ptr + offs)
+            else:
+                x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            tl.store(y_ptr + offs, x, mask=offs < n)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            if True:
+                x = tl.load(x_ptr + offs)
+            else:
+                x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            tl.store(y_ptr + offs, x, mask=offs < n)
+            """,
+            params="x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr",
+        ),
+        Example.kernel(
+            """
+            if tl.program_id(0) * BLOCK >= n:
+                return
+            tl.store(y_ptr + tl.program_id(0), 1.0)
+            """,
+            """
+            if True:
+                return
+            tl.store(y_ptr + tl.program_id(0), 1.0)
+            """,
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        if type(node) is cst.If and not m.matches(node.test, m.Name("True")):
+            space = node.whitespace_before_test
+            if not space.value:  # ``if(cond):`` -> ``if True:``
+                space = cst.SimpleWhitespace(" ")
+            yield node.with_changes(test=cst.Name("True"), whitespace_before_test=space)
+
+
 OPERATORS: tuple[Operator, ...] = (
     CompareLtLe(),
     CompareGtGe(),
     CdivFloordiv(),
     RangeBoundShift(),
+    RangeStepChange(),
+    GuardTrue(),
 )

@@ -7,6 +7,10 @@ function body is offered to the operators that accept its type
 node's span, rendering only the part that differs from the original node
 (``+`` -> ``-`` renders one token). The module is never regenerated.
 
+An operator that moves statements (``acc-init-hoist``) rewrites a block; such a
+mutant is reported, spliced and diffed at the run of lines that changed, not at
+the whole block (:func:`_moved_statements`).
+
 A mutant changes one statement, so the check that it still parses compiles
 that statement only (a compound statement's header only, when that is where
 the change is), all candidates in one batch, each inside ``if 1:`` for its
@@ -15,7 +19,8 @@ indentation; diffs are computed around the change (:mod:`.diff`).
 Rules (see DESIGN.md, "Mutants"):
 - only nodes in a jit function's body: decorators, signature and default
   values are never touched;
-- a line with ``# mutant-gate: skip`` excludes every mutant whose node starts on it;
+- a line with ``# mutant-gate: skip`` excludes every mutant whose node starts on it
+  (for moved statements: whose changed lines start on it);
 - order is (line, col, operator name, replacement text); the first of several
   mutants with the same mutated source wins; a mutant equal to the original,
   or one that no longer parses, is dropped.
@@ -146,6 +151,39 @@ def _replacement(
     return old_part, new_part, f"({text})" if wrap else text
 
 
+def _moved_statements(
+    unit: Unit, site: Site, old: cst.CSTNode, new: cst.CSTNode, source: str
+) -> tuple[int, int, str] | None:
+    """A rewrite of a block that moves statements (``acc-init-hoist``), as
+    (begin, end, text): the run of whole lines that differ, not the whole block,
+    so the mutant sits where the move is and reads as a few lines."""
+    if type(old) is not cst.IndentedBlock or type(new) is not cst.IndentedBlock:
+        return None
+    before, after = old.body, new.body
+    head = 0
+    while head < min(len(before), len(after)) and before[head] is after[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(before), len(after)) - head and before[-1 - tail] is after[-1 - tail]:
+        tail += 1
+    removed, added = before[head : len(before) - tail], after[head : len(after) - tail]
+    if not removed:
+        return None
+    indents = (*site.indents, old.indent if old.indent is not None else unit.module.default_indent)
+    begin, end = unit.span(removed[0])[0], unit.span(removed[-1])[1]
+    old_lines = source[begin:end].splitlines(keepends=True)
+    new_lines = "".join(render(s, unit.module, indents) for s in added).splitlines(keepends=True)
+    same = 0
+    while same < min(len(old_lines), len(new_lines)) and old_lines[same] == new_lines[same]:
+        begin += len(old_lines[same])
+        same += 1
+    old_lines, new_lines = old_lines[same:], new_lines[same:]
+    while old_lines and new_lines and old_lines[-1] == new_lines[-1]:
+        end -= len(old_lines.pop())
+        new_lines.pop()
+    return begin, end, "".join(new_lines)
+
+
 def _check_text(unit: Unit, site: Site, mutated: str, end: int, grown: int) -> str:
     """What to parse to know that the mutated file parses: the statement that
     holds the rewrite (a compound statement's header alone when the rewrite is
@@ -177,7 +215,7 @@ def _skipped_lines(source: str) -> set[int]:
 def _proposals(site: Site) -> Iterator[tuple[Operator, cst.CSTNode]]:
     for op in site.operators:
         try:
-            for new in op.mutations(site.node):
+            for new in op.mutations_in(site.node, site.scope):
                 yield op, new
         except cst.CSTValidationError:
             continue  # libcst refused to build the rewrite: invalid code, like a non-parsing one
@@ -197,7 +235,8 @@ def _candidates(source: str, operators: Sequence[Operator]) -> Iterator[_Candida
         for site in walker.sites(unit.function, unit.indents, unit.module.default_indent):
             begin, end = unit.span(site.node)
             line, col = line_col(begin)
-            if line in skipped:
+            is_block = type(site.node) is cst.IndentedBlock
+            if line in skipped and not is_block:
                 continue
             proposals = list(_proposals(site))
             if not proposals:
@@ -206,6 +245,18 @@ def _candidates(source: str, operators: Sequence[Operator]) -> Iterator[_Candida
             before = source[begin:end]
             for op, new in proposals:
                 old_part, new_part, text = _replacement(unit, site, new, source)
+                moved = _moved_statements(unit, site, old_part, new_part, source)
+                if moved is not None:
+                    part_begin, part_end, text = moved
+                    if line_col(part_begin)[0] in skipped:
+                        continue
+                    mutated = source[:part_begin] + text + source[part_end:]
+                    yield _moved_candidate(
+                        unit, site, op, name, source, mutated, part_begin, part_end, line_col
+                    )
+                    continue
+                if is_block and line in skipped:
+                    continue
                 part_begin, part_end = unit.span(old_part)
                 mutated = source[:part_begin] + text + source[part_end:]
                 grown = len(mutated) - len(source)
@@ -226,6 +277,39 @@ def _candidates(source: str, operators: Sequence[Operator]) -> Iterator[_Candida
                     else _check_text(unit, site, mutated, end, grown),
                     source=mutated,
                 )
+
+
+def _moved_candidate(
+    unit: Unit,
+    site: Site,
+    op: Operator,
+    function: str,
+    source: str,
+    mutated: str,
+    begin: int,
+    end: int,
+    line_col,
+) -> _Candidate:
+    """A statement move is reported at the lines it changes, not at its block."""
+    grown = len(mutated) - len(source)
+    line, col = line_col(begin)
+    end_line, end_col = line_col(end)
+    block_end = unit.span(site.node)[1]
+    return _Candidate(
+        line=line,
+        col=col,
+        operator=op.name,
+        after=mutated[begin : end + grown],
+        end_line=end_line,
+        end_col=end_col,
+        family=op.family,
+        function=function,
+        before=source[begin:end],
+        begin=begin,
+        end=end,
+        check=_check_text(unit, site, mutated, block_end, grown),
+        source=mutated,
+    )
 
 
 def _parses(text: str, path: str) -> bool:

@@ -9,6 +9,22 @@ Square inputs, one-program grids and contiguous tensors hide these bugs.
                     -> offs_m[:, None] * stride_ak + offs_k[None, :] * stride_am
     block-offset-drop  offs = pid * BLOCK + tl.arange(0, BLOCK) -> offs = tl.arange(0, BLOCK)
     broadcast-swap     offs_m[:, None] -> offs_m[None, :]
+                       (in a mask; not where a pointer tile's outer product would collapse)
+    int64-cast-drop    row = tl.program_id(0).to(tl.int64) -> row = tl.program_id(0)
+    int-narrow         offs.to(tl.int64) * stride -> offs.to(tl.int32) * stride
+                       tl.zeros((BLOCK,), dtype=tl.int64) -> dtype=tl.int32
+    offset-term-drop   tl.load(X + b * stride_b + h * stride_h + offs)
+                    -> tl.load(X + h * stride_h + offs)
+                       row_ptr = x_ptr + row * stride -> row_ptr = x_ptr
+    block-ptr-offset-zero
+                       tl.make_block_ptr(..., offsets=(pid_m * BM, 0), ...) -> offsets=(0, 0)
+                       ptrs = tl.advance(ptrs, (BLOCK_K, 0))               -> (0, 0)
+
+offset-term-drop drops a scalar term (one with no ``tl.arange`` and no
+``[:, None]``, and not a bare name, which may hold a block of offsets) from a
+sum that starts at a base pointer, so a block stays a block and the mutant
+compiles; a bare ``base + term`` directly inside a load or store is left alone
+(the pointer would turn scalar under a block mask).
 """
 
 from __future__ import annotations
@@ -19,7 +35,8 @@ import libcst as cst
 from libcst import matchers as m
 
 from .base import Example, Operator
-from .syntax import find_arg, int_value, replace_arg_value, tl_call
+from .scope import Scope
+from .syntax import TL, find_arg, int_value, rename_attr, replace_arg_value, tl_call
 
 
 class ModuloDrop(Operator):
@@ -205,8 +222,14 @@ class BroadcastSwap(Operator):
     node_types = (cst.Subscript,)
     examples = (
         Example.kernel(
-            "ptrs = x_ptr + tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]",
-            "ptrs = x_ptr + tl.arange(0, BLOCK)[None, :] * BLOCK + tl.arange(0, BLOCK)[None, :]",
+            """
+            offs = tl.arange(0, BLOCK)
+            mask = (offs[:, None] < n) & (offs[None, :] < n)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            mask = (offs[None, :] < n) & (offs[None, :] < n)
+            """,
         ),
     )
 
@@ -224,6 +247,352 @@ class BroadcastSwap(Operator):
                 ]
             )
 
+    def mutations_in(self, node: cst.CSTNode, scope: Scope) -> Iterator[cst.CSTNode]:
+        """A pointer tile built as an outer product (``rows[:, None] * s + cols[None, :]``)
+        collapses to one row or column when one side turns: the load or store then has
+        the wrong shape and Triton refuses it. Masks may collapse (they broadcast)."""
+        if _orientation(node) is not None:
+            top = node
+            while type(scope.parent(top)) is cst.BinaryOperation and isinstance(
+                scope.parent(top).operator, (cst.Add, cst.Subtract, cst.Multiply)
+            ):
+                top = scope.parent(top)
+            found = [_orientation(s) for s in _broadcasts(top)]
+            if len(set(found)) == 2 and found.count(_orientation(node)) == 1:
+                if _is_address(top, scope):
+                    return  # the swap would leave one orientation only
+        yield from self.mutations(node)
+
+
+def _orientation(node: cst.CSTNode) -> str | None:
+    """``x[:, None]`` -> "column", ``x[None, :]`` -> "row", else None."""
+    if type(node) is not cst.Subscript or len(node.slice) != 2:
+        return None
+    first, second = node.slice
+    if _is_full_slice(first) and _is_none_index(second):
+        return "column"
+    if _is_none_index(first) and _is_full_slice(second):
+        return "row"
+    return None
+
+
+def _broadcasts(node: cst.CSTNode) -> list[cst.Subscript]:
+    if _orientation(node) is not None:
+        return [node]
+    return [s for child in node.children for s in _broadcasts(child)]
+
+
+def _is_address(expression: cst.CSTNode, scope: Scope) -> bool:
+    """Is ``expression`` the pointer of a tl.load/tl.store, or assigned to a name that
+    a load or store takes as (part of) its pointer?"""
+    parent = scope.parent(expression)
+    if type(parent) is cst.Arg:
+        call = scope.parent(parent)
+        return tl_call(call) in ("load", "store") and call.args[0] is parent
+    if type(parent) is cst.Assign and len(parent.targets) == 1:
+        target = parent.targets[0].target
+    elif type(parent) is cst.AugAssign:
+        target = parent.target
+    else:
+        return False
+    if type(target) is not cst.Name:
+        return False
+    return any(_names_mention(p, target.value) for p in _pointer_args(scope.function))
+
+
+def _pointer_args(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    if tl_call(node) in ("load", "store") and node.args and node.args[0].keyword is None:
+        yield node.args[0].value
+    for child in node.children:
+        yield from _pointer_args(child)
+
+
+def _names_mention(node: cst.CSTNode, name: str) -> bool:
+    if type(node) is cst.Name:
+        return node.value == name
+    return any(_names_mention(child, name) for child in node.children)
+
+
+INT64 = m.Attribute(value=TL, attr=m.Name("int64"))
+
+
+def _int64_cast(node: cst.CSTNode) -> tuple[cst.BaseExpression, int] | None:
+    """``x.to(tl.int64)`` / ``tl.cast(x, tl.int64)`` -> (x, index of the dtype argument)."""
+    if type(node) is not cst.Call:
+        return None
+    if type(node.func) is cst.Attribute and node.func.attr.value == "to":
+        index = find_arg(node, "dtype", 0)
+        value = node.func.value
+    elif tl_call(node) == "cast" and node.args and node.args[0].keyword is None:
+        index = find_arg(node, "dtype", 1)
+        value = node.args[0].value
+    else:
+        return None
+    if index is None or not m.matches(node.args[index].value, INT64):
+        return None
+    return value, index
+
+
+class Int64CastDrop(Operator):
+    name = "int64-cast-drop"
+    family = "indexing"
+    description = "drop a cast to tl.int64 of a program id, row index or offset (int32 overflow)"
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            """
+            row = tl.program_id(0).to(tl.int64)
+            tl.store(y_ptr + row * n, 1.0)
+            """,
+            """
+            row = tl.program_id(0)
+            tl.store(y_ptr + row * n, 1.0)
+            """,
+        ),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs.to(tl.int64) * n)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs * n)
+            """,
+        ),
+        Example.kernel(
+            "start = tl.cast(tl.program_id(0), tl.int64) * BLOCK",
+            "start = tl.program_id(0) * BLOCK",
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        found = _int64_cast(node)
+        if found is not None:
+            yield found[0]
+
+
+#: ``tl.zeros(shape, dtype)`` / ``tl.full(shape, value, dtype)``: where an int64
+#: dtype may be given positionally.
+_DTYPE_POSITION = {"zeros": 1, "full": 2}
+
+
+class IntNarrow(Operator):
+    name = "int-narrow"
+    family = "indexing"
+    description = "narrow an int64 cast or index dtype to int32 (offsets past 2**31 wrap)"
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs.to(tl.int64) * n)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs.to(tl.int32) * n)
+            """,
+        ),
+        Example.kernel(
+            "idx = tl.zeros((BLOCK,), dtype=tl.int64) + n",
+            "idx = tl.zeros((BLOCK,), dtype=tl.int32) + n",
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        found = _int64_cast(node)
+        if found is not None:
+            index = found[1]
+        else:
+            kind = tl_call(node)
+            if kind not in _DTYPE_POSITION:
+                return
+            index = find_arg(node, "dtype", _DTYPE_POSITION[kind])
+            if index is None or not m.matches(node.args[index].value, INT64):
+                return
+        dtype = node.args[index].value
+        yield replace_arg_value(node, index, rename_attr(dtype, "int32"))
+
+
+_POINTER_CALLS = frozenset({"load", "store", "atomic_add", "atomic_max", "atomic_min"})
+
+
+def _sum_terms(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The terms of an unparenthesised left-leaning sum ``a + b + c``; [node] otherwise."""
+    terms = []
+    while type(node) is cst.BinaryOperation and type(node.operator) is cst.Add and not node.lpar:
+        terms.append(node.right)
+        node = node.left
+    terms.append(node)
+    return terms[::-1]
+
+
+def _without_term(node: cst.BinaryOperation, index: int, count: int) -> cst.BaseExpression:
+    """The sum ``node`` of ``count`` terms without its term ``index`` (>= 1)."""
+    if index == count - 1:
+        return node.left
+    return node.with_changes(left=_without_term(node.left, index, count - 1))
+
+
+def _is_lane_term(node: cst.CSTNode) -> bool:
+    """May this term be a block (``tl.arange``, ``x[:, None]``, or a bare name)?"""
+    if type(node) is cst.Name:
+        return True
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Call and tl_call(node) == "arange":
+            return True
+        if kind is cst.SubscriptElement and _is_none_index(node):
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _is_pointer_name(node: cst.CSTNode) -> bool:
+    return type(node) is cst.Name and "ptr" in node.value.lower()
+
+
+def _dropped_terms(total: cst.CSTNode, keep_base_only: bool) -> Iterator[cst.BaseExpression]:
+    terms = _sum_terms(total)
+    if len(terms) < 2 or type(terms[0]) not in (cst.Name, cst.Attribute):
+        return
+    if len(terms) == 2 and not keep_base_only:
+        return
+    for index in range(1, len(terms)):
+        if not _is_lane_term(terms[index]):
+            yield _without_term(total, index, len(terms))
+
+
+class OffsetTermDrop(Operator):
+    name = "offset-term-drop"
+    family = "indexing"
+    description = "drop a scalar term (batch, head, row offset) of a pointer's offset sum"
+    node_types = (cst.Call, cst.Assign)
+    examples = (
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + b * stride_b + h * stride_h + offs)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + h * stride_h + offs)
+            """,
+            params="x_ptr, b, h, stride_b, stride_h, BLOCK: tl.constexpr",
+        ),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + b * stride_b + h * stride_h + offs)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + b * stride_b + offs)
+            """,
+            params="x_ptr, b, h, stride_b, stride_h, BLOCK: tl.constexpr",
+        ),
+        Example.kernel(
+            """
+            row_ptr = x_ptr + tl.program_id(0) * n
+            x = tl.load(row_ptr + tl.arange(0, BLOCK))
+            """,
+            """
+            row_ptr = x_ptr
+            x = tl.load(row_ptr + tl.arange(0, BLOCK))
+            """,
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        if type(node) is cst.Call:
+            if tl_call(node) not in _POINTER_CALLS or not node.args:
+                return
+            first = node.args[0]
+            if first.star or (first.keyword is not None and first.keyword.value != "pointer"):
+                return
+            for new in _dropped_terms(first.value, keep_base_only=False):
+                yield replace_arg_value(node, 0, new)
+        elif type(node) is cst.Assign and len(node.targets) == 1:
+            target = node.targets[0].target
+            terms = _sum_terms(node.value)
+            if not (_is_pointer_name(target) or _is_pointer_name(terms[0])):
+                return
+            for new in _dropped_terms(node.value, keep_base_only=True):
+                yield node.with_changes(value=new)
+
+
+_BLOCK_PTR_OFFSETS = 3  # make_block_ptr(base, shape, strides, offsets, block_shape, order)
+
+
+def _zeroed_entries(call: cst.Call, index: int) -> Iterator[cst.Call]:
+    value = call.args[index].value
+    if type(value) not in (cst.Tuple, cst.List):
+        return
+    for position, element in enumerate(value.elements):
+        if element.value is not None and int_value(element.value) != 0:
+            elements = list(value.elements)
+            elements[position] = element.with_changes(value=cst.Integer("0"))
+            yield replace_arg_value(call, index, value.with_changes(elements=elements))
+
+
+class BlockPtrOffsetZero(Operator):
+    name = "block-ptr-offset-zero"
+    family = "indexing"
+    description = "set one entry of a block pointer's offsets (make_block_ptr, advance) to 0"
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            """
+            block = tl.make_block_ptr(
+                x_ptr, (n, n), (n, 1), offsets=(tl.program_id(0) * BLOCK, 0),
+                block_shape=(BLOCK, BLOCK), order=(1, 0),
+            )
+            """,
+            """
+            block = tl.make_block_ptr(
+                x_ptr, (n, n), (n, 1), offsets=(0, 0),
+                block_shape=(BLOCK, BLOCK), order=(1, 0),
+            )
+            """,
+        ),
+        Example.kernel(
+            """
+            block = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,))
+            block = tl.advance(block, (BLOCK,))
+            """,
+            """
+            block = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,))
+            block = tl.advance(block, (0,))
+            """,
+        ),
+        Example.kernel(
+            """
+            block = tl.make_block_ptr(x_ptr, (n, n), (n, 1), (0, 0), (BLOCK, BLOCK), (1, 0))
+            block = block.advance((0, BLOCK))
+            """,
+            """
+            block = tl.make_block_ptr(x_ptr, (n, n), (n, 1), (0, 0), (BLOCK, BLOCK), (1, 0))
+            block = block.advance((0, 0))
+            """,
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        if type(node) is not cst.Call:
+            return
+        kind = tl_call(node)
+        if kind == "make_block_ptr":
+            index = find_arg(node, "offsets", _BLOCK_PTR_OFFSETS)
+        elif kind == "advance":
+            index = find_arg(node, "offsets", 1)
+        elif type(node.func) is cst.Attribute and node.func.attr.value == "advance":
+            index = find_arg(node, "offsets", 0)
+        else:
+            return
+        if index is not None:
+            yield from _zeroed_entries(node, index)
+
 
 OPERATORS: tuple[Operator, ...] = (
     ModuloDrop(),
@@ -231,4 +600,8 @@ OPERATORS: tuple[Operator, ...] = (
     StrideSwap(),
     BlockOffsetDrop(),
     BroadcastSwap(),
+    Int64CastDrop(),
+    IntNarrow(),
+    OffsetTermDrop(),
+    BlockPtrOffsetZero(),
 )

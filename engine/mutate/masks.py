@@ -6,12 +6,13 @@ exercises its masks; these mutants find out.
     mask-drop            tl.load(p + offs, mask=m, other=0.0) -> tl.load(p + offs)
                          tl.store(p + offs, y, mask=m)        -> tl.store(p + offs, y)
     other-drop           tl.load(p, mask=m, other=-float("inf")) -> tl.load(p, mask=m)
-    other-change         other=0.0 -> other=1.0;  other=1 -> other=0;
-                         other=-float("inf") -> other=0.0
+    other-change         other=0.0 -> other=1.0 and other=-float("inf");  other=1 -> other=0;
+                         other=-float("inf") -> other=0.0;  other=NEG_INF -> other=0.0
     boundary-check-drop  tl.load(block_ptr, boundary_check=(0, 1)) -> tl.load(block_ptr)
     mask-and-or          (rm[:, None] < M) & (rn[None, :] < N)
                       -> (rm[:, None] < M) | (rn[None, :] < N)
     mask-term-drop       (rm[:, None] < M) & (rn[None, :] < N) -> (rm[:, None] < M)
+                         tl.load(p, mask=(offs < n) and (offs >= lo)) -> mask=(offs < n)
 """
 
 from __future__ import annotations
@@ -19,10 +20,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import libcst as cst
-from libcst import matchers as m
 
 from .base import Example, Operator
-from .syntax import find_arg, number_value, remove_args, replace_arg_value, same_whitespace, tl_call
+from .syntax import (
+    find_arg,
+    is_infinity,
+    number_value,
+    remove_args,
+    replace_arg_value,
+    same_whitespace,
+    tl_call,
+)
 
 _LOAD_STORE_MASK_POSITION = {"load": 1, "store": 2}
 
@@ -127,40 +135,40 @@ class OtherDrop(Operator):
             yield remove_args(node, [other])
 
 
-_FLOAT_OF_STRING = m.Call(func=m.Name("float"), args=[m.Arg(value=m.SimpleString(), keyword=None)])
-_INFINITY = m.Attribute(value=m.Name(), attr=m.Name("inf"))  # math.inf, np.inf
+_NEGATIVE_INFINITY = cst.UnaryOperation(
+    operator=cst.Minus(),
+    expression=cst.Call(func=cst.Name("float"), args=[cst.Arg(cst.SimpleString('"inf"'))]),
+)
+#: Names that are no fill value to change.
+_NOT_FILLS = frozenset({"None", "True", "False"})
 
 
-def _is_infinity(node: cst.CSTNode) -> bool:
-    """``float("inf")``, ``float('-inf')``, ``-float("inf")``, ``math.inf``, ``-math.inf``."""
-    if m.matches(node, m.UnaryOperation(operator=m.Minus() | m.Plus())):
-        node = node.expression
-    if m.matches(node, _INFINITY):
-        return True
-    if m.matches(node, _FLOAT_OF_STRING):
-        text = node.args[0].value.evaluated_value
-        return isinstance(text, str) and text.strip().lstrip("+-").lower() in ("inf", "infinity")
-    return False
-
-
-def _changed_fill(value: cst.BaseExpression) -> cst.BaseExpression | None:
+def _changed_fills(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     number = number_value(value)
     is_int = isinstance(value, cst.Integer) or (
         isinstance(value, cst.UnaryOperation) and isinstance(value.expression, cst.Integer)
     )
     if number == 0:
-        return cst.Integer("1") if is_int else cst.Float("1.0")
-    if number is not None:
-        return cst.Integer("0") if is_int else cst.Float("0.0")
-    if _is_infinity(value):
-        return cst.Float("0.0")
-    return None
+        yield cst.Integer("1") if is_int else cst.Float("1.0")
+        if not is_int:  # a sum's padding written as a max's
+            yield _NEGATIVE_INFINITY
+    elif number is not None:
+        yield cst.Integer("0") if is_int else cst.Float("0.0")
+    elif is_infinity(value):
+        yield cst.Float("0.0")
+    else:
+        minus = type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus
+        named = value.expression if minus else value
+        if type(named) is cst.Name and named.value not in _NOT_FILLS:
+            yield cst.Float("0.0")  # other=NEG_INF, other=-inf, other=pad
 
 
 class OtherChange(Operator):
     name = "other-change"
     family = "masks"
-    description = "change a tl.load's other= fill value (0 <-> 1, -inf -> 0.0)"
+    description = (
+        "change a tl.load's other= fill value (0 <-> 1, 0.0 <-> -inf, a named fill -> 0.0)"
+    )
     node_types = (cst.Call,)
     examples = (
         Example.kernel(
@@ -187,6 +195,40 @@ class OtherChange(Operator):
             "x = tl.load(x_ptr + tl.arange(0, BLOCK), other=float('-inf'), mask=n > 0)",
             "x = tl.load(x_ptr + tl.arange(0, BLOCK), other=0.0, mask=n > 0)",
         ),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            s = tl.sum(x, axis=0)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=-float("inf"))
+            s = tl.sum(x, axis=0)
+            """,
+        ),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=NEG_INF)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            """,
+            params="x_ptr, n, BLOCK: tl.constexpr, NEG_INF: tl.constexpr",
+        ),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=-inf)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            """,
+            params="x_ptr, n, inf, BLOCK: tl.constexpr",
+        ),
     )
 
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -195,8 +237,7 @@ class OtherChange(Operator):
         other = find_arg(node, "other", 2)
         if other is None:
             return
-        new = _changed_fill(node.args[other].value)
-        if new is not None:
+        for new in _changed_fills(node.args[other].value):
             yield replace_arg_value(node, other, new)
 
 
@@ -264,20 +305,62 @@ class MaskAndOr(Operator):
             yield node.with_changes(operator=same_whitespace(cst.BitOr, node.operator))
 
 
+def _is_and(node: cst.CSTNode) -> bool:
+    return type(node) is cst.BooleanOperation and type(node.operator) is cst.And
+
+
 class MaskTermDrop(Operator):
     name = "mask-term-drop"
     family = "masks"
-    description = "keep only one side of a mask conjunction a & b (one dimension unguarded)"
-    node_types = (cst.BinaryOperation,)
+    description = "keep only one side of a mask conjunction a & b, or a and b (one bound unguarded)"
+    node_types = (cst.BinaryOperation, cst.Call, cst.Assign)
     examples = (
         Example.kernel(_MASK_2D, _MASK_2D.replace(" & (rn[None, :] < n)", "")),
         Example.kernel(_MASK_2D, _MASK_2D.replace("(rm[:, None] < n) & ", "")),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=(offs < n) and (offs >= 1), other=0.0)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=(offs >= 1), other=0.0)
+            """,
+        ),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            in_bounds_mask = offs < n and offs >= 1
+            tl.store(y_ptr + offs, 1.0, mask=in_bounds_mask)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            in_bounds_mask = offs < n
+            tl.store(y_ptr + offs, 1.0, mask=in_bounds_mask)
+            """,
+        ),
     )
 
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        if _mask_conjunction(node):
-            yield node.left
-            yield node.right
+        kind = type(node)
+        if kind is cst.BinaryOperation:
+            if _mask_conjunction(node):
+                yield node.left
+                yield node.right
+        elif kind is cst.Call:  # mask=a and b
+            call = tl_call(node)
+            if call not in _LOAD_STORE_MASK_POSITION:
+                return
+            index = _mask_index(node, call)
+            if index is not None and _is_and(node.args[index].value):
+                value = node.args[index].value
+                yield replace_arg_value(node, index, value.left)
+                yield replace_arg_value(node, index, value.right)
+        elif kind is cst.Assign and len(node.targets) == 1 and _is_and(node.value):
+            target = node.targets[0].target  # mask = a and b
+            if type(target) is cst.Name and "mask" in target.value.lower():
+                yield node.with_changes(value=node.value.left)
+                yield node.with_changes(value=node.value.right)
 
 
 OPERATORS: tuple[Operator, ...] = (

@@ -4,6 +4,8 @@ Tests that compare against a reference with loose tolerances, or only on small
 inputs, let half-precision accumulation through; these mutants check that.
 
     accumulator-fp16  acc = tl.zeros((BM, BN), dtype=tl.float32) -> dtype=tl.float16
+                      (a loop's ``acc += x`` becomes ``acc += x.to(tl.float16)`` with it:
+                      a loop-carried value may not change type)
                       tl.full((BM,), 0, dtype=tl.float32)        -> dtype=tl.float16
                       tl.dot(a, b, out_dtype=tl.float32)         -> out_dtype=tl.float16
     cast-fp16         x.to(tl.float32)           -> x.to(tl.float16)
@@ -11,6 +13,8 @@ inputs, let half-precision accumulation through; these mutants check that.
     upcast-drop       x = tl.load(p).to(tl.float32) -> x = tl.load(p)
     dot-tf32          tl.dot(a, b, input_precision="ieee") -> input_precision="tf32"
                       tl.dot(a, b, allow_tf32=False)        -> allow_tf32=True
+    rounding-drop     y = x.to(tl.bfloat16).to(tl.float32) -> y = x
+                      (a value meant to be rounded to the stored precision is not)
 """
 
 from __future__ import annotations
@@ -21,7 +25,18 @@ import libcst as cst
 from libcst import matchers as m
 
 from .base import Example, Operator
-from .syntax import FLOAT32, find_arg, rename_attr, replace_arg_value, tl_call
+from .scope import Scope
+from .syntax import (
+    ATOM,
+    FLOAT32,
+    find_arg,
+    parenthesize,
+    precedence,
+    rename_attr,
+    replace_arg_value,
+    tl_attr,
+    tl_call,
+)
 
 #: ``tl.zeros(shape, dtype)`` / ``tl.full(shape, value, dtype)``: where dtype
 #: may be passed positionally.
@@ -52,11 +67,86 @@ def _upcast(node: cst.CSTNode) -> tuple[cst.BaseExpression, int] | None:
     return None
 
 
+def _fp32_init(statement: cst.CSTNode) -> tuple[str, cst.Call, int] | None:
+    """``acc = tl.zeros(shape, dtype=tl.float32)`` (or tl.full) as a statement:
+    (acc, the call, index of its dtype argument)."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return None
+    assign = statement.body[0]
+    if type(assign) is not cst.Assign or len(assign.targets) != 1:
+        return None
+    target, call = assign.targets[0].target, assign.value
+    kind = tl_call(call)
+    if type(target) is not cst.Name or kind not in _DTYPE_POSITION:
+        return None
+    index = _fp32_arg(call, "dtype", _DTYPE_POSITION[kind])
+    return None if index is None else (target.value, call, index)
+
+
+def _mentions(node: cst.CSTNode, name: str) -> bool:
+    if type(node) is cst.Name:
+        return node.value == name
+    return any(_mentions(child, name) for child in node.children)
+
+
+def _keeps_dtype(value: cst.CSTNode, name: str) -> bool:
+    """``tl.dot(a, b, acc)``: the result takes the accumulator's dtype."""
+    if tl_call(value) != "dot" or find_arg(value, "out_dtype") is not None:
+        return False
+    index = find_arg(value, "acc", 2)
+    return index is not None and m.matches(value.args[index].value, m.Name(name))
+
+
+def _retyped_update(node: cst.CSTNode, name: str) -> bool:
+    """An update of ``name`` whose value keeps float32 whatever ``name`` holds."""
+    if type(node) is cst.AugAssign:
+        return m.matches(node.target, m.Name(name))
+    if type(node) is cst.Assign and any(m.matches(t.target, m.Name(name)) for t in node.targets):
+        return _mentions(node.value, name) and not _keeps_dtype(node.value, name)
+    return False
+
+
+def _loop_updates(statement: cst.CSTNode, name: str) -> bool:
+    """Does a loop in ``statement`` (itself, or one nested in an ``if``) update ``name``?"""
+    if type(statement) in (cst.For, cst.While):
+        return _mentions_update(statement.body, name)
+    return any(_loop_updates(child, name) for child in statement.children)
+
+
+def _mentions_update(node: cst.CSTNode, name: str) -> bool:
+    if _retyped_update(node, name):
+        return True
+    return any(_mentions_update(child, name) for child in node.children)
+
+
+class _CastUpdates(cst.CSTTransformer):
+    """``acc += v`` -> ``acc += v.to(tl.float16)``; ``acc = f(acc)`` -> ``acc = (f(acc)).to(tl.float16)``."""
+
+    def __init__(self, name: str, fp16: cst.Attribute) -> None:
+        self.name, self.fp16 = name, fp16
+
+    def _cast(self, value: cst.BaseExpression) -> cst.Call:
+        if precedence(value) < ATOM:
+            value = parenthesize(value)
+        to = cst.Attribute(value=value, attr=cst.Name("to"))
+        return cst.Call(func=to, args=[cst.Arg(self.fp16)])
+
+    def leave_AugAssign(self, original, updated):
+        if _retyped_update(original, self.name):
+            return updated.with_changes(value=self._cast(updated.value))
+        return updated
+
+    def leave_Assign(self, original, updated):
+        if _retyped_update(original, self.name):
+            return updated.with_changes(value=self._cast(updated.value))
+        return updated
+
+
 class AccumulatorFp16(Operator):
     name = "accumulator-fp16"
     family = "precision"
     description = "make a float32 accumulator (tl.zeros/tl.full, tl.dot out_dtype) float16"
-    node_types = (cst.Call,)
+    node_types = (cst.Call, cst.IndentedBlock)
     examples = (
         Example.kernel(
             "acc = tl.zeros((BLOCK,), dtype=tl.float32)",
@@ -76,6 +166,18 @@ class AccumulatorFp16(Operator):
             c = tl.dot(a, a, out_dtype=triton.language.float16)
             """,
         ),
+        Example.kernel(
+            """
+            acc = tl.zeros((BLOCK,), dtype=tl.float32)
+            for k in range(0, n, BLOCK):
+                acc += tl.load(x_ptr + k + tl.arange(0, BLOCK)) * 2.0
+            """,
+            """
+            acc = tl.zeros((BLOCK,), dtype=tl.float16)
+            for k in range(0, n, BLOCK):
+                acc += (tl.load(x_ptr + k + tl.arange(0, BLOCK)) * 2.0).to(tl.float16)
+            """,
+        ),
     )
 
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -88,6 +190,40 @@ class AccumulatorFp16(Operator):
             return
         if index is not None:
             yield _to_fp16(node, index)
+
+    def mutations_in(self, node: cst.CSTNode, scope: Scope) -> Iterator[cst.CSTNode]:
+        """An accumulator a loop updates with float32 values (``acc += x``) would change
+        type from one iteration to the next, which Triton refuses: there the mutant is
+        written on the block, with the updates cast to fp16 as well (what accumulating in
+        half precision means). ``acc = tl.dot(a, b, acc)`` keeps the accumulator's dtype."""
+        if type(node) is cst.IndentedBlock:
+            yield from self._block(node)
+            return
+        statement = scope.parent(scope.parent(node) or node)
+        found = _fp32_init(statement) if statement is not None else None
+        if found is not None and found[1] is node:
+            block = scope.parent(statement)
+            later = block.body[block.body.index(statement) + 1 :] if block is not None else ()
+            if any(_loop_updates(loop, found[0]) for loop in later):
+                return  # the block form plants this one
+        yield from self.mutations(node)
+
+    def _block(self, block: cst.IndentedBlock) -> Iterator[cst.CSTNode]:
+        for position, statement in enumerate(block.body):
+            found = _fp32_init(statement)
+            if found is None:
+                continue
+            name, call, index = found
+            later = block.body[position + 1 :]
+            if not any(_loop_updates(loop, name) for loop in later):
+                continue
+            fp16 = rename_attr(call.args[index].value, "float16")
+            cast = _CastUpdates(name, fp16)
+            init = statement.with_changes(
+                body=[statement.body[0].with_changes(value=_to_fp16(call, index))]
+            )
+            rest = [loop.visit(cast) if _loop_updates(loop, name) else loop for loop in later]
+            yield block.with_changes(body=(*block.body[:position], init, *rest))
 
 
 class CastFp16(Operator):
@@ -182,9 +318,73 @@ class DotTf32(Operator):
             yield replace_arg_value(node, allow, cst.Name("True"))
 
 
+#: Low-precision float types a value is rounded through.
+_LOW_PRECISION = frozenset(
+    {
+        "float16",
+        "bfloat16",
+        "float8e4nv",
+        "float8e5",
+        "float8e4b8",
+        "float8e5b16",
+        "float8e4b15",
+    }
+)
+
+
+def _cast_to(node: cst.CSTNode) -> tuple[cst.BaseExpression, str] | None:
+    """``x.to(tl.T)`` / ``tl.cast(x, tl.T)`` -> (x, "T"); anything else -> None."""
+    if type(node) is not cst.Call:
+        return None
+    if type(node.func) is cst.Attribute and node.func.attr.value == "to":
+        index, value = find_arg(node, "dtype", 0), node.func.value
+    elif tl_call(node) == "cast" and node.args and node.args[0].keyword is None:
+        index, value = find_arg(node, "dtype", 1), node.args[0].value
+    else:
+        return None
+    if index is None:
+        return None
+    dtype = tl_attr(node.args[index].value)
+    return None if dtype is None else (value, dtype)
+
+
+class RoundingDrop(Operator):
+    name = "rounding-drop"
+    family = "precision"
+    description = (
+        "drop a round trip through a low-precision type: x.to(tl.float16).to(tl.float32) -> x"
+    )
+    node_types = (cst.Call,)
+    examples = (
+        Example.kernel(
+            """
+            x = tl.load(x_ptr + tl.arange(0, BLOCK)) * 3.0
+            y = x.to(tl.bfloat16).to(tl.float32)
+            """,
+            """
+            x = tl.load(x_ptr + tl.arange(0, BLOCK)) * 3.0
+            y = x
+            """,
+        ),
+        Example.kernel(
+            "y = tl.cast(tl.cast(tl.load(x_ptr + tl.arange(0, BLOCK)), tl.float16), tl.float32)",
+            "y = tl.load(x_ptr + tl.arange(0, BLOCK))",
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        outer = _cast_to(node)
+        if outer is None or outer[1] != "float32":
+            return
+        inner = _cast_to(outer[0])
+        if inner is not None and inner[1] in _LOW_PRECISION:
+            yield inner[0]
+
+
 OPERATORS: tuple[Operator, ...] = (
     AccumulatorFp16(),
     CastFp16(),
     UpcastDrop(),
     DotTf32(),
+    RoundingDrop(),
 )

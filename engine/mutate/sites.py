@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 import libcst as cst
 
 from .base import Operator
+from .scope import Scope
 
 # Fields that never hold a node an operator could rewrite.
 _INERT_FIELDS = frozenset(
@@ -45,6 +46,7 @@ class Site:
     statement: cst.CSTNode | None  # innermost statement (an elif's is its whole if)
     indents: tuple[str, ...]
     operators: tuple[Operator, ...]
+    scope: Scope  # the function's, for operators that ask about context
 
 
 # Per node type, shared by every walk: fields that may hold nodes, whether a
@@ -119,6 +121,7 @@ class SiteWalker:
         self, function: cst.FunctionDef, indents: tuple[str, ...], default_indent: str
     ) -> Iterator[Site]:
         """Every node of the function body that at least one operator accepts."""
+        scope = Scope(function)
         stack: list[tuple[cst.CSTNode, cst.CSTNode, cst.CSTNode | None, tuple[str, ...]]]
         stack = [(function.body, function, None, indents)]
         while stack:
@@ -126,7 +129,7 @@ class SiteWalker:
             kind = type(node)
             accepted = self._accepted(kind)
             if accepted:
-                yield Site(node, parent, statement, node_indents, accepted)
+                yield Site(node, parent, statement, node_indents, accepted, scope)
             role = self._kind_of(kind)
             if role == _BLOCK:
                 block_indent = node.indent if node.indent is not None else default_indent

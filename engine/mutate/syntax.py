@@ -114,6 +114,22 @@ def number_value(node: cst.CSTNode) -> float | None:
     return None
 
 
+_FLOAT_OF_STRING = m.Call(func=m.Name("float"), args=[m.Arg(value=m.SimpleString(), keyword=None)])
+_INFINITY = m.Attribute(value=m.Name(), attr=m.Name("inf"))  # math.inf, np.inf
+
+
+def is_infinity(node: cst.CSTNode) -> bool:
+    """``float("inf")``, ``float('-inf')``, ``-float("inf")``, ``math.inf``, ``-math.inf``."""
+    if m.matches(node, m.UnaryOperation(operator=m.Minus() | m.Plus())):
+        node = node.expression
+    if m.matches(node, _INFINITY):
+        return True
+    if m.matches(node, _FLOAT_OF_STRING):
+        text = node.args[0].value.evaluated_value
+        return isinstance(text, str) and text.strip().lstrip("+-").lower() in ("inf", "infinity")
+    return False
+
+
 # -- precedence ----------------------------------------------------------------
 
 _BINARY_PRECEDENCE: dict[type[cst.BaseBinaryOp], int] = {

@@ -1,0 +1,126 @@
+"""Big-index check: kill an overflow mutant that differs only past 2^31 elements.
+
+An ``int64-cast-drop`` or ``int-narrow`` survivor gives the original's outputs on
+every input a test can allocate: its int32 offsets wrap only past 2^31 elements.
+This check runs the original's checks, then each such survivor's, in the
+interpreter with every kernel's first launch replayed at a size past 2^31 elements
+(``harness/bigindex.py``: only the last programs run, no memory is allocated or
+touched). For each kernel whose original replay stays inside its tensors, a
+survivor whose replay addresses memory outside them is ``killed`` by ``big-index``
+(the reason says "differs only past 2^31 elements"). A kernel whose original wraps
+too judges nothing, and says so.
+
+Per mutant the report gets ``big_index`` (the replays); the run gets
+``checks.big_index``. In compiled mode the check is skipped (a real large-shape run
+would be the way there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..events import CheckFinished, CheckStarted, Event
+from ..records import Mutant
+from ..sandbox.job import Job, JobResult
+from ..stage import StageContext
+from ..vocabulary import By
+from . import common
+
+CHECK = "big_index"
+#: The operators whose mutants only differ past 2^31 elements.
+OVERFLOW_OPERATORS = frozenset({"int64-cast-drop", "int-narrow"})
+
+
+def _job(ctx: StageContext, source: str | None) -> Job:
+    request = {"job": common.checks_job(ctx, source).to_json()}
+    return common.harness_job(ctx, "bigindex:run", CHECK, request, ctx.settings.timeout_s * 2)
+
+
+def _replays(result: JobResult) -> tuple[list[dict] | None, str | None]:
+    data = common.harness_data(result, CHECK)
+    if data is None:
+        return None, common.failure(result)
+    return data["replays"], None
+
+
+def big_index_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
+    """Survivor stage: replay the original, then every overflow survivor, past 2^31."""
+    chosen = [m for m in survivors if m.operator in OVERFLOW_OPERATORS]
+    summary: dict = {"survivors": len(chosen), "killed": 0, "skipped": None, "original": []}
+    if not chosen:
+        return
+    ctx.ledger.section("checks")[CHECK] = summary
+    yield CheckStarted(None, CHECK, total=len(chosen))
+    if ctx.settings.mode != "interpret":
+        summary["skipped"] = "the replay past 2^31 elements runs in the interpreter only"
+        yield CheckFinished(None, CHECK, f"big-index check skipped: {summary['skipped']}", 0, 0)
+        return
+    result, _ = ctx.execute(_job(ctx, None))
+    original, why = _replays(result)
+    if original is None:
+        summary["skipped"] = f"the original's replay failed: {why}"
+        yield CheckFinished(None, CHECK, f"big-index check skipped: {summary['skipped']}", 0, 0)
+        return
+    summary["original"] = original
+    clean = {r["kernel"] for r in original if r.get("factor") and not r.get("wrapped")}
+    wraps = [r["kernel"] for r in original if r.get("wrapped")]
+    if wraps:
+        summary["original_wraps"] = wraps
+    if not clean:
+        why = "no kernel's original replay stays inside its tensors past 2^31 elements"
+        if wraps:
+            why = f"the original's offsets wrap past 2^31 elements too ({', '.join(wraps)})"
+        summary["skipped"] = why
+        yield CheckFinished(None, CHECK, f"big-index check skipped: {why}", 0, len(chosen))
+        return
+
+    jobs = {m.id: _job(ctx, m.source) for m in chosen}
+    by_id = {m.id: m for m in chosen}
+    done = 0
+    for kind, key, result in ctx.run_jobs(jobs):
+        mutant = by_id[key]
+        if kind == "started":
+            yield CheckStarted(mutant, CHECK)
+            continue
+        done += 1
+        assert result is not None
+        replays, why = _replays(result)
+        if replays is None:
+            ctx.ledger.put_row(mutant.id, CHECK, {"error": why})
+            yield CheckFinished(mutant, CHECK, f"big-index check failed: {why}", done, len(chosen))
+            continue
+        ctx.ledger.put_row(mutant.id, CHECK, {"replays": replays})
+        wrapped = next((r for r in replays if r["kernel"] in clean and r.get("wrapped")), None)
+        if wrapped is None:
+            line = "no offset wraps in the replay past 2^31 elements"
+            yield CheckFinished(mutant, CHECK, line, done, len(chosen))
+            continue
+        summary["killed"] += 1
+        message = wrapped["wrapped"]["message"]
+        reason = (
+            f"differs only past 2^31 elements: in {wrapped['kernel']} (grid "
+            f"{wrapped['grid'][0]} programs, last {wrapped['programs']} run), {message}"
+        )
+        evidence = (
+            f"the original's replay of {wrapped['kernel']} stays inside its tensors; "
+            f"the mutant's {message}"
+        )
+        outcome = ctx.ledger.kill(
+            mutant.id,
+            by=By.BIG_INDEX.value,
+            reason=reason,
+            duration_s=result.duration_s,
+            cached=False,
+            stage=CHECK,
+            evidence=evidence,
+        )
+        yield from ctx.updated(mutant, outcome)
+        yield CheckFinished(mutant, CHECK, reason, done, len(chosen))
+    yield CheckFinished(
+        None,
+        CHECK,
+        f"big-index check: {summary['killed']} of {len(chosen)} overflow survivors differ "
+        "only past 2^31 elements",
+        done,
+        len(chosen),
+    )

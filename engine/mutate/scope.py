@@ -1,0 +1,388 @@
+"""What an operator may ask about the jit function around a node: its parent,
+what a name is assigned, and a static guess of an expression's element kind
+(integer or float) and rank.
+
+Most operators rewrite one node and need none of this. A few would plant code
+Triton rejects without it: ``pid * BLOCK`` -> ``pid / BLOCK`` is a float offset
+no pointer accepts (so ``mul-div`` writes ``pid // BLOCK`` there), ``tl.sum(x,
+axis=1)`` of a 1-D block names an axis that does not exist (so ``sum-axis``
+leaves 1-D reductions alone), an fp16 accumulator updated by fp32 values in a
+loop changes a loop-carried type (so ``accumulator-fp16`` casts the updates).
+
+The guesses are syntactic and answer None when unsure; an operator decides what
+an unsure answer means for it. Nothing here runs or imports the kernel. A Scope
+is built lazily, once per jit function, and only when an operator asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .syntax import int_value, tl_attr, tl_call
+
+INT, FLOAT = "int", "float"
+
+_INT_DTYPES = frozenset(f"{sign}int{bits}" for sign in ("", "u") for bits in (1, 8, 16, 32, 64)) - {
+    "uint1"
+}
+_FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5"})
+_INT_CALLS = frozenset({"program_id", "num_programs", "arange", "cdiv"})
+_FLOAT_CALLS = frozenset(
+    {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "sigmoid", "softmax",
+     "erf", "fdiv", "div_rn", "sqrt_rn", "dot"}
+)  # fmt: skip
+_SAME_KIND_CALLS = frozenset({"sum", "max", "min", "maximum", "minimum", "abs", "cumsum", "trans"})
+_RANGES = frozenset({"range", "static_range"})
+_REDUCTIONS = frozenset({"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum"})
+_ELEMENTWISE_FIRST = _FLOAT_CALLS - {"dot", "softmax"} | {"abs", "where", "trans", "cumsum"}
+_ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+_ARITH = (*_ARITH, cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift)
+
+
+#: What a name's own value contributes while it is being worked out (``x = x - m``):
+#: nothing either way.
+_CYCLE = "cycle"
+
+
+def _join(kinds: list) -> str | None:
+    """float wins (Triton promotes), all int stays int, anything unknown is unknown."""
+    kinds = [k for k in kinds if k != _CYCLE]
+    if FLOAT in kinds:
+        return FLOAT
+    if kinds and all(k == INT for k in kinds):
+        return INT
+    return None
+
+
+def dtype_kind(node: cst.CSTNode) -> str | None:
+    """``tl.int64`` -> int, ``tl.float32`` -> float, else None."""
+    name = tl_attr(node)
+    if name in _INT_DTYPES:
+        return INT
+    if name in _FLOAT_DTYPES:
+        return FLOAT
+    return None
+
+
+def _arg(call: cst.Call, keyword: str, position: int) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[position].value if position < len(positional) else None
+
+
+class Scope:
+    """Questions about one jit function, answered from its syntax."""
+
+    def __init__(self, function: cst.FunctionDef) -> None:
+        self.function = function
+        self._parents: dict[int, cst.CSTNode] | None = None
+        self._assigned: dict[str, list[tuple[str, cst.CSTNode]]] | None = None
+        self._params: dict[str, cst.Param] = {
+            p.name.value: p for p in (*function.params.params, *function.params.kwonly_params)
+        }
+        self._kinds: dict[str, str | None] = {}  # per name, worked out from its bindings
+        self._ranks: dict[str, int | None] = {}
+        self._busy: set[str] = set()
+
+    # -- structure -------------------------------------------------------------
+
+    def _index(self) -> None:
+        parents: dict[int, cst.CSTNode] = {}
+        assigned: dict[str, list[tuple[str, cst.CSTNode]]] = {}
+        stack: list[cst.CSTNode] = [self.function.body]
+        while stack:
+            node = stack.pop()
+            for child in node.children:
+                parents[id(child)] = node
+                stack.append(child)
+            if type(node) is cst.Assign:
+                for target in node.targets:
+                    if type(target.target) is cst.Name:
+                        assigned.setdefault(target.target.value, []).append(("=", node.value))
+                    else:  # tuple unpacking: unknown
+                        for name in _names(target.target):
+                            assigned.setdefault(name, []).append(("?", node.value))
+            elif type(node) is cst.AnnAssign and type(node.target) is cst.Name and node.value:
+                assigned.setdefault(node.target.value, []).append(("=", node.value))
+            elif type(node) is cst.AugAssign and type(node.target) is cst.Name:
+                assigned.setdefault(node.target.value, []).append(("+=", node))
+            elif type(node) is cst.For:
+                for name in _names(node.target):
+                    assigned.setdefault(name, []).append(("for", node))
+        self._parents, self._assigned = parents, assigned
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        if self._parents is None:
+            self._index()
+        return self._parents.get(id(node))
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        parent = self.parent(node)
+        while parent is not None:
+            yield parent
+            parent = self.parent(parent)
+
+    def assignments(self, name: str) -> list[tuple[str, cst.CSTNode]]:
+        """How ``name`` is bound in the function body: ("=", value), ("+=", the
+        AugAssign), ("for", the loop) or ("?", an unpacked value)."""
+        if self._assigned is None:
+            self._index()
+        return self._assigned.get(name, [])
+
+    def is_param(self, name: str) -> bool:
+        return name in self._params and not self.assignments(name)
+
+    def in_loop(self, node: cst.CSTNode) -> bool:
+        return any(type(a) in (cst.For, cst.While) for a in self.ancestors(node))
+
+    # -- element kind ----------------------------------------------------------
+
+    def kind(self, node: cst.CSTNode) -> str | None:
+        """ "int", "float" or None (unknown) for the elements of an expression.
+
+        Integer sources: integer literals, program ids, ``tl.arange``, ``tl.cdiv``,
+        casts to an integer dtype, ``range`` loop variables and ``tl.constexpr``
+        parameters; other scalar parameters combine with an integer as integers
+        (strides, sizes). A loaded value is unknown unless cast."""
+        found = self._kind(node)
+        return None if found == _CYCLE else found
+
+    def _kind(self, node: cst.CSTNode) -> str | None:
+        kind = type(node)
+        if kind is cst.Integer:
+            return INT
+        if kind is cst.Float:
+            return FLOAT
+        if kind is cst.Name:
+            return self._name_kind(node.value)
+        if kind is cst.UnaryOperation:
+            return self._kind(node.expression)
+        if kind is cst.Subscript:
+            return self._kind(node.value)
+        if kind is cst.IfExp:
+            return _join([self._kind(node.body), self._kind(node.orelse)])
+        if kind is cst.BinaryOperation:
+            if type(node.operator) is cst.Divide:
+                return FLOAT
+            if not isinstance(node.operator, _ARITH):
+                return None
+            return self._combine(node.left, node.right)
+        if kind is cst.Call:
+            return self._call_kind(node)
+        return None
+
+    def _combine(self, left: cst.CSTNode, right: cst.CSTNode) -> str | None:
+        """An integer with an integer, or with a plain scalar parameter, is an integer."""
+        kinds = [self._kind(left), self._kind(right)]
+        if FLOAT in kinds:
+            return FLOAT
+        if _CYCLE in kinds:
+            return _join(kinds)
+        if INT not in kinds:
+            return None
+        other = right if kinds[0] == INT else left
+        if kinds == [INT, INT] or (type(other) is cst.Name and self.is_param(other.value)):
+            return INT
+        return None
+
+    def _name_kind(self, name: str) -> str | None:
+        if name in self._params and not self.assignments(name):
+            annotation = self._params[name].annotation
+            is_constexpr = annotation is not None and tl_attr(annotation.annotation) == "constexpr"
+            return INT if is_constexpr else None
+        if name in self._busy:
+            return _CYCLE
+        if name in self._kinds:
+            return self._kinds[name]
+        bindings = self.assignments(name)
+        if not bindings:
+            return None
+        top = not self._busy
+        self._busy.add(name)
+        try:
+            kinds = []
+            for how, value in bindings:
+                if how == "=":
+                    kinds.append(self._kind(value))
+                elif how == "+=":
+                    kinds.append(
+                        FLOAT
+                        if type(value.operator) is cst.DivideAssign
+                        else self._kind(value.value)
+                    )
+                elif how == "for":
+                    iterator = value.iter
+                    loop = tl_call(iterator) or (
+                        iterator.func.value
+                        if type(iterator) is cst.Call and type(iterator.func) is cst.Name
+                        else None
+                    )
+                    kinds.append(INT if loop in _RANGES else None)
+                else:
+                    kinds.append(None)
+            if name in self._params:
+                found = None  # a parameter rebound (``X += row * stride``): a pointer, maybe
+            else:
+                found = _join(kinds) if any(k != _CYCLE for k in kinds) else None
+            if top:  # worked out without a cycle cut short: worth keeping
+                self._kinds[name] = found
+            return found
+        finally:
+            self._busy.discard(name)
+
+    def _call_kind(self, call: cst.Call) -> str | None:
+        func = call.func
+        if type(func) is cst.Attribute and func.attr.value == "to" and tl_attr(func) is None:
+            dtype = _arg(call, "dtype", 0)
+            return dtype_kind(dtype) if dtype is not None else None
+        name = tl_call(call)
+        if name is None and type(func) is cst.Attribute and type(func.value) is cst.Name:
+            if func.value.value == "triton" and func.attr.value == "cdiv":
+                return INT
+        if name is None and type(func) is cst.Name and func.value in ("min", "max"):
+            return _join([self._kind(a.value) for a in call.args])
+        if name in _INT_CALLS:
+            return INT
+        if name in _FLOAT_CALLS:
+            return FLOAT
+        if name == "cast":
+            dtype = _arg(call, "dtype", 1)
+            return dtype_kind(dtype) if dtype is not None else None
+        if name in ("zeros", "full", "zeros_like", "full_like"):
+            dtype = _arg(call, "dtype", {"zeros": 1, "full": 2}.get(name, 9))
+            return dtype_kind(dtype) if dtype is not None else None
+        if name in _SAME_KIND_CALLS and call.args:
+            return _join([self._kind(a.value) for a in call.args if a.keyword is None])
+        if name == "where" and len(call.args) >= 3:
+            return _join([self._kind(call.args[1].value), self._kind(call.args[2].value)])
+        return None
+
+    # -- rank ------------------------------------------------------------------
+
+    def rank(self, node: cst.CSTNode) -> int | None:
+        """The number of dimensions of an expression's block (0 for a scalar),
+        or None when it cannot be told from the syntax."""
+        found = self._rank(node)
+        return None if found == _CYCLE else found
+
+    def _rank(self, node: cst.CSTNode) -> int | None:
+        kind = type(node)
+        if kind in (cst.Integer, cst.Float):
+            return 0
+        if kind is cst.Name:
+            return self._name_rank(node.value)
+        if kind is cst.UnaryOperation:
+            return self._rank(node.expression)
+        if kind is cst.Subscript:
+            base = self._rank(node.value)
+            if base is None or base == _CYCLE:
+                return base
+            added = sum(1 for e in node.slice if _is_none(e))
+            dropped = sum(1 for e in node.slice if int_value(_index_of(e)) is not None)
+            return base + added - dropped
+        if kind is cst.BinaryOperation:
+            return _max_rank([self._rank(node.left), self._rank(node.right)])
+        if kind is cst.Comparison:
+            return _max_rank(
+                [self._rank(node.left), *(self._rank(c.comparator) for c in node.comparisons)]
+            )
+        if kind is cst.Call:
+            return self._call_rank(node)
+        return None
+
+    def _name_rank(self, name: str) -> int | None:
+        if name in self._params and not self.assignments(name):
+            return 0
+        if name in self._busy:
+            return _CYCLE
+        if name in self._ranks:
+            return self._ranks[name]
+        bindings = self.assignments(name)
+        if not bindings:
+            return None
+        top = not self._busy
+        self._busy.add(name)
+        try:
+            ranks = []
+            for how, value in bindings:
+                if how == "=":
+                    ranks.append(self._rank(value))
+                elif how == "+=":
+                    ranks.append(self._rank(value.value))
+                elif how == "for":
+                    ranks.append(0)
+                else:
+                    ranks.append(None)
+            if name in self._params:
+                ranks.append(0)
+            found = _max_rank(ranks)
+            found = None if found == _CYCLE else found
+            if top:
+                self._ranks[name] = found
+            return found
+        finally:
+            self._busy.discard(name)
+
+    def _call_rank(self, call: cst.Call) -> int | None:
+        func = call.func
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if type(func) is cst.Attribute and func.attr.value == "to" and tl_attr(func) is None:
+            return self._rank(func.value)
+        name = tl_call(call)
+        if name in ("program_id", "num_programs", "cdiv"):
+            return 0
+        if name == "arange":
+            return 1
+        if name in ("zeros", "full", "ones", "empty", "reshape", "view", "broadcast_to"):
+            shape = _arg(call, "shape", 1 if name in ("reshape", "view", "broadcast_to") else 0)
+            if type(shape) in (cst.Tuple, cst.List):
+                return len(shape.elements)
+            return None
+        if name == "load":
+            pointer = _arg(call, "pointer", 0)
+            return self._rank(pointer) if pointer is not None else None
+        if name == "dot":
+            return _max_rank([self._rank(v) for v in positional[:2]])
+        if name in _REDUCTIONS and positional:
+            axis = _arg(call, "axis", 1)
+            keep = _arg(call, "keep_dims", 9)
+            source = self._rank(positional[0])
+            if axis is None or type(axis) is cst.Name and axis.value == "None":
+                return 0
+            if source is None or source == _CYCLE:
+                return source
+            kept = type(keep) is cst.Name and keep.value == "True"
+            return source if kept else source - 1
+        if name in _ELEMENTWISE_FIRST or name in ("maximum", "minimum", "cast", "clamp"):
+            return _max_rank([self._rank(v) for v in positional])
+        if name is None and type(func) is cst.Name and func.value in ("min", "max"):
+            return _max_rank([self._rank(v) for v in positional])
+        return None
+
+
+def _max_rank(ranks: list) -> int | None:
+    known = [r for r in ranks if r != _CYCLE]
+    if not known:
+        return _CYCLE if ranks else None
+    return None if None in known else max(known)
+
+
+def _index_of(element: cst.SubscriptElement) -> cst.CSTNode:
+    return element.slice.value if type(element.slice) is cst.Index else element.slice
+
+
+def _is_none(element: cst.SubscriptElement) -> bool:
+    value = _index_of(element)
+    return type(value) is cst.Name and value.value == "None"
+
+
+def _names(target: cst.CSTNode) -> list[str]:
+    if type(target) is cst.Name:
+        return [target.value]
+    if type(target) in (cst.Tuple, cst.List):
+        return [n for e in target.elements for n in _names(e.value)]
+    return []
