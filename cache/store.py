@@ -20,6 +20,9 @@ DEFAULT_DIR = ".mutant-gate"
 RESULT_PREFIX = "job:"
 RUN_PREFIX = "run:"
 REPLY_PREFIX = "llm:"
+#: a kernel file's parsed form and mutants (engine/load_memo.py): derived data, cleared
+#: with the job results and not counted
+LOAD_PREFIX = "load:"
 #: key prefix -> the kind ``counts`` and ``clear`` name
 KINDS = {RUN_PREFIX: "runs", RESULT_PREFIX: "results", REPLY_PREFIX: "replies"}
 
@@ -80,6 +83,18 @@ class Store:
     def put_reply(self, key: str, data: dict) -> None:
         self._put(REPLY_PREFIX + key, json.dumps(data, sort_keys=True))
 
+    # -- loaded kernel files ---------------------------------------------------
+    def get_load(self, key: str) -> dict | None:
+        try:
+            raw = self._cache.get(LOAD_PREFIX + key)
+            data = None if raw is None else json.loads(raw)
+            return data if isinstance(data, dict) else None
+        except Exception:  # noqa: BLE001 - a corrupt entry is a miss
+            return None
+
+    def put_load(self, key: str, data: dict) -> None:
+        self._put(LOAD_PREFIX + key, json.dumps(data))
+
     # -- run records ---------------------------------------------------------
     def put_run(self, run_id: str, record: dict) -> None:
         record = {**record, "saved_at": time.time()}
@@ -123,6 +138,8 @@ class Store:
         for key in list(self._cache.iterkeys()):
             if str(key).startswith(prefixes) and self._cache.delete(key):
                 gone[KINDS[next(p for p in prefixes if str(key).startswith(p))]] += 1
+            elif "results" in kinds and str(key).startswith(LOAD_PREFIX):
+                self._cache.delete(key)
         return gone
 
     def _put(self, key: str, value: str) -> None:

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
-
-import libcst as cst
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING
 
 from .errors import BadInput
-from .mutate import JitFunction, find_jit_functions
 from .own_check import analyse
 from .project import Project, detect
+from .records import JitFunction
 from .sandbox.job import Check, CheckKind
+
+if TYPE_CHECKING:  # libcst costs half a second to import: only where a file is parsed
+    import libcst as cst
 
 OWN_CHECK = "own-check"
 EXTRA_TESTS = "test"
@@ -57,6 +59,32 @@ class KernelFile:
         """The name tests import the kernel file by."""
         return os.path.splitext(self.name)[0]
 
+    def to_json(self) -> dict:
+        """Everything but the jit functions' syntax trees (``from_json`` gives None)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["jit_functions"] = [
+            {"name": f.name, "line": f.line, "end_line": f.end_line} for f in self.jit_functions
+        ]
+        data["test_functions"] = list(self.test_functions)
+        data["tests"] = [asdict(t) for t in self.tests]
+        data["project"] = self.project.to_json() if self.project is not None else None
+        return data
+
+    @staticmethod
+    def from_json(data: dict) -> KernelFile:
+        return KernelFile(
+            **{
+                **data,
+                "jit_functions": tuple(JitFunction(node=None, **f) for f in data["jit_functions"]),
+                "test_functions": tuple(data["test_functions"]),
+                "tests": tuple(
+                    TestFile(**{**t, "data": tuple(tuple(d) for d in t["data"])})
+                    for t in data["tests"]
+                ),
+                "project": Project(**data["project"]) if data["project"] else None,
+            }
+        )
+
     @property
     def checks(self) -> tuple[Check, ...]:
         """The own check first, then extra test files."""
@@ -90,6 +118,8 @@ class KernelFile:
 
 
 def _read_python(path: str, what: str) -> tuple[str, cst.Module]:
+    import libcst as cst
+
     if not os.path.exists(path):
         raise BadInput(f"{what} not found: {path}")
     if os.path.isdir(path):
@@ -117,6 +147,8 @@ def _read_python(path: str, what: str) -> tuple[str, cst.Module]:
 def load_kernel_file(
     path: str, tests: list[str] | tuple[str, ...] = (), project_root: str | None = None
 ) -> KernelFile:
+    from .mutate import find_jit_functions
+
     source, module = _read_python(path, "kernel file")
     jit = tuple(find_jit_functions(module))
     if not jit:

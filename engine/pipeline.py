@@ -30,8 +30,8 @@ from .events import (
 )
 from .jobs import JobRunner
 from .kernel_file import KernelFile, TestFile, load_kernel_file
+from .load_memo import load_key
 from .modes import auto_recheck_stage, compare_modes_stage
-from .mutate import generate_mutants, select_operators
 from .project import jit_callers
 from .records import Mutant, Verdict
 from .report import build_report, mutant_row
@@ -43,11 +43,23 @@ from .verdicts import Ledger, decide
 from .writers import ModelSession, stage2_stage, writer_stages
 
 
-def load(settings: RunSettings) -> tuple[KernelFile, list[Mutant], float, dict | None]:
+def load(
+    settings: RunSettings, store: Store | None = None
+) -> tuple[KernelFile, list[Mutant], float, dict | None]:
     """Read the kernel file and plant its mutants: (kernel, mutants, seconds, changed_since).
 
     Bad input (a missing or broken file, unknown operators, a bad git ref) raises
-    ``BadInput`` here, before anything runs."""
+    ``BadInput`` here, before anything runs. With a ``store``, a file loaded before
+    (same bytes, tests, operators and generator code) comes from it: libcst, the
+    parser behind the operators, is not even imported."""
+    key = load_key(settings) if store is not None else None
+    if key is not None:
+        memo = store.get_load(key)
+        if memo is not None:
+            kernel = KernelFile.from_json(memo["kernel"])
+            return kernel, [Mutant(**m) for m in memo["mutants"]], memo["seconds"], None
+    from .mutate import generate_mutants, select_operators
+
     kernel = load_kernel_file(settings.kernel_path, settings.tests, settings.project_root)
     try:
         operators = select_operators(settings.operators)
@@ -55,6 +67,10 @@ def load(settings: RunSettings) -> tuple[KernelFile, list[Mutant], float, dict |
         raise BadInput(f"--operators: {exc}") from None
     start = time.perf_counter()
     mutants = generate_mutants(kernel.source, kernel.path, operators)
+    if key is not None and kernel.project is None:
+        seconds = time.perf_counter() - start
+        memo = {"kernel": kernel.to_json(), "mutants": [m.to_json() for m in mutants]}
+        store.put_load(key, {**memo, "seconds": seconds})
     changed = None
     if settings.changed_since is not None:
         names = [f.name for f in kernel.jit_functions]
@@ -136,7 +152,7 @@ class Run:
     # -- the run ------------------------------------------------------------------------
     def events(self) -> Iterator[Event]:
         settings = self.settings
-        kernel, mutants, self.generation_s, changed = load(settings)
+        kernel, mutants, self.generation_s, changed = load(settings, self.store)
         ctx = self.ctx = StageContext(settings, self.jobs, self.ledger, kernel, mutants)
         if changed is not None:
             self.ledger.put_section("changed_since", changed)

@@ -8,11 +8,25 @@ they serialise as their value.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from .vocabulary import Verdict
 
-__all__ = ["Mutant", "MutantOutcome", "Verdict"]
+__all__ = ["JitFunction", "Mutant", "MutantOutcome", "Verdict"]
+
+
+@dataclass(frozen=True)
+class JitFunction:
+    """A ``@triton.jit`` function of the kernel file. ``line`` is the line of the
+    ``def`` keyword (decorators excluded); ``end_line`` the last line of the body;
+    ``node`` its libcst node when parsed in this process (None when the kernel file
+    was loaded from the cache)."""
+
+    name: str
+    node: Any = field(compare=False)
+    line: int
+    end_line: int
 
 
 @dataclass(frozen=True)

@@ -57,3 +57,27 @@ def test_a_run_does_import_the_engine(tmp_path):
     """The probe above can see heavy imports: a bad-input run gets as far as the loader."""
     (tmp_path / "k.py").write_text("x = 1\n")
     assert "libcst" in imported("run", "k.py", "--no-cache", cwd=tmp_path)
+
+
+@pytest.mark.slow
+def test_a_fully_cached_rerun_imports_no_torch_triton_or_libcst(tmp_path):
+    """The second run of the same file finds its parsed form, its mutants and every job
+    result in the cache: no parser, no torch, no triton in the tool's process, and the
+    same verdicts as the first run."""
+    from .conftest import EXAMPLES
+
+    kernel = str(EXAMPLES / "vector_add.py")
+    argv = ("run", kernel, "--cache-dir", "c", "-q")
+    first = imported(*argv, "--json", "a.json", cwd=tmp_path)
+    assert "libcst" in first  # the first run parses the file
+    again = imported(*argv, "--json", "b.json", cwd=tmp_path)
+    assert not {"torch", "triton", "libcst"} & set(again), again
+    a, b = (json.loads((tmp_path / n).read_text()) for n in ("a.json", "b.json"))
+    assert [(m["id"], m["verdict"]) for m in a["mutants"]] == [
+        (m["id"], m["verdict"]) for m in b["mutants"]
+    ]
+    assert all(m["cached"] for m in b["mutants"]) and a["mutants"]
+    # A changed file is parsed again: the memo is keyed by the file's bytes.
+    changed = tmp_path / "k.py"
+    changed.write_text(Path(kernel).read_text().replace("BLOCK_SIZE=1024", "BLOCK_SIZE=512"))
+    assert "libcst" in imported("run", str(changed), "--cache-dir", "c", "-q", cwd=tmp_path)

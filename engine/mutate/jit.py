@@ -23,21 +23,11 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from ..records import JitFunction
 from .spans import Layout
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _JIT_MODULES = frozenset({"triton", "triton.runtime", "triton.runtime.jit"})
-
-
-@dataclass(frozen=True)
-class JitFunction:
-    """``line`` is the line of the ``def`` keyword (decorators excluded);
-    ``end_line`` the last line of the body."""
-
-    name: str
-    node: cst.FunctionDef = field(compare=False)
-    line: int
-    end_line: int
 
 
 @dataclass
