@@ -6,7 +6,9 @@ Run: ``python benchmarks/startup.py [--repeat N]``. Times, interleaved round by 
 - ``python -c pass`` (the interpreter alone) and ``python -c "import torch"`` (what a
   command that imports the engine pays at least);
 - ``mutant-gate --help``, ``cache ls`` and ``report latest --format markdown`` on a
-  cache holding one run (a report from ``tests/data``).
+  cache holding one run (a report from ``tests/data``);
+- a fully cached ``run`` of each example (its first run, made before the rounds,
+  filled the cache) and, once, each example's cold run, for scale.
 
 Prints the median of each and its ratio to ``import torch``.
 """
@@ -24,7 +26,9 @@ from pathlib import Path
 
 from mutant_gate.cache import Store
 
-REPORT = Path(__file__).resolve().parent.parent / "tests" / "data" / "tui_affine_oracle_report.json"
+ROOT = Path(__file__).resolve().parent.parent
+REPORT = ROOT / "tests" / "data" / "tui_affine_oracle_report.json"
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
 
 def main() -> None:
@@ -44,6 +48,13 @@ def main() -> None:
             "report (markdown)": [*cli, "report", "latest", "--format", "markdown",
                                   "--cache-dir", f"{tmp}/c"],
         }  # fmt: skip
+        cold: dict[str, float] = {}
+        for path in EXAMPLES:
+            argv = [*cli, "run", str(path), "-q", "--cache-dir", f"{tmp}/runs"]
+            start = time.perf_counter()
+            subprocess.run(argv, capture_output=True, check=True, cwd=tmp)
+            cold[path.stem] = time.perf_counter() - start
+            commands[f"cached run {path.stem}"] = argv
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.repeat):  # interleaved: each round sees the same machine
             for name, argv in commands.items():
@@ -51,10 +62,13 @@ def main() -> None:
                 subprocess.run(argv, capture_output=True, check=True, cwd=tmp)
                 times[name].append(time.perf_counter() - start)
     torch_s = statistics.median(times["import torch"])
-    print(f"{'command':<22} {'median s':>9} {'x import torch':>15}   ({args.repeat} rounds)")
+    print(f"{'command':<30} {'median s':>9} {'x import torch':>15}   ({args.repeat} rounds)")
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:<22} {median:>9.3f} {median / torch_s:>15.2f}")
+        print(f"{name:<30} {median:>9.3f} {median / torch_s:>15.2f}")
+    print(
+        "cold runs (once each, for scale): " + ", ".join(f"{k} {v:.1f} s" for k, v in cold.items())
+    )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from mutant_gate.cli import check_lines
 from mutant_gate.engine.events import (
     BaselineFinished,
+    BaselineProgress,
     CheckFinished,
     MutantFinished,
     MutantUpdated,
@@ -107,6 +108,16 @@ class Reporter(Observer):
         """A note when the own check asserts nothing (mutants then die only by a crash)."""
         if not event.asserts:
             self.say(f"[bold yellow]note: {event.note}[/]; {event.evidence}")
+
+    def on_baseline_progress(self, event: BaselineProgress) -> None:
+        """The original's test cases as they finish: the bar says how many, and a case
+        slower than a second gets a line (the ones that make a suite long)."""
+        of = f"/{event.total}" if event.total else ""
+        self.progress.update(self.task, description=f"original {event.done}{of} cases")
+        if event.case and event.duration_s >= 1.0:
+            self.say(
+                f"[dim]original: {escape(event.case)} {event.status} in {event.duration_s:.1f} s[/]"
+            )
 
     def on_baseline_finished(self, event: BaselineFinished) -> None:
         """The original passed (its own check, later with the written tests); the timeout."""

@@ -45,11 +45,12 @@ def cpu_tensor_hint(mode: str, error: str) -> str:
     return ""
 
 
-def run_baseline(ctx: StageContext) -> tuple[JobResult, bool]:
+def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
     """The original with every check; sets ``ctx.baseline``, ``timeout_s`` (and in project
-    mode ``coverage``). Returns (result, served from the cache)."""
+    mode ``coverage``). Returns (result, served from the cache). ``on_progress``: each
+    progress report of its checks (pytest: cases collected, each case through)."""
     settings, kernel = ctx.settings, ctx.kernel
-    result, cached = ctx.execute(ctx.job_for(None, settings.timeout_s))
+    result, cached = ctx.execute(ctx.job_for(None, settings.timeout_s), on_progress=on_progress)
     name = kernel.path
     if result.status is JobStatus.TIMEOUT:
         raise BadInput(f"{name}: the original's own check timed out after {settings.timeout_s:g} s")

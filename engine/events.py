@@ -23,6 +23,19 @@ class BaselineStarted:
 
 
 @dataclass(frozen=True)
+class BaselineProgress:
+    """The original's run, as it goes: a test file's cases collected (``case`` empty,
+    ``total`` set) or one case through (its status and seconds); ``done`` cases so far."""
+
+    check: str
+    case: str
+    status: str
+    duration_s: float
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
 class BaselineFinished:
     result: JobResult
     cached: bool
@@ -124,6 +137,7 @@ class CheckFinished:
 Event = (
     RunStarted
     | BaselineStarted
+    | BaselineProgress
     | BaselineFinished
     | OwnCheckJudged
     | MutantStarted

@@ -12,7 +12,7 @@ from __future__ import annotations
 import queue
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 
@@ -77,12 +77,15 @@ class JobRunner:
             data["extra"] = {**data.get("extra", {}), "timeout_s": job.timeout_s}
             self.store.put_result(job.cache_key(self.toolchain), data)
 
-    def execute(self, job: Job, sandbox: Sandbox | None = None) -> tuple[JobResult, bool]:
-        """Serve from the cache or run in the sandbox (and store what arrives)."""
+    def execute(
+        self, job: Job, sandbox: Sandbox | None = None, on_progress: Callable | None = None
+    ) -> tuple[JobResult, bool]:
+        """Serve from the cache or run in the sandbox (and store what arrives);
+        ``on_progress`` follows the job's checks where the sandbox can tell."""
         cached = self.cached(job)
         if cached is not None:
             return cached, True
-        result = (sandbox or self.sandbox).run(job)
+        result = (sandbox or self.sandbox).run(job, on_progress)
         self.store_result(job, result)
         return result, False
 

@@ -10,6 +10,8 @@ whose other verdicts are carried over. Faces drive a run through ``session.py``.
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections.abc import Generator, Iterator
 
@@ -21,6 +23,7 @@ from .checks import ALWAYS, CHECKS
 from .errors import BadInput
 from .events import (
     BaselineFinished,
+    BaselineProgress,
     BaselineStarted,
     Event,
     MutantFinished,
@@ -169,7 +172,7 @@ class Run:
         for stage in (s for s in stages if s.phase == BEFORE_BASELINE):
             yield from stage.run(ctx, ctx.mutants)
         yield BaselineStarted(settings.timeout_s)
-        baseline, cached = run_baseline(ctx)
+        baseline, cached = yield from self._baseline(ctx)
         yield BaselineFinished(baseline, cached, ctx.timeout_s)
         if self.plan.judge_own_check:
             yield from judge_own_check(ctx)
@@ -177,7 +180,7 @@ class Run:
         for stage in (s for s in stages if s.phase == BEFORE_MUTANTS):
             yield from stage.run(ctx, ctx.mutants)
         if ctx.kernel is not kernel:  # written tests join every job: time the whole set
-            baseline, cached = run_baseline(ctx)
+            baseline, cached = yield from self._baseline(ctx)
             yield BaselineFinished(baseline, cached, ctx.timeout_s)
 
         reached = yield from self._not_reached(targets)
@@ -198,6 +201,34 @@ class Run:
         self.plan.finish(ctx, report)
         self.save(report)
         yield RunFinished(report)
+
+    def _baseline(self, ctx: StageContext) -> Generator[Event, None, tuple[JobResult, bool]]:
+        """``run_baseline`` in a thread of its own, its progress yielded as it comes (a
+        project's suite can take minutes); its result, or its error, once it ends."""
+        reports: queue.Queue = queue.Queue()
+        outcome: dict = {}
+
+        def work() -> None:
+            try:
+                outcome["value"] = run_baseline(ctx, on_progress=reports.put)
+            except BaseException as exc:  # noqa: BLE001 - raised again in the run's thread
+                outcome["error"] = exc
+            reports.put(None)
+
+        threading.Thread(target=work, name="baseline", daemon=True).start()
+        done = total = 0
+        while (report := reports.get()) is not None:
+            if "collected" in report:
+                total += int(report["collected"])
+                case, status, seconds = "", "collected", 0.0
+            else:
+                done += 1
+                case, status = str(report.get("case", "")), str(report.get("status", ""))
+                seconds = float(report.get("duration_s") or 0.0)
+            yield BaselineProgress(str(report.get("check", "")), case, status, seconds, done, total)
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
 
     def _new_run_id(self, stamp: str) -> str:
         """``stamp`` (start second + kernel hash), or ``stamp-2``... when a run of the same

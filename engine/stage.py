@@ -126,8 +126,10 @@ class StageContext:
             poison_undefined=self.settings.poison_undefined,
         )
 
-    def execute(self, job: Job, sandbox: Sandbox | None = None) -> tuple[JobResult, bool]:
-        return self.jobs.execute(job, sandbox)
+    def execute(
+        self, job: Job, sandbox: Sandbox | None = None, on_progress: Callable | None = None
+    ) -> tuple[JobResult, bool]:
+        return self.jobs.execute(job, sandbox, on_progress)
 
     def run_jobs(self, jobs: dict[str, Job], sandbox: Sandbox | None = None):
         return self.jobs.run_jobs(jobs, sandbox)

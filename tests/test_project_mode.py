@@ -116,3 +116,37 @@ def test_module_that_cannot_be_imported(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "cannot import kernel_lib.ops.rms_norm" in proc.stderr
     assert "no_such_dependency" in proc.stderr
+
+
+@pytest.mark.slow
+def test_the_baseline_reports_each_case_as_it_finishes(tmp_path, sandbox):
+    """A project's suite can take minutes: its cases stream from the sandbox while the
+    original runs, before the baseline is done, and add up to what it ran."""
+    from mutant_gate.engine import events
+    from mutant_gate.engine.pipeline import Run
+    from mutant_gate.engine.settings import RunSettings, WriterSettings
+
+    root = copy_lib(tmp_path)
+    settings = RunSettings(
+        kernel_path=str(root / "src/kernel_lib/ops/rms_norm.py"),
+        tests=(str(root / "tests/test_rms_norm.py"),),
+        operators="mask-drop",
+        use_cache=False,
+        writers=WriterSettings(writer="none"),
+    )
+    seen = []
+    for event in Run(settings, sandbox, None).events():
+        seen.append(event)
+        if isinstance(event, events.BaselineFinished):
+            break
+    progress = [e for e in seen if isinstance(e, events.BaselineProgress)]
+    finished = next(e for e in seen if isinstance(e, events.BaselineFinished))
+    collected = [e for e in progress if not e.case]
+    cases = [e for e in progress if e.case]
+    assert collected and collected[0].total == len(cases) > 1, progress
+    assert [e.done for e in cases] == list(range(1, len(cases) + 1))
+    assert {e.status for e in cases} == {"passed"}
+    assert all("test_rms_norm.py::" in e.case for e in cases)
+    assert seen.index(cases[-1]) < seen.index(finished)
+    ran = {o.name.split("::", 1)[1] for o in finished.result.outcomes if "::" in o.name}
+    assert {e.case.split("::", 1)[1] for e in cases} == ran

@@ -410,6 +410,8 @@ def test_every_engine_event_reads_as_a_sentence_in_the_log():
     samples = [
         events.RunStarted("20261201-x", kernel, mutants, 0.008),
         events.BaselineStarted(120.0),
+        events.BaselineProgress("test", "", "collected", 0.0, 0, 110),
+        events.BaselineProgress("test", "tests/test_ln.py::test_fwd[4096]", "passed", 3.2, 7, 110),
         events.BaselineFinished(JobResult(JobStatus.PASSED, duration_s=0.12), False, 5.4),
         events.OwnCheckJudged(False, "the null run passed", "it asserts nothing"),
         events.MutantStarted(m),
@@ -432,9 +434,12 @@ def test_every_engine_event_reads_as_a_sentence_in_the_log():
         name = type(event).__name__
         assert line and name not in line and "=" not in line, (name, line)
         assert "object at 0x" not in line and "Mutant(" not in line, (name, line)
-    assert describe(samples[5]) == f"{m.id} {m.operator} line {m.line}: killed by own-check (1/12)"
-    assert describe(samples[8]) == "diff-oracle: starting on 3 mutants"
-    assert describe(samples[12]) == "claims check skipped: no claim"
+    assert describe(samples[7]) == f"{m.id} {m.operator} line {m.line}: killed by own-check (1/12)"
+    assert describe(samples[10]) == "diff-oracle: starting on 3 mutants"
+    assert describe(samples[14]) == "claims check skipped: no claim"
+    assert describe(samples[3]) == (
+        "the original's case tests/test_ln.py::test_fwd[4096]: passed in 3.20 s (7/110 done)"
+    )
 
 
 AFFINE = Path(__file__).parent / "data" / "tui_affine_oracle_report.json"

@@ -296,6 +296,14 @@ class EngineBridge:
             self._phase_since = time.monotonic()
         self._post(BaselineBegan(event.timeout_s))
 
+    def on_baseline_progress(self, event) -> None:
+        """A project's suite can run for minutes: each case through is a log line, and
+        the header's phase counts the cases."""
+        of = f"/{event.total}" if event.total else ""
+        with self._lock:
+            self._phase = f"original {event.done}{of} cases"
+        self._post(EngineNote(describe(event)))
+
     def on_baseline_finished(self, event) -> None:
         self.baseline_done = True
         with self._lock:
@@ -454,6 +462,14 @@ def describe(event: object) -> str:
         )
     if name == "BaselineStarted":
         return f"running the original's checks (limit {get('timeout_s'):g} s)"
+    if name == "BaselineProgress":
+        if not get("case"):
+            return f"the original's {get('check')}: {get('total')} test cases collected"
+        of = f"/{get('total')}" if get("total") else ""
+        return (
+            f"the original's case {get('case')}: {get('status')} in "
+            f"{get('duration_s'):.2f} s ({get('done')}{of} done)"
+        )
     if name == "BaselineFinished":
         result = get("result")
         how = "from the cache" if get("cached") else f"{result.duration_s:.2f} s"

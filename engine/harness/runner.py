@@ -22,6 +22,17 @@ from . import bounds, null_run, shims
 from .project import launched, record_launches
 
 TAIL_CHARS = 4000
+#: Set by the sandbox for a job whose progress someone follows (the original's run):
+#: called with a small dict as the checks go (pytest: cases collected, each case done).
+PROGRESS: Any = None
+
+
+def progress(data: dict) -> None:
+    if PROGRESS is not None:
+        try:
+            PROGRESS(data)
+        except Exception:  # noqa: BLE001 - progress is a courtesy, never a failure
+            pass
 
 
 def tail(text: str, limit: int = TAIL_CHARS) -> str:
@@ -81,6 +92,9 @@ class _PytestCollector:
         self.outcomes: dict[str, CheckOutcome] = {}
         self.collect_errors: list[str] = []
 
+    def pytest_collection_finish(self, session) -> None:
+        progress({"check": self.check_name, "collected": len(session.items)})
+
     def pytest_runtest_logreport(self, report) -> None:
         name = f"{self.check_name}::{report.nodeid.split('::', 1)[-1]}"
         previous = self.outcomes.get(name)
@@ -91,6 +105,16 @@ class _PytestCollector:
             status = "skipped" if report.skipped else "passed"
             if report.when == "call" or previous is None:
                 self.outcomes[name] = CheckOutcome(name, status, duration)
+        if report.when == "teardown":  # the case is through: say so to whoever follows
+            outcome = self.outcomes[name]
+            progress(
+                {
+                    "check": self.check_name,
+                    "case": report.nodeid,
+                    "status": outcome.status,
+                    "duration_s": round(outcome.duration_s, 3),
+                }
+            )
 
     def pytest_collectreport(self, report) -> None:
         if report.failed:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 from .job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
@@ -13,7 +13,7 @@ class Sandbox(Protocol):
     versions: dict
 
     def start(self) -> None: ...
-    def run(self, job: Job) -> JobResult: ...
+    def run(self, job: Job, on_progress: Callable[[dict], None] | None = None) -> JobResult: ...
     def run_many(self, jobs: Iterable[Job]) -> Iterator[tuple[int, JobResult]]: ...
     def close(self) -> None: ...
 

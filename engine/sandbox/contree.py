@@ -356,7 +356,8 @@ class ContreeSandbox:
         self.close()
 
     # -- jobs ----------------------------------------------------------------
-    def run(self, job: Job) -> JobResult:
+    def run(self, job: Job, on_progress=None) -> JobResult:
+        """``on_progress`` is not called: a remote job reports when it ends."""
         self.start()
         closed = JobResult(JobStatus.ERROR, error="the sandbox was closed while the job ran")
         if self._closed:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from .isolation import kill_uid, sandbox_uid, scrubbed_env
@@ -114,13 +114,22 @@ class _Worker:
         line = self.proc.stdout.readline()
         return json.loads(line) if line else None
 
-    def execute(self, job: Job) -> JobResult | None:
-        """Run one job; None when the worker died or hung (it must be replaced)."""
+    def execute(
+        self, job: Job, on_progress: Callable[[dict], None] | None = None
+    ) -> JobResult | None:
+        """Run one job; None when the worker died or hung (it must be replaced).
+        ``on_progress`` is called with each progress report of the job as it arrives."""
         assert self.proc.stdin is not None
+        deadline = time.monotonic() + job.timeout_s + WORKER_GRACE_S
+        request = {"job": job.to_json(), **({"progress": True} if on_progress else {})}
         try:
-            self.proc.stdin.write(json.dumps({"job": job.to_json()}) + "\n")
+            self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
-            answer = self._read_line(job.timeout_s + WORKER_GRACE_S)
+            answer = self._read_line(deadline - time.monotonic())
+            while answer is not None and "progress" in answer:
+                if on_progress is not None:
+                    on_progress(answer["progress"])
+                answer = self._read_line(max(0.0, deadline - time.monotonic()))
         except (BrokenPipeError, OSError, ValueError):
             return None
         if answer is None:
@@ -192,12 +201,12 @@ class LocalSandbox:
             self.versions = workers[0].versions
             self._started = True
 
-    def run(self, job: Job) -> JobResult:
+    def run(self, job: Job, on_progress: Callable[[dict], None] | None = None) -> JobResult:
         self.start()
         worker = self._idle.get()
         start = time.monotonic()
         try:
-            result = worker.execute(job)
+            result = worker.execute(job, on_progress)
         except BaseException:
             self._replace(worker)
             raise

@@ -121,11 +121,23 @@ def first_memcheck_error(text: str) -> str | None:
     return (access or found or [None])[0]
 
 
-def _child(job_data: dict, workdir: str, log_path: str, wfd: int) -> None:
-    """Runs in the forked child; never returns."""
+def _child(job_data: dict, workdir: str, log_path: str, wfd: int, follow: bool = False) -> None:
+    """Runs in the forked child; never returns. ``follow``: progress lines go to the
+    worker (``{"progress": ...}``) ahead of the result."""
     code = 0
     try:
+        from mutant_gate.engine.harness import runner
         from mutant_gate.engine.harness.runner import run_checks
+
+        if follow:
+            me = os.getpid()
+
+            def report_progress(data: dict) -> None:
+                if os.getpid() == me:  # never from a process the check forked
+                    line = json.dumps({"progress": data}).encode()[:3000] + b"\n"
+                    os.write(wfd, line)  # one write under PIPE_BUF: never interleaved
+
+            runner.PROGRESS = report_progress
         from mutant_gate.engine.sandbox import isolation
         from mutant_gate.engine.sandbox.job import Job
 
@@ -288,13 +300,14 @@ def _abandon(pid: int, base: str) -> None:
     raise ParentGone
 
 
-def run_job(job_data: dict, parent_fd: int | None = None) -> dict:
+def run_job(job_data: dict, parent_fd: int | None = None, on_progress=None) -> dict:
     """Fork a child for one job and turn whatever happens into a result dict.
 
     With ``parent_fd`` (the worker's stdin, whose other end the tool holds), the job
     is abandoned and ``ParentGone`` raised as soon as that pipe hangs up: a tool
     killed mid-job leaves nothing running. With warm runners on (``--warm``), a job
-    that may share a process goes to the worker's runner instead."""
+    that may share a process goes to the worker's runner instead. ``on_progress``:
+    called with each progress report of the job's checks as it comes (forked jobs)."""
     if _WARM and warm_eligible(job_data):
         return run_warm(job_data, parent_fd)
     base = tempfile.mkdtemp(prefix="mg-job-")
@@ -307,7 +320,7 @@ def run_job(job_data: dict, parent_fd: int | None = None) -> dict:
     pid = os.fork()
     if pid == 0:
         os.close(rfd)
-        _child(job_data, workdir, log_path, wfd)
+        _child(job_data, workdir, log_path, wfd, follow=on_progress is not None)
     os.close(wfd)
     try:
         os.setpgid(pid, pid)
@@ -335,6 +348,18 @@ def run_job(job_data: dict, parent_fd: int | None = None) -> dict:
         chunk = os.read(rfd, 65536)
         if not chunk:
             break
+        if on_progress is not None:  # progress lines first, then the result's
+            pending = b"".join(chunks) + chunk
+            while pending.startswith(b'{"progress"') and b"\n" in pending:
+                line, _, pending = pending.partition(b"\n")
+                try:
+                    on_progress(json.loads(line)["progress"])
+                except ValueError:
+                    pass
+            chunks, size = ([pending[:RESULT_LIMIT]] if pending else []), len(pending)
+            if pending.endswith(b"\n"):
+                break
+            continue
         size += len(chunk)
         if size <= RESULT_LIMIT:
             chunks.append(chunk)
@@ -803,8 +828,13 @@ def main() -> None:
         if not line.strip():
             continue
         request = json.loads(line)
+
+        def forward(data: dict) -> None:
+            proto.write(json.dumps({"progress": data}) + "\n")
+
         try:
-            result = run_job(request["job"], parent_fd=sys.stdin.fileno())
+            follow = forward if request.get("progress") else None
+            result = run_job(request["job"], parent_fd=sys.stdin.fileno(), on_progress=follow)
         except ParentGone:  # nobody to answer: clean up and go now (no slow interpreter exit)
             shutil.rmtree(scratch, ignore_errors=True)
             os._exit(0)
