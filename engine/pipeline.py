@@ -256,17 +256,24 @@ class Run:
         launched = ctx.baseline.extra.get("launched")
         if launched is None:  # a result from a harness that kept no launch record
             return mutants
+        # The interpreter ran the kernel file as Python: the lines it executed (None when
+        # the original's result has no trace: compiled mode, project mode, an old cache).
+        lines = ctx.baseline.extra.get("lines")
+        ran = set(lines) if lines else None
         reached, done = [], 0
         for m in mutants:
+            line = None
             if (
                 m.in_launcher
                 and launched
                 or jit_callers(ctx.kernel.source, m.function) & set(launched)
             ):
-                reached.append(m)
-                continue
+                if ran is None or ran.intersection(range(m.line, m.end_line + 1)):
+                    reached.append(m)
+                    continue
+                line = m.line
             done += 1
-            outcome = self.ledger.unreached(m.id, launched)
+            outcome = self.ledger.unreached(m.id, launched, line)
             yield MutantFinished(m, outcome, done, len(mutants))
         return reached
 

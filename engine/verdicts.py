@@ -333,11 +333,19 @@ class Ledger:
             self._outcomes[mutant_id] = outcome
         return outcome
 
-    def unreached(self, mutant_id: str, launched: list[str]) -> MutantOutcome:
-        """No check launches the mutated kernel: ``survived`` without a job, and no
-        evidence either way (never identical, never excludable)."""
+    def unreached(
+        self, mutant_id: str, launched: list[str], line: int | None = None
+    ) -> MutantOutcome:
+        """No check launches the mutated kernel (or, ``line``, no check executes the
+        mutated line): ``survived`` without a job, and no evidence either way (never
+        identical, never excludable)."""
         what = ", ".join(launched) if launched else "no kernel at all"
         reason = f"kernel never launched by any check (the checks launch {what})"
+        if line is not None:
+            reason = (
+                f"line {line} never executed by any check (not reached: e.g. a "
+                "tl.constexpr branch the checks never take)"
+            )
         outcome = MutantOutcome(mutant_id, Verdict.SURVIVED, None, reason, 0.0, False)
         with self._lock:
             if mutant_id in self._outcomes:

@@ -237,6 +237,55 @@ def test_a_kernel_no_check_launches_gives_no_evidence_and_runs_no_mutant_job(tmp
     assert stored < len(rows), f"{stored} job results stored for {len(rows)} unreached mutants"
 
 
+BRANCHY = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, SQUARE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    if SQUARE:
+        y = x * x + 1.0
+    else:
+        y = x * 2.0
+    tl.store(out_ptr + offs, y, mask=mask)
+
+
+def scale(x, square=False):
+    out = torch.empty_like(x)
+    scale_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), SQUARE=square, BLOCK=64)
+    return out
+
+
+if __name__ == "__main__":
+    x = torch.rand(100)
+    torch.testing.assert_close(scale(x), x * 2.0)
+"""
+
+
+@pytest.mark.slow
+def test_a_constexpr_branch_no_check_takes_is_not_reached_and_runs_no_job(tmp_path):
+    """The original's run records the kernel file's executed lines: mutants on the
+    SQUARE branch, which the check never takes, are survivors with no job; the taken
+    branch's mutants run and die."""
+    (tmp_path / "branchy.py").write_text(BRANCHY)
+    proc = run_cli("run", "branchy.py", "--writer", "none", "--json", "r.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads((tmp_path / "r.json").read_text())["mutants"]
+    square = [r for r in rows if r["line"] == 13]
+    taken = [r for r in rows if r["line"] == 15]
+    assert square and taken
+    for row in square:
+        assert row["verdict"] == "survived" and row["reached"] is False, row
+        assert row["reason"].startswith("line 13 never executed by any check"), row
+        assert row["duration_s"] == 0
+    assert all(r["verdict"] == "killed" and r.get("reached", True) for r in taken), taken
+
+
 @pytest.mark.slow
 def test_stage1_tests_that_read_the_source_are_refused_and_a_disguised_one_kills_nothing(
     tmp_path,

@@ -254,8 +254,52 @@ def _with_undefined_lanes(message: str) -> str:
     return f"note: this job {note} (no store wrote the poison itself)\n{message}"
 
 
+class LineTrace:
+    """The lines of one file that ran (``sys.settrace``, other files' frames untraced):
+    which lines of the kernel file the checks execute, taken branches of a
+    ``tl.constexpr`` included, in the interpreter, where a kernel runs as Python."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.realpath(path)
+        self.lines: set[int] = set()
+
+    def _local(self, frame, event, arg):
+        if event == "line":
+            self.lines.add(frame.f_lineno)
+        return self._local
+
+    def _global(self, frame, event, arg):
+        if frame.f_code.co_filename != self.path:
+            return None
+        self.lines.add(frame.f_lineno)
+        return self._local
+
+    def __enter__(self) -> LineTrace:
+        import threading
+
+        sys.settrace(self._global)
+        threading.settrace(self._global)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import threading
+
+        sys.settrace(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+
+
 def run_checks(job: Job, workdir: str) -> JobResult:
     """Write the job's files into ``workdir`` (the cwd) and run its checks in order."""
+    traced = job.trace_lines and job.mode == "interpret" and job.project is None
+    if traced:
+        with LineTrace(os.path.join(workdir, job.files[0][0])) as trace:
+            result = _run_checks(job, workdir)
+        result.extra["lines"] = sorted(trace.lines)
+        return result
+    return _run_checks(job, workdir)
+
+
+def _run_checks(job: Job, workdir: str) -> JobResult:
     start = time.perf_counter()
     write_files(job, workdir)
     sys.path.insert(0, workdir)

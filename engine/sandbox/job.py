@@ -85,6 +85,9 @@ class Job:
     autotune_config: int = 0  # interpreter: the @triton.autotune config pinned (--all-configs)
     #: every kernel launch skipped, empty tensors -31337 (harness/null_run.py): can the check notice?
     null_launches: bool = False
+    #: record which lines of the kernel file ran (``extra["lines"]``): the original's
+    #: run, so mutants on lines no check executes need no job (harness/runner.py)
+    trace_lines: bool = False
     #: interpreter: masked loads without ``other=`` read NaN / the integer maximum on
     #: masked-off lanes instead of 0 (harness/bounds.py); a GPU leaves them undefined
     poison_undefined: bool = True
@@ -107,6 +110,8 @@ class Job:
         }
         if self.null_launches:  # only when set: every other job keeps its cache key
             data["null_launches"] = True
+        if self.trace_lines:
+            data["trace_lines"] = True
         return data
 
     @staticmethod
@@ -125,6 +130,7 @@ class Job:
             project=data.get("project"),
             autotune_config=data.get("autotune_config", 0),
             null_launches=data.get("null_launches", False),
+            trace_lines=data.get("trace_lines", False),
             poison_undefined=data.get("poison_undefined", True),
         )
 
