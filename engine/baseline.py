@@ -7,6 +7,7 @@ times out: nothing can be judged against a failing original.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -45,6 +46,27 @@ def cpu_tensor_hint(mode: str, error: str) -> str:
     return ""
 
 
+def _each_test_file_reaches_the_module(kernel: KernelFile, coverage: dict | None) -> None:
+    """Project mode: a test file none of whose cases launches a kernel of the module
+    (``jit_callers`` of any of its jit functions) can never kill a mutant: bad input.
+    Judged by what the original's run launched, not by import lines, so a test that
+    imports the kernel through a package's re-exports counts."""
+    if coverage is None or kernel.project is None:
+        return
+    from .project import jit_callers
+
+    names = {f.name for f in kernel.jit_functions}
+    reach = set().union(*(jit_callers(kernel.source, n) for n in names)) if names else set()
+    for test in kernel.tests:
+        rel = os.path.relpath(test.path, kernel.project.root)
+        cases = {k: v for k, v in coverage.items() if k.split("::", 1)[0] == rel}
+        if cases and not any(reach & set(c.get("functions", ())) for c in cases.values()):
+            raise BadInput(
+                f"{test.path}: none of its {len(cases)} test cases launches a kernel of "
+                f"{kernel.project.module}, so it cannot kill its mutants"
+            )
+
+
 def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
     """The original with every check; sets ``ctx.baseline``, ``timeout_s`` (and in project
     mode ``coverage``). Returns (result, served from the cache). ``on_progress``: each
@@ -67,6 +89,8 @@ def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
         )
     if settings.all_configs:
         result = _other_configs(ctx, result)
+    if kernel.project is not None:
+        _each_test_file_reaches_the_module(kernel, result.extra.get("coverage"))
     if kernel.project is not None and settings.select_tests:
         ctx.coverage = result.extra.get("coverage", {})
         ctx.ledger.put_section(
