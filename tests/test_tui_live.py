@@ -140,7 +140,8 @@ async def test_stage2_without_a_key_probes_the_marked_survivors(tmp_path, monkey
     seen: list = []
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         await wait_for(pilot, lambda: of(seen, RunDone), what="the run")
-        assert app.model.states == ["survived"] * 3
+        # mask-drop, other-drop and other-change (to 1.0 and to -inf): all survive x of 64
+        assert app.model.states == ["survived"] * 4
         chosen = [r["id"] for r in app.model.rows if r["operator"] in ("mask-drop", "other-change")]
         for mutant in chosen:
             app.explorer.grid.select(mutant)
@@ -148,7 +149,7 @@ async def test_stage2_without_a_key_probes_the_marked_survivors(tmp_path, monkey
         await pilot.press("2")
         await wait_for(pilot, lambda: any(m.again for m in of(seen, RunDone)), what="stage 2")
         log = "\n".join(app.explorer.log_view.lines_written)
-        assert "stage 2 on 2 marked survivors: the probe writer" in log
+        assert f"stage 2 on {len(chosen)} marked survivors: the probe writer" in log
         assert "stage 2 without the model: the model needs a model" in log
         for mutant in chosen:
             row = app.model.row(mutant)
@@ -183,7 +184,7 @@ async def test_stage2_on_marked_survivors_probe_then_model_and_the_oracle_toggle
         seen: list = []
         async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
             await wait_for(pilot, lambda: of(seen, RunDone), what="the run")
-            assert app.model.states == ["survived"] * 3
+            assert app.model.states == ["survived"] * 4
             # Stage 2 needs marked survivors.
             await pilot.press("2")
             await pilot.pause()
