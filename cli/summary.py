@@ -124,6 +124,15 @@ def writers_summary(report: dict) -> list[str]:
             lines.append(
                 f"[green]{t['origin']}[/] {t['file']}::{t['name'].split('::')[-1]} kills {kills}"
             )
+    probe = (report.get("writers") or {}).get("probe")
+    if probe and probe.get("survivors"):
+        kills = probe.get("kills_by_trigger") or {}
+        by = ", ".join(f"{k} {n}" for k, n in sorted(kills.items(), key=lambda kv: -kv[1]))
+        killed = sum(kills.values())
+        lines.append(
+            f"probe: {killed} of {probe['survivors']} survivors killed"
+            + (f" (by trigger: {by})" if by else "")
+        )
     claims = [
         (m["id"], c)
         for m in report["mutants"]
