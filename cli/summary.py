@@ -93,6 +93,14 @@ def summary(console: Console, report: dict) -> None:
         f"(excluded: {excluded})",
         highlight=False,
     )
+    races = (report.get("races") or {}).get("found") or []
+    if races:
+        more = f" (and {len(races) - 1} more)" if len(races) > 1 else ""
+        console.print(
+            f"[yellow]race hint[/]: {escape(races[0]['message'])}{more}; identical values hide "
+            "a race from every value check",
+            highlight=False,
+        )
     selection = report.get("selection")
     if selection and selection.get("mutants"):
         n, suite = selection["mutants"], selection["suite_cases"]

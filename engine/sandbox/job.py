@@ -88,6 +88,9 @@ class Job:
     #: interpreter: masked loads without ``other=`` read NaN / the integer maximum on
     #: masked-off lanes instead of 0 (harness/bounds.py); a GPU leaves them undefined
     poison_undefined: bool = True
+    #: interpreter: keep which program stored to which address (``harness/bounds.py``),
+    #: for the race hint; the original's baseline job only
+    trace_races: bool = False
 
     def to_json(self) -> dict:
         data = {
@@ -107,6 +110,8 @@ class Job:
         }
         if self.null_launches:  # only when set: every other job keeps its cache key
             data["null_launches"] = True
+        if self.trace_races:  # likewise
+            data["trace_races"] = True
         return data
 
     @staticmethod
@@ -126,6 +131,7 @@ class Job:
             autotune_config=data.get("autotune_config", 0),
             null_launches=data.get("null_launches", False),
             poison_undefined=data.get("poison_undefined", True),
+            trace_races=data.get("trace_races", False),
         )
 
     def cache_key(self, toolchain: dict) -> str:
