@@ -40,7 +40,7 @@ PATH_KEYS = {
     "project_root",
 }
 #: Options whose comma-separated value may be written as a TOML list.
-LIST_KEYS = {"operators", "compile_target"}
+LIST_KEYS = {"operators", "compile_target", "probe_triggers"}
 
 
 def find_config(start_dirs: list[str]) -> str | None:

@@ -36,11 +36,23 @@ def writer_settings(args: argparse.Namespace) -> WriterSettings:
         and not os.path.isdir(args.write_tests)
     ):
         raise BadInput(f"--write-tests: not a directory: {args.write_tests}")
+    triggers: tuple[str, ...] = ()
+    if getattr(args, "probe_triggers", None):
+        from mutant_gate.engine.writers.probe_inputs import TRIGGERS  # heavy: only when asked
+
+        triggers = tuple(t.strip() for t in args.probe_triggers.split(",") if t.strip())
+        unknown = sorted(set(triggers) - TRIGGERS)
+        if unknown or not triggers:
+            raise BadInput(
+                f"--probe-triggers: unknown kind {', '.join(unknown) or '(none given)'}; "
+                f"known: {', '.join(sorted(TRIGGERS))}"
+            )
     return WriterSettings(
         writer=args.writer,
         stage2=args.stage2,
         attempts=args.attempts,
         probes=args.probes,
+        probe_triggers=triggers,
         write_tests=args.write_tests,
         llm=LLMSettings(
             base_url=args.base_url,

@@ -150,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--probes", type=int, default=24, metavar="N", help="probe inputs per survivor (default 24)"
     )
     writers.add_argument(
+        "--probe-triggers",
+        metavar="LIST",
+        help="the probe's trigger kinds, comma-separated (default: all; see README)",
+    )
+    writers.add_argument(
         "--base-url",
         metavar="URL",
         default=DEFAULT_BASE_URL,

@@ -93,6 +93,14 @@ def summary(console: Console, report: dict) -> None:
         f"(excluded: {excluded})",
         highlight=False,
     )
+    races = (report.get("races") or {}).get("found") or []
+    if races:
+        more = f" (and {len(races) - 1} more)" if len(races) > 1 else ""
+        console.print(
+            f"[yellow]race hint[/]: {escape(races[0]['message'])}{more}; identical values hide "
+            "a race from every value check",
+            highlight=False,
+        )
     selection = report.get("selection")
     if selection and selection.get("mutants"):
         n, suite = selection["mutants"], selection["suite_cases"]
@@ -124,6 +132,15 @@ def writers_summary(report: dict) -> list[str]:
             lines.append(
                 f"[green]{t['origin']}[/] {t['file']}::{t['name'].split('::')[-1]} kills {kills}"
             )
+    probe = (report.get("writers") or {}).get("probe")
+    if probe and probe.get("survivors"):
+        kills = probe.get("kills_by_trigger") or {}
+        by = ", ".join(f"{k} {n}" for k, n in sorted(kills.items(), key=lambda kv: -kv[1]))
+        killed = sum(kills.values())
+        lines.append(
+            f"probe: {killed} of {probe['survivors']} survivors killed"
+            + (f" (by trigger: {by})" if by else "")
+        )
     claims = [
         (m["id"], c)
         for m in report["mutants"]

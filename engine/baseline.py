@@ -1,5 +1,6 @@
 """The original runs first: it must pass every check, and its time sets each mutant's
-limit. Then the own check is judged by running it with every kernel launch skipped.
+limit (and, in the interpreter, its store trace gives the race hint: ``race_record``).
+Then the own check is judged by running it with every kernel launch skipped.
 
 ``run_baseline`` raises ``BadInput`` (exit 2, one line) when the original fails or
 times out: nothing can be judged against a failing original.
@@ -72,7 +73,10 @@ def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
     mode ``coverage``). Returns (result, served from the cache). ``on_progress``: each
     progress report of its checks (pytest: cases collected, each case through)."""
     settings, kernel = ctx.settings, ctx.kernel
-    result, cached = ctx.execute(ctx.job_for(None, settings.timeout_s), on_progress=on_progress)
+    job = ctx.job_for(None, settings.timeout_s)
+    if job.mode == "interpret":
+        job = replace(job, trace_races=True)  # the race hint rides on the original's run
+    result, cached = ctx.execute(job, on_progress=on_progress)
     name = kernel.path
     if result.status is JobStatus.TIMEOUT:
         raise BadInput(f"{name}: the original's own check timed out after {settings.timeout_s:g} s")
@@ -98,7 +102,28 @@ def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
         )
     ctx.baseline = result
     ctx.timeout_s = ctx.mutant_timeout(result.duration_s)
+    if job.trace_races:
+        ctx.ledger.put_section("races", race_record(result))
     return result, cached
+
+
+RACE_NOTE = (
+    "several programs of one launch store to the same address: on a GPU the order of "
+    "those stores is undefined, and where their values agree no value check (own check, "
+    "tests, diff-oracle) can see it"
+)
+
+
+def race_record(result: JobResult) -> dict:
+    """The report's ``races``: what the original's own check showed in the interpreter's
+    store trace (``harness/bounds.py``): per kernel and store line, two programs of one
+    launch that stored to one address."""
+    found = list(result.extra.get("races") or [])
+    return {
+        "checked": "the original's checks, in the interpreter",
+        "found": found,
+        "note": RACE_NOTE if found else "",
+    }
 
 
 def _other_configs(ctx: StageContext, baseline: JobResult) -> JobResult:

@@ -45,6 +45,8 @@ class WriterSettings:
     attempts: int = 3  # model replies per stage-1 file / per survivor in stage 2
     runs: int = 3  # passes on the original, fresh seeds each, before a test is believed
     probes: int = 24  # probe inputs tried per survivor
+    #: the probe's trigger kinds (``writers/probe_inputs.TRIGGERS``); empty: all of them
+    probe_triggers: tuple[str, ...] = ()
     write_tests: str | None = None  # directory for accepted tests (the CLI writes them)
     llm: LLMSettings = field(default_factory=LLMSettings)
 
@@ -140,6 +142,8 @@ def settings_from_json(data: dict, **overrides: object) -> RunSettings:
     data = dict(data)
     writers = dict(data.get("writers") or {})
     writers["llm"] = _build(LLMSettings, writers.get("llm") or {})
+    if isinstance(writers.get("probe_triggers"), list):
+        writers["probe_triggers"] = tuple(writers["probe_triggers"])
     data["writers"] = _build(WriterSettings, writers)
     for key in ("tests", "compile_targets"):
         if isinstance(data.get(key), list):

@@ -220,6 +220,7 @@ ROW_SECTIONS = frozenset(
 RUN_SECTIONS = frozenset(
     {
         "own_check",
+        "races",  # the race hint: programs of one launch storing to one address
         "changed_since",
         "selection",
         "autotune",

@@ -271,6 +271,54 @@ def test_big_candidates_shrink_keeping_the_tail_past_the_last_block():
     assert not [d for d in small if "shrunk" in d]
 
 
+def test_every_trigger_kind_comes_round_robin_with_its_input():
+    """A persistent row kernel's call (8 programs, 3 rows) with a float threshold: the first
+    candidates are one of each trigger kind, each with the input its kind promises."""
+    call = {
+        "function": "row_sum",
+        "args": [
+            {"name": "x", "kind": "tensor", "shape": [3, 16], "dtype": "float32", "min": 0.0,
+             "max": 1.0},
+            {"name": "idx", "kind": "tensor", "shape": [16], "dtype": "int32", "min": 0,
+             "max": 15},
+        ],
+        "kwargs": {"thr": {"kind": "value", "value": 0.25}},
+        "launches": 1,
+        "constexprs": {"BLOCK": [16]},
+        "grids": [[8, 1, 1]],
+        "duration_s": 0.05,
+    }  # fmt: skip
+    cs = candidates([call], "arith", 40)
+    kinds = [c.kind for c in cs]
+    first = kinds[: len(set(kinds))]
+    assert len(set(first)) == len(first) == 12  # every kind once before any twice
+    by = {}
+    for c in cs:
+        by.setdefault(c.kind, []).append(c)
+    assert "x = torch.empty((17, 16))" in by["more-rows"][0].setup  # 2 * 8 programs + 1
+    assert by["more-rows"][0].describe.endswith("(more rows than the 8 programs the launch had)")
+    layouts = {c.slug: c.setup for c in by["non-contiguous"]}
+    assert "x = (torch.empty((3, 19)).uniform_(0.0, 1.0))[..., :16]" in layouts["sliced"]
+    assert (
+        "x = (torch.empty((16, 3)).uniform_(0.0, 1.0)).transpose(-2, -1)" in layouts["transposed"]
+    )
+    specials = [c.setup.splitlines()[-1] for c in by["special-values"]]
+    assert specials == [
+        'x[0] = float("-inf")',
+        'x[0] = float("nan")',
+        "x[0] = torch.finfo(x.dtype).max ** 0.5 * 2",
+    ]
+    (boundary,) = by["boundary-values"]
+    assert "torch.tensor([0.0, 1.0, 0.25])[torch.randint(0, 3, (3, 16))]" in boundary.setup
+    ints = [c.setup for c in by["int-dtype"]]
+    assert any("torch.iinfo(torch.int32).min" in s and "dtype=torch.int32" in s for s in ints)
+    assert any("dtype=torch.int64" in s for s in ints)
+    assert any("x = torch.randint(0, 2, (3, 16), dtype=torch.int32)" in s for s in ints)
+    # --probe-triggers keeps only the kinds named, in the family's order
+    only = candidates([call], "arith", 40, triggers=("non-contiguous", "more-rows"))
+    assert [c.kind for c in only] == ["more-rows", "non-contiguous", "non-contiguous"]
+
+
 # -- the model client ----------------------------------------------------------------------
 
 

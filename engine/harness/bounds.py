@@ -34,6 +34,13 @@ Runs inside the sandbox child; imports only the stdlib, numpy, torch, triton.
   from outside: it fills the lanes itself when it poisons, so this wrapper then
   sees ``other`` given and fills nothing.
 
+* With ``set_races(True)`` (the original's baseline job), the same store wrapper also
+  keeps, per launch, the addresses each program's active store lanes wrote; when the
+  launch ends, an address that two programs of it stored to is a *race hint*
+  (``races()``: kernel, line, argument, element, the two programs). The interpreter runs
+  programs one after another, so the result is the last program's; on a GPU their order
+  is undefined, and where the values agree no value check can see it.
+
 Checks are vectorised: per launch the argument ranges are merged into sorted
 interval arrays; per access the active addresses' min/max are tested against
 one interval (fast path), and only on failure is every lane located with
@@ -59,8 +66,10 @@ __all__ = [
     "internal_errors",
     "poison_stored",
     "poisoning",
+    "races",
     "reset",
     "set_poison",
+    "set_races",
     "undefined_lanes",
     "undefined_lanes_error",
     "uninstall",
@@ -102,6 +111,24 @@ class _Poison:
 
 _POISON = _Poison()
 
+#: store lanes kept per launch for the race hint (beyond them the launch is checked in part)
+MAX_RACE_LANES = 1 << 22
+_MAX_RACES = 5  # race hints kept per job, one per (kernel, line)
+
+
+class _Races:
+    """The race hint: the setting and what the current job found."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.found: list[dict] = []
+
+    def clear(self) -> None:
+        self.found.clear()
+
+
+_RACES = _Races()
+
 
 class BoundsViolation(Exception):
     """An active lane of a load/store/atomic addressed memory outside every
@@ -124,10 +151,23 @@ def internal_errors() -> list[str]:
 
 
 def reset() -> None:
-    """Forget recorded violations, poisoned loads and internal errors (not the setting)."""
+    """Forget recorded violations, poisoned loads, race hints and internal errors (not
+    the settings)."""
     _VIOLATIONS.clear()
     _INTERNAL_ERRORS.clear()
     _POISON.clear()
+    _RACES.clear()
+
+
+def set_races(on: bool) -> None:
+    """Record which program stored to which address, for the race hint (``races``)."""
+    _RACES.on = on
+
+
+def races() -> list[dict]:
+    """Race hints found since the last ``reset()``: one per kernel and store line, each
+    the first address two programs of one launch stored to (copies)."""
+    return [dict(r) for r in _RACES.found]
 
 
 def set_poison(on: bool) -> None:
@@ -199,6 +239,9 @@ class _Launch:
         # device storage data_ptr -> (device storage, host uint8 buffer, guard)
         self.buffers: dict[int, tuple[Any, Any, int]] = {}
         self.restored = False
+        # race hint: (unique active addresses, program id, itemsize, (file, line)) per store
+        self.stores: list[tuple[np.ndarray, tuple[int, ...], int, tuple]] = []
+        self.store_lanes = 0
 
     def set_args(self, args: list[_Arg]) -> None:
         self.args = args
@@ -278,6 +321,13 @@ def _grid_call(self: Any, *args_dev: Any, **kwargs: Any) -> Any:
         if _STACK and _STACK[-1] is launch:
             _STACK.pop()
         launch.restore()
+        if launch.stores:
+            try:
+                _find_race(launch)
+            except Exception as exc:  # noqa: BLE001 - a hint, never the kernel's failure
+                if len(_INTERNAL_ERRORS) < _MAX_RECORDS:
+                    _INTERNAL_ERRORS.append(f"races: {exc!r}")
+            launch.stores = []
 
 
 def _init_args_hst(self: Any, args_dev: Any, kwargs: dict) -> tuple[list, dict]:
@@ -549,6 +599,12 @@ def _masked_load(self: Any, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any
 
 def _masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
     _check(ptrs, mask, "store")
+    if _RACES.on and _STACK:
+        try:
+            _record_store(_STACK[-1], ptrs, mask)
+        except Exception as exc:  # noqa: BLE001
+            if len(_INTERNAL_ERRORS) < _MAX_RECORDS:
+                _INTERNAL_ERRORS.append(f"race store: {exc!r}")
     if _POISON.lanes and not _POISON.stored:
         try:
             _POISON.stored = _stores_poison(ptrs, value, mask)
@@ -576,6 +632,87 @@ def _plain_load(self: Any, ptr: Any, cache_policy: Any, is_volatile: Any) -> Any
 def _plain_store(self: Any, ptr: Any, val: Any, cache_policy: Any) -> Any:
     _check(ptr, None, "store")
     return _orig("InterpreterBuilder.create_store")(self, ptr, val, cache_policy)
+
+
+# --------------------------------------------------------------------------
+# race hint
+
+
+def _record_store(launch: _Launch, ptrs: Any, mask: Any) -> None:
+    """Keep the addresses this store's active lanes write, with the program's id."""
+    if launch.store_lanes > MAX_RACE_LANES:
+        return
+    addr = np.asarray(ptrs.data)
+    if mask is not None:
+        m = np.asarray(mask.data)
+        if m.dtype != np.bool_:
+            m = m.astype(np.bool_)
+        if m.shape != addr.shape:
+            addr, m = np.broadcast_arrays(addr, m)
+        addr = addr[m]
+    active = np.unique(addr.reshape(-1).astype(np.uint64, copy=False))
+    if not active.size:
+        return
+    launch.store_lanes += int(active.size)
+    mod = _interp()
+    pid = tuple(int(v) for v in getattr(mod.interpreter_builder, "grid_idx", (0, 0, 0)))
+    inner, _ = _frames(launch, mod)
+    site = (
+        (os.path.basename(inner.f_code.co_filename), inner.f_lineno)
+        if inner is not None
+        else (None, None)
+    )
+    launch.stores.append((active, pid, _itemsize(ptrs), site))
+
+
+def _find_race(launch: _Launch) -> None:
+    """After a launch: the first address that two of its programs stored to, if any."""
+    if len(_RACES.found) >= _MAX_RACES:
+        return
+    chunks = launch.stores
+    addrs = np.concatenate([c[0] for c in chunks])
+    index = np.repeat(np.arange(len(chunks)), [c[0].size for c in chunks])
+    keys: dict[tuple[int, ...], int] = {}
+    pids = np.array([keys.setdefault(c[1], len(keys)) for c in chunks])[index]
+    if len(keys) < 2:
+        return
+    order = np.lexsort((index, addrs))  # by address, then in store order
+    a, p = addrs[order], pids[order]
+    both = (a[1:] == a[:-1]) & (p[1:] != p[:-1])
+    if not both.any():
+        return
+    shared = int(np.unique(a[1:][both]).size)
+    j = int(np.argmax(both))
+    first, second = chunks[index[order[j]]], chunks[index[order[j + 1]]]
+    file, line = second[3]
+    if any(r["kernel"] == launch.kernel and r["line"] == line for r in _RACES.found):
+        return
+    address = int(a[j])
+    argument, element = None, None
+    for arg in launch.args:
+        if arg.start <= address < arg.end:
+            argument, element = arg.name, (address - arg.start) // max(1, second[2])
+            break
+    where = f"element {element} of {argument}" if argument is not None else hex(address)
+    at = f" ({file}:{line})" if line is not None else ""
+    count = "1 address" if shared == 1 else f"{shared} addresses"
+    message = (
+        f"kernel {launch.kernel}: programs {first[1]} and {second[1]} both store to "
+        f"{where}{at}; {count} stored by more than one program of one launch"
+    )
+    _RACES.found.append(
+        {
+            "kernel": launch.kernel,
+            "file": file,
+            "line": line,
+            "argument": argument,
+            "element": element,
+            "programs": [list(first[1]), list(second[1])],
+            "addresses": shared,
+            "partial": launch.store_lanes > MAX_RACE_LANES,
+            "message": message,
+        }
+    )
 
 
 # --------------------------------------------------------------------------

@@ -7,7 +7,8 @@ Two entry points, reached through a ``harness`` check (``runner._run_harness``):
 in the module's namespace, and/or its ``test_*`` functions under pytest) and record
 each outermost call: function, parameter names, every argument (tensors as shape,
 dtype and value range; scalars, tuples and dtypes as values), the kernel launches it
-made and their integer constexprs (block sizes), and its duration.
+made, their integer constexprs (block sizes) and grids (in the interpreter), and its
+duration.
 
 ``compare``: for each candidate input (a seeded setup snippet and a call, written by
 the tool), run the original and the mutant module on identical inputs and compare
@@ -39,7 +40,7 @@ from typing import Any
 from . import bounds
 from .main_guard import is_main_guard
 
-VERSION = "3"
+VERSION = "4"
 MARKER = "mutant-gate-probe:"
 MAX_CALLS = 64
 MAX_GOLDEN_ELEMENTS = 1 << 16
@@ -172,6 +173,15 @@ class _Recorder:
             self.keys[key] = record
             self.calls.append(record)
 
+    def grid(self, dims: list[int] | None) -> None:
+        """The grid a launch of the current call ran (the interpreter's): ``grids``."""
+        record = self.current
+        if record is None or dims is None:
+            return
+        grids = record.setdefault("grids", [])
+        if dims not in grids and len(grids) < 8:
+            grids.append(dims)
+
     def launched(self, kernel: str, constexprs: dict) -> None:
         record = self.current
         if record is None:
@@ -200,6 +210,16 @@ def _widen(old: dict, new: dict) -> None:
         old[key] = new[key] if old.get(key) is None else pick(old[key], new[key])
 
 
+def _grid_dim() -> list[int] | None:
+    """The grid of the interpreter's last launch, or None."""
+    try:
+        from triton.runtime.interpreter import interpreter_builder
+
+        return [int(v) for v in interpreter_builder.grid_dim]
+    except Exception:  # noqa: BLE001 - not the interpreter, or not launched
+        return None
+
+
 def _count_launches(recorder: _Recorder) -> Any:
     """Wrap the launch paths (interpreter and compiled) so the recorder sees every launch."""
     undo: list[Any] = []
@@ -214,7 +234,10 @@ def _count_launches(recorder: _Recorder) -> Any:
 
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
             recorder.launched(getattr(self.fn, "__name__", "?"), ints(kwargs))
-            return grid_call(self, *args, **kwargs)
+            try:
+                return grid_call(self, *args, **kwargs)
+            finally:
+                recorder.grid(_grid_dim())
 
         GridExecutor.__call__ = call
         undo.append(lambda: setattr(GridExecutor, "__call__", grid_call))

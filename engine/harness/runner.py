@@ -307,6 +307,7 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
     if job.mode == "interpret":
         prepare()
         bounds.set_poison(job.poison_undefined)
+        bounds.set_races(job.trace_races)
     else:  # compiled: in the job's own child, which makes its own CUDA context
         shims.install()
         shims.reset_used()
@@ -362,6 +363,7 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
             **({"autotune_configs": shims.autotune_configs()} if shims.autotune_configs() else {}),
             **({"null_run": {"skipped_launches": null_run.skipped()}} if job.null_launches else {}),
             **({"undefined_lanes": undefined} if undefined else {}),
+            **({"races": bounds.races()} if job.trace_races and job.mode == "interpret" else {}),
             "launched": launched(),
         },
     )

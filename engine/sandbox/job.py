@@ -91,6 +91,9 @@ class Job:
     #: interpreter: masked loads without ``other=`` read NaN / the integer maximum on
     #: masked-off lanes instead of 0 (harness/bounds.py); a GPU leaves them undefined
     poison_undefined: bool = True
+    #: interpreter: keep which program stored to which address (``harness/bounds.py``),
+    #: for the race hint; the original's baseline job only
+    trace_races: bool = False
 
     def to_json(self) -> dict:
         data = {
@@ -112,6 +115,8 @@ class Job:
             data["null_launches"] = True
         if self.trace_lines:
             data["trace_lines"] = True
+        if self.trace_races:  # likewise
+            data["trace_races"] = True
         return data
 
     @staticmethod
@@ -132,6 +137,7 @@ class Job:
             null_launches=data.get("null_launches", False),
             trace_lines=data.get("trace_lines", False),
             poison_undefined=data.get("poison_undefined", True),
+            trace_races=data.get("trace_races", False),
         )
 
     def cache_key(self, toolchain: dict) -> str:

@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Iterator
 
-from ..events import Event, TestRejected, WriterNote
+from ..events import Event, TestAccepted, TestRejected, WriterNote
 from ..harness import probe as harness
 from ..kernel_file import TestFile
 from ..project import jit_callers
@@ -156,14 +156,24 @@ class _Search:
 
 
 def _read_compare(
-    search: _Search, batch: list[Candidate], result: JobResult, kernel_name: str
+    search: _Search,
+    batch: list[Candidate],
+    result: JobResult,
+    kernel_name: str,
+    tried: dict[str, int] | None = None,
 ) -> None:
+    """Read one compare job into ``search``; ``tried`` counts the probes run (both sides)
+    by trigger kind."""
     by_id = {c.id: c for c in batch}
     search.next += len(batch)
     data = _data(result)
     if data is not None:
         statuses = data.get("results", [])
         search.probes += sum(1 for r in statuses if r["status"] != "original_error")
+        for r in statuses:
+            if r["status"] != "original_error" and r["id"] in by_id and tried is not None:
+                kind = by_id[r["id"]].kind
+                tried[kind] = tried.get(kind, 0) + 1
         golden = data.get("golden") or {}
         unkept = ""
         if golden.get("error"):
@@ -247,7 +257,15 @@ def probe_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
             ctx.ledger.put_row(m.id, "probe", {"probes": 0, "result": text})
             yield WriterNote("probe", text, mutant_id=m.id)
             continue
-        searches[m.id] = _Search(m, candidates(reaching, m.family, budget, ctx.settings.seed))
+        searches[m.id] = _Search(
+            m,
+            candidates(
+                reaching, m.family, budget, ctx.settings.seed, ctx.settings.writers.probe_triggers
+            ),
+        )
+    summary = _summary(ctx)
+    summary["survivors"] = summary.get("survivors", 0) + len(survivors)
+    tried: dict[str, int] = summary.setdefault("probes_by_trigger", {})
     while True:
         active = [
             s
@@ -266,7 +284,7 @@ def probe_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
         if len(results) < len(jobs):
             return  # cancelled
         for mid, (result, _) in results.items():
-            _read_compare(searches[mid], batches[mid], result, ctx.kernel.name)
+            _read_compare(searches[mid], batches[mid], result, ctx.kernel.name, tried)
         for search in searches.values():
             if search.hang is not None and search.hit is None:
                 yield from _golden_for_hang(ctx, search)
@@ -284,12 +302,13 @@ def probe_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
         ctx.ledger.put_row(mid, "probe", details)
         if search.probes and not search.note and not search.differs:
             # only where every probe ran both sides and none differed
+            kinds = ", ".join(dict.fromkeys(c.kind for c in search.queue[: search.next]))
             common.claims(ctx, mid).append(
                 {
                     "by": "probe",
                     "claim": "equivalent",
                     "reason": f"no difference found on {search.probes} probes "
-                    "(sizes, dtypes and values near the own check's)",
+                    f"(trigger kinds {kinds}, near the own check's calls)",
                 }
             )
         yield WriterNote("probe", text, "warning" if search.differs else "info", mid)
@@ -336,4 +355,36 @@ def _prove(ctx: StageContext, search: _Search, survivors: list[Mutant]) -> Itera
         search.unkept = f"no test written from them passed the proof ({proof.why[:200]})"
         search.hit = None  # search on with the next batch
         return
-    yield from common.accept_killer(ctx, "probe", test, mutant, proof, survivors)
+    candidate = search.hit[0] if search.hit is not None else None
+    for event in common.accept_killer(ctx, "probe", test, mutant, proof, survivors):
+        if isinstance(event, TestAccepted) and candidate is not None:
+            _record_trigger(ctx, event, candidate, search.probes)
+        yield event
+
+
+def _record_trigger(
+    ctx: StageContext, accepted: TestAccepted, candidate: Candidate, probes: int
+) -> None:
+    """Each mutant the probe's test killed: which trigger kind (and input) did it, in its
+    ``probe`` row and in the run's count by trigger kind (``writers.probe``)."""
+    test = f"{accepted.file}::{accepted.tests[0]}" if accepted.tests else accepted.file
+    summary = _summary(ctx)
+    for mid in accepted.kills:
+        row = {
+            "trigger": candidate.kind,
+            "input": candidate.describe,
+            "result": f"killed by {test} ({candidate.kind}: {candidate.describe})",
+        }
+        if mid == accepted.mutant_id:
+            row["probes"] = probes
+        else:
+            row["result"] += f", written for {accepted.mutant_id}"
+        ctx.ledger.put_row(mid, "probe", row)
+        kills = summary.setdefault("kills_by_trigger", {})
+        kills[candidate.kind] = kills.get(candidate.kind, 0) + 1
+
+
+def _summary(ctx: StageContext) -> dict:
+    """The run's ``writers.probe``: what the probe tried and what killed."""
+    writers = ctx.ledger.section("writers", {"notes": []})
+    return writers.setdefault("probe", {"survivors": 0, "kills_by_trigger": {}})

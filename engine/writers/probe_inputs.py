@@ -6,11 +6,26 @@ tensors as shape, dtype and value range; scalars, tuples and dtypes as values. A
 appears (every tensor dimension, every equal int scalar or tuple element), so
 related arguments stay consistent (``x`` of (M, N) and ``weight`` of (N,)).
 
-Variations, in the order a family of mutants most likely needs them:
-- sizes: one off each captured size, one off each launch's block size, tiny and
-  odd (1, 3), a size that is not a power of two;
-- dtypes: the other float dtypes (float16, bfloat16, float32) for float tensors;
-- values: all negative, wide (x100), tiny (x1e-3), constant.
+Variations, each of a trigger kind (``Candidate.kind``, named in the report):
+- ``size``, ``block``, ``small``, ``npot``: one off each captured size, one off each
+  launch's block size, tiny and odd (1, 3), a size or a row width that is not a power
+  of two;
+- ``more-rows``: more rows than the launch had programs (a grid-stride or persistent
+  loop then runs more than once per program);
+- ``non-contiguous``: every input tensor a transposed or a sliced view (strides the
+  own check's contiguous tensors never had); a wrapper that refuses them is dropped;
+- ``special-values``: one row (a 1-D tensor: all of it) all -inf, all NaN, or of a
+  magnitude whose square overflows the dtype;
+- ``boundary-values``: values drawn only from the exact boundaries (0, the call's float
+  scalars, the captured range's ends): ties and values on a comparison's threshold;
+- ``int-dtype``: integer inputs over the whole range of their dtype or of a wider or
+  narrower one, float inputs as small int32 values;
+- ``dtype``: the other float dtypes (float16, bfloat16, float32) for float tensors;
+- ``values``: all negative, wide (x100), tiny (x1e-3), constant.
+Candidates are ordered by a fixed prior per mutant family (``FAMILY_ORDER``: how often
+each kind separates that family's mutants, the issue's study of real bugs for the new
+kinds) and taken round-robin: the best candidate of every kind first, then each kind's
+second, so a budget smaller than the list still tries every kind.
 A candidate of more than ``SHRINK_ELEMENTS`` input elements (each probe runs twice in
 the interpreter) has its sizes shrunk on top of its own change: a size
 above twice a captured block size keeps one block plus its tail past the last full
@@ -47,14 +62,41 @@ MODES = (
     ("tiny", "tiny values (x1e-3)"),
     ("wide", "wide values (x100)"),
 )
+#: trigger kinds, each family's prior order (most often separating first)
 FAMILY_ORDER = {
-    "masks": ("base", "size", "block", "small", "npot", "dtype", "values"),
-    "boundaries": ("size", "block", "small", "base", "npot", "values", "dtype"),
-    "indexing": ("size", "block", "npot", "small", "base", "dtype", "values"),
-    "precision": ("dtype", "values", "base", "size", "block", "small", "npot"),
-    "arith": ("values", "base", "size", "dtype", "block", "small", "npot"),
-}
-DEFAULT_ORDER = ("base", "size", "block", "small", "npot", "values", "dtype")
+    "masks": (
+        "base", "size", "block", "small", "npot", "more-rows", "special-values",
+        "non-contiguous", "dtype", "values", "boundary-values", "int-dtype",
+    ),
+    "boundaries": (
+        "size", "block", "small", "boundary-values", "base", "npot", "more-rows",
+        "non-contiguous", "values", "special-values", "dtype", "int-dtype",
+    ),
+    "indexing": (
+        "size", "block", "non-contiguous", "more-rows", "npot", "small", "base",
+        "int-dtype", "dtype", "values", "special-values", "boundary-values",
+    ),
+    "precision": (
+        "dtype", "special-values", "values", "int-dtype", "base", "size", "block",
+        "small", "npot", "more-rows", "non-contiguous", "boundary-values",
+    ),
+    "arith": (
+        "values", "special-values", "boundary-values", "base", "size", "more-rows",
+        "dtype", "int-dtype", "block", "small", "npot", "non-contiguous",
+    ),
+}  # fmt: skip
+DEFAULT_ORDER = (
+    "base", "size", "block", "npot", "more-rows", "special-values", "non-contiguous",
+    "small", "boundary-values", "values", "dtype", "int-dtype",
+)  # fmt: skip
+TRIGGERS = frozenset(DEFAULT_ORDER)
+INT_DTYPES = ("int8", "int16", "int32", "int64")
+#: special values written into one row: (name, code with ``{v}`` for the tensor, describe)
+SPECIAL = (
+    ("neg_inf", 'float("-inf")', "all -inf"),
+    ("nan", 'float("nan")', "all NaN"),
+    ("huge", "torch.finfo({v}.dtype).max ** 0.5 * 2", "of a magnitude whose square overflows"),
+)
 
 
 @dataclass(frozen=True)
@@ -66,7 +108,7 @@ class Candidate:
     tensors: tuple[str, ...]  # tensor variables the setup defines
     describe: str  # what changed, for people
     slug: str  # the same, for a test name
-    kind: str  # base | size | block | small | npot | dtype | values
+    kind: str  # the trigger kind: one of TRIGGERS
     elements: int
     est_s: float  # expected seconds for one side
 
@@ -94,18 +136,44 @@ def _shape(shape: list[int]) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _tensor_code(spec: dict, shape: list[int], dtype: str, mode: str | None) -> str:
-    code = _values_code(spec, shape, dtype, mode)
+def _tensor_code(
+    spec: dict,
+    shape: list[int],
+    dtype: str,
+    mode: str | None,
+    layout: str | None = None,
+    points: tuple[float, ...] = (),
+) -> str:
+    """Code for one input tensor of ``shape``; a ``layout`` builds it as a view: a
+    transposed one (the last two dimensions, of a tensor allocated the other way round)
+    or a sliced one (every other element of a 1-D tensor, a row of 3 more columns)."""
+    store = list(shape)
+    if layout == "transposed":
+        store[-2], store[-1] = store[-1], store[-2]
+    elif layout == "sliced":
+        store[-1] = 2 * store[-1] if len(store) == 1 else store[-1] + 3
+    code = _values_code(spec, store, dtype, mode, points)
+    if layout == "transposed":
+        code = f"({code}).transpose(-2, -1)"
+    elif layout == "sliced":
+        code = f"({code})[::2]" if len(shape) == 1 else f"({code})[..., :{shape[-1]}]"
     device = spec.get("device") or "cpu"
     return code if device == "cpu" else f"({code}).to({device!r})"
 
 
-def _values_code(spec: dict, shape: list[int], dtype: str, mode: str | None) -> str:
+def _values_code(
+    spec: dict, shape: list[int], dtype: str, mode: str | None, points: tuple[float, ...] = ()
+) -> str:
     size = _shape(shape)
     lo, hi = spec.get("min"), spec.get("max")
     if dtype == "bool":
         return f"torch.rand({size}) < 0.5"
     if dtype not in FLOAT_DTYPES:
+        if mode == "full-range":  # the dtype's whole range (randint's end is exclusive)
+            return (
+                f"torch.randint(torch.iinfo(torch.{dtype}).min, torch.iinfo(torch.{dtype}).max, "
+                f"{size}, dtype=torch.{dtype})"
+            )
         lo = int(lo) if lo is not None else 0
         hi = int(hi) if hi is not None else 8
         if lo == hi:
@@ -115,6 +183,9 @@ def _values_code(spec: dict, shape: list[int], dtype: str, mode: str | None) -> 
     hi = 1.0 if hi is None else float(hi)
     m = max(abs(lo), abs(hi), 1.0)
     cast = "" if dtype == "float32" else f".to(torch.{dtype})"
+    if mode == "boundary" and points:
+        values = ", ".join(repr(p) for p in points)
+        return f"torch.tensor([{values}])[torch.randint(0, {len(points)}, {size})]{cast}"
     if mode == "negative":
         lo, hi = -2 * m, -m / 4
     elif mode == "wide":
@@ -129,6 +200,19 @@ def _values_code(spec: dict, shape: list[int], dtype: str, mode: str | None) -> 
     if lo == hi:
         return f"torch.full({size}, {lo!r}){cast}"
     return f"torch.empty({size}).uniform_({lo!r}, {hi!r}){cast}"
+
+
+def _boundary_points(call: dict) -> tuple[float, ...]:
+    """Exact boundary values of a call: 0, its float scalars (a threshold, an eps) and
+    the ends of each float tensor's captured range, each as it is."""
+    points: list[float] = [0.0]
+    for spec in _all_args(call):
+        value = spec.get("value")
+        if spec["kind"] == "value" and isinstance(value, float) and math.isfinite(value):
+            points.append(value)
+        elif spec["kind"] == "tensor" and spec["dtype"] in FLOAT_DTYPES:
+            points += [float(v) for v in (spec.get("min"), spec.get("max")) if v is not None]
+    return tuple(dict.fromkeys(points))
 
 
 def _sizes(call: dict) -> list[int]:
@@ -296,9 +380,13 @@ def build(
     describe: str = "",
     slug: str = "",
     shrink_above: int | None = SHRINK_ELEMENTS,
+    layout: str | None = None,
+    special: tuple[str, str, str] | None = None,
 ) -> Candidate | None:
     """One candidate from a captured call with some sizes, dtypes or values changed;
-    with more than ``shrink_above`` elements in all, its sizes shrink (``_shrink``)."""
+    with more than ``shrink_above`` elements in all, its sizes shrink (``_shrink``).
+    ``layout`` makes every input tensor a view of that layout (``_tensor_code``);
+    ``special`` (an entry of ``SPECIAL``) fills one row of the largest float tensor."""
     sizes, dtypes = sizes or {}, dtypes or {}
     describe = describe or "the own check's shapes with fresh values"
     slug = slug or "fresh_values"
@@ -316,6 +404,8 @@ def build(
     keywords: list[str] = []
     entries = [(a.get("name"), a, None) for a in call["args"]]
     entries += [(k, v, k) for k, v in call["kwargs"].items()]
+    points = _boundary_points(call) if mode == "boundary" else ()
+    largest: tuple[int, str, int] | None = None  # (elements, variable, rank)
     for index, (name, spec, keyword) in enumerate(entries):
         if spec["kind"] == "opaque":
             return None
@@ -323,15 +413,27 @@ def build(
             var = _variable(name, index, taken)
             shape = [sizes.get(d, d) if d > 1 else d for d in spec["shape"]]
             dtype = dtypes.get(spec["dtype"], spec["dtype"])
-            lines.append(f"{var} = {_tensor_code(spec, shape, dtype, mode)}")
+            view = layout if layout == "sliced" or len(shape) >= 2 else None
+            if not shape or math.prod(shape) <= 1:
+                view = None  # a scalar-like tensor has no layout to speak of
+            lines.append(f"{var} = {_tensor_code(spec, shape, dtype, mode, view, points)}")
             tensors.append(var)
             text = var
+            n = math.prod(shape)
+            if dtype in FLOAT_DTYPES and shape and (largest is None or n > largest[0]):
+                largest = (n, var, len(shape))
         else:
             text = _value_code(spec, sizes, dtypes)
         if keyword is None:
             positional.append(text)
         else:
             keywords.append(f"{keyword}={text}")
+    if special is not None:
+        if largest is None:
+            return None
+        _, var, rank = largest
+        value = special[1].format(v=var)
+        lines.append(f"{var}[0] = {value}" if rank >= 2 else f"{var}.fill_({value})")
     elements = _elements(call, sizes)
     if elements > MAX_ELEMENTS:
         return None
@@ -431,6 +533,19 @@ def _variants(call: dict) -> list[tuple[str, dict]]:
                 },
             )
         )
+        for w in _widths(call):
+            if w != d and _pow2(w):  # a row width that is a power of two: one that is not
+                new = w + w // 2 + 1 if w > 2 else 3
+                out.append(
+                    (
+                        "npot",
+                        {
+                            "sizes": {w: new},
+                            "describe": f"row width {new} instead of {w} (not a power of two)",
+                            "slug": f"width_{new}",
+                        },
+                    )
+                )
     for dtype in floats:
         for other in PROBE_DTYPES:
             if other != dtype:
@@ -444,6 +559,7 @@ def _variants(call: dict) -> list[tuple[str, dict]]:
                         },
                     )
                 )
+    out += _trigger_variants(call, dims, floats, blocks)
     if floats:
         for mode, text in MODES:
             out.append(("values", {"mode": mode, "describe": text, "slug": f"{mode}_values"}))
@@ -463,19 +579,181 @@ def _variants(call: dict) -> list[tuple[str, dict]]:
     return out
 
 
-def candidates(calls: list[dict], family: str, budget: int, seed: int = 0) -> list[Candidate]:
-    """Up to ``budget`` distinct candidates over all captured calls, in the order that
-    the mutant's family makes most promising; smaller calls first within a kind."""
+def _widths(call: dict) -> list[int]:
+    """The last dimension of each input tensor of two or more dimensions (a row width)."""
+    found = {
+        s["shape"][-1]
+        for s in _all_args(call)
+        if s["kind"] == "tensor" and len(s["shape"]) >= 2 and s["shape"][-1] > 1
+    }
+    return sorted(found, reverse=True)
+
+
+def _programs(call: dict) -> int:
+    """The most programs any launch of the call had along the grid's first axis (0: not
+    captured)."""
+    return max((int(g[0]) for g in call.get("grids", ()) if g), default=0)
+
+
+def _rows_dims(call: dict) -> list[int]:
+    """The leading dimension of each input tensor of two or more dimensions (its rows)."""
+    found = {
+        s["shape"][0]
+        for s in _all_args(call)
+        if s["kind"] == "tensor" and len(s["shape"]) >= 2 and s["shape"][0] >= 1
+    }
+    return sorted(found)
+
+
+def _trigger_variants(
+    call: dict, dims: list[int], floats: list[str], blocks: list[int]
+) -> list[tuple[str, dict]]:
+    """The layouts, special values, boundaries and integer inputs of the real bugs."""
+    out: list[tuple[str, dict]] = []
+    programs = _programs(call)
+    # more rows than programs: a row count at most the grid's first axis grows past it
+    for d in _rows_dims(call):
+        if programs and d <= programs:
+            new = 2 * programs + 1
+            if _elements(call, {d: new}) <= SHRINK_ELEMENTS:
+                out.append(
+                    (
+                        "more-rows",
+                        {
+                            "sizes": {d: new},
+                            "describe": f"{new} rows instead of {d} (more rows than the "
+                            f"{programs} programs the launch had)",
+                            "slug": f"rows_{new}",
+                            "shrink_above": None,
+                        },
+                    )
+                )
+    # a 1-D tensor no longer than the launch's programs times a block: past that
+    if programs and blocks:
+        for d in dims:
+            if d > 1 and all(
+                len(s["shape"]) == 1 for s in _all_args(call) if s["kind"] == "tensor"
+            ):
+                b = blocks[-1]
+                if d <= programs * b:
+                    new = 2 * programs * b + 1
+                    if _elements(call, {d: new}) <= SHRINK_ELEMENTS:
+                        out.append(
+                            (
+                                "more-rows",
+                                {
+                                    "sizes": {d: new},
+                                    "describe": f"size {new} instead of {d} (more blocks "
+                                    f"of {b} than the {programs} programs the launch had)",
+                                    "slug": f"size_{new}",
+                                    "shrink_above": None,
+                                },
+                            )
+                        )
+    tensors = [s for s in _all_args(call) if s["kind"] == "tensor"]
+    if any(math.prod(s["shape"]) > 1 for s in tensors):
+        out.append(
+            (
+                "non-contiguous",
+                {"layout": "sliced", "describe": "sliced (strided) input views", "slug": "sliced"},
+            )
+        )
+        if any(len(s["shape"]) >= 2 for s in tensors):
+            out.append(
+                (
+                    "non-contiguous",
+                    {
+                        "layout": "transposed",
+                        "describe": "transposed input views",
+                        "slug": "transposed",
+                    },
+                )
+            )
+    if floats:
+        for name, code, text in SPECIAL:
+            out.append(
+                (
+                    "special-values",
+                    {
+                        "special": (name, code, text),
+                        "describe": f"one row {text}",
+                        "slug": f"{name}_row",
+                    },
+                )
+            )
+        out.append(
+            (
+                "boundary-values",
+                {
+                    "mode": "boundary",
+                    "describe": "values only at exact boundaries (0, the call's float "
+                    "scalars, the ends of the captured range)",
+                    "slug": "boundary_values",
+                },
+            )
+        )
+    ints = sorted(
+        {s["dtype"] for s in tensors if s["dtype"] not in FLOAT_DTYPES and s["dtype"] != "bool"}
+    )
+    for dtype in ints:
+        wider = [t for t in INT_DTYPES if t not in (dtype,)]
+        for other in (dtype, *wider[::-1]):
+            out.append(
+                (
+                    "int-dtype",
+                    {
+                        "dtypes": {dtype: other},
+                        "mode": "full-range",
+                        "describe": f"{other} values over its whole range"
+                        + ("" if other == dtype else f" instead of {dtype}"),
+                        "slug": f"{other}_full_range",
+                    },
+                )
+            )
+    for dtype in floats:
+        out.append(
+            (
+                "int-dtype",
+                {
+                    "dtypes": {dtype: "int32"},
+                    "describe": f"int32 instead of {dtype}",
+                    "slug": "int32",
+                },
+            )
+        )
+    return out
+
+
+def candidates(
+    calls: list[dict],
+    family: str,
+    budget: int,
+    seed: int = 0,
+    triggers: tuple[str, ...] = (),
+) -> list[Candidate]:
+    """Up to ``budget`` distinct candidates over all captured calls: the trigger kinds in
+    the order the mutant's family makes most promising (``FAMILY_ORDER``), taken
+    round-robin (every kind's best candidate, then every kind's second, ...); within a
+    kind, smaller calls first. ``triggers`` (when given) keeps only those kinds."""
     order = FAMILY_ORDER.get(family, DEFAULT_ORDER)
+    if triggers:
+        order = tuple(k for k in order if k in triggers)
     usable = sorted((c for c in calls if c.get("launches")), key=lambda c: _elements(c, {}))
     per_call = [_variants(c) for c in usable]
+    queues: dict[str, list[tuple[int, int, dict, dict]]] = {kind: [] for kind in order}
+    for ci, (call, variants) in enumerate(zip(usable, per_call, strict=True)):
+        for vi, (kind, kwargs) in enumerate(variants):
+            if kind in queues:
+                queues[kind].append((ci, vi, call, kwargs))
     out: list[Candidate] = []
     seen: set[tuple[str, str]] = set()
-    for kind in order:
-        for ci, (call, variants) in enumerate(zip(usable, per_call, strict=True)):
-            for vi, (vkind, kwargs) in enumerate(variants):
-                if vkind != kind:
-                    continue
+    position = dict.fromkeys(order, 0)
+    while len(out) < budget and any(position[k] < len(queues[k]) for k in order):
+        for kind in order:
+            queue = queues[kind]
+            while position[kind] < len(queue):  # this kind's next distinct candidate
+                ci, vi, call, kwargs = queue[position[kind]]
+                position[kind] += 1
                 candidate = build(call, f"c{ci}v{vi}", kind, seed, **kwargs)
                 if candidate is None:
                     continue
@@ -484,8 +762,9 @@ def candidates(calls: list[dict], family: str, budget: int, seed: int = 0) -> li
                     continue
                 seen.add(key)
                 out.append(candidate)
-                if len(out) >= budget:
-                    return out
+                break
+            if len(out) >= budget:
+                break
     return out
 
 
