@@ -248,7 +248,7 @@ def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_weighs_clai
                 python_reply(SPARING_TEST),
                 Reply("EQUIVALENT: the tl.where puts 0.0 back on every masked-off lane."),
             ]
-        else:  # other-drop
+        else:  # other-drop, and other-change to -inf
             key = "other-drop"
             replies = [Reply("EQUIVALENT: masked-off lanes are replaced by the tl.where.")]
         n = asked.get(key, 0)
@@ -273,8 +273,8 @@ def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_weighs_clai
         )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = _report(tmp_path / "r.json")
-    rows = {m["operator"]: m for m in report["mutants"]}
-    assert set(rows) == {"mask-drop", "other-drop", "other-change"}
+    rows = {m["operator"] + ("-inf" if "inf" in m["after"] else ""): m for m in report["mutants"]}
+    assert set(rows) == {"mask-drop", "other-drop", "other-change", "other-change-inf"}
     # mask-drop: a flaky test and prose, each rejected with why; then a killer, proved on
     # the original (every seed) and the mutant.
     drop = rows["mask-drop"]
@@ -301,6 +301,7 @@ def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_weighs_clai
     for operator, reason in (
         ("other-change", "the tl.where puts 0.0 back on every masked-off lane."),
         ("other-drop", "masked-off lanes are replaced by the tl.where."),
+        ("other-change-inf", "masked-off lanes are replaced by the tl.where."),
     ):
         same = rows[operator]
         assert same["verdict"] == "equivalent" and same["by"] is None, same
@@ -314,9 +315,10 @@ def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_weighs_clai
         assert same["oracle"]["identical"] is True and same["oracle"]["launches"] > 0
         assert [c["stage"] for c in same["changes"]][-1] == "claims"
     excluded = sorted(e["id"] for e in report["score"]["excluded"])
-    assert excluded == sorted([rows["other-change"]["id"], rows["other-drop"]["id"]])
-    assert report["checks"]["claims"]["backed"] == 2
-    assert report["score"]["raw"] == round(100 * 1 / 3, 2) and report["score"]["adjusted"] == 100
+    claimed = ("other-change", "other-drop", "other-change-inf")
+    assert excluded == sorted(rows[k]["id"] for k in claimed)
+    assert report["checks"]["claims"]["backed"] == 3
+    assert report["score"]["raw"] == round(100 * 1 / 4, 2) and report["score"]["adjusted"] == 100
     assert report["tokens"]["calls"] == sum(asked.values())
 
 
