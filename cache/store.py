@@ -73,24 +73,14 @@ class Store:
     # -- model replies -----------------------------------------------------
     def get_reply(self, key: str) -> dict | None:
         """A model reply stored under its request's content hash, or None."""
-        try:
-            raw = self._cache.get(REPLY_PREFIX + key)
-            data = None if raw is None else json.loads(raw)
-            return data if isinstance(data, dict) else None
-        except Exception:  # noqa: BLE001 - a corrupt entry is a miss
-            return None
+        return self._get_dict(REPLY_PREFIX + key)
 
     def put_reply(self, key: str, data: dict) -> None:
         self._put(REPLY_PREFIX + key, json.dumps(data, sort_keys=True))
 
     # -- loaded kernel files ---------------------------------------------------
     def get_load(self, key: str) -> dict | None:
-        try:
-            raw = self._cache.get(LOAD_PREFIX + key)
-            data = None if raw is None else json.loads(raw)
-            return data if isinstance(data, dict) else None
-        except Exception:  # noqa: BLE001 - a corrupt entry is a miss
-            return None
+        return self._get_dict(LOAD_PREFIX + key)
 
     def put_load(self, key: str, data: dict) -> None:
         self._put(LOAD_PREFIX + key, json.dumps(data))
@@ -141,6 +131,15 @@ class Store:
             elif "results" in kinds and str(key).startswith(LOAD_PREFIX):
                 self._cache.delete(key)
         return gone
+
+    def _get_dict(self, key: str) -> dict | None:
+        """The JSON object stored under ``key``, or None (missing, corrupt, not an object)."""
+        try:
+            raw = self._cache.get(key)
+            data = None if raw is None else json.loads(raw)
+            return data if isinstance(data, dict) else None
+        except Exception:  # noqa: BLE001 - a corrupt entry is a miss
+            return None
 
     def _put(self, key: str, value: str) -> None:
         try:

@@ -425,15 +425,17 @@ def test_run_stage2_on_chosen_survivors_for_the_tui(tmp_path, sandbox, monkeypat
             run = Run(settings, sandbox, store)
             events = list(run.events())
             assert isinstance(events[-1], RunFinished)
-            (survivor,) = [m for m in run.mutants if run.ledger.outcome(m.id) is not None]
-            assert events[-1].report["mutants"][0]["verdict"] == "survived"
+            judged = [m for m in run.mutants if run.ledger.outcome(m.id) is not None]
+            assert len(judged) == 2  # other=0.0 changed to 1.0 and to -inf
+            (survivor,) = [m for m in judged if "other=1.0" in m.after]
+            assert {r["verdict"] for r in events[-1].report["mutants"]} == {"survived"}
             assert events[-1].report["tokens"]["calls"] == 0  # no model before it was asked
             got = list(run.run_stage(run.stage_named("stage2"), [survivor.id]))
             report = run.report()
     accepted = [e for e in got if isinstance(e, TestAccepted)]
     assert [(e.origin, e.kills) for e in accepted] == [("stage2", (survivor.id,))], got
     assert any(isinstance(e, MutantUpdated) and e.mutant.id == survivor.id for e in got)
-    (row,) = report["mutants"]
+    row = next(r for r in report["mutants"] if r["id"] == survivor.id)
     assert (row["verdict"], row["by"]) == ("killed", "test:test_tail_of_a_block")
     assert report["tokens"]["calls"] == 1, got
     assert [t["origin"] for t in report["tests"]] == ["own", "stage2"]

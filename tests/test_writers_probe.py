@@ -80,10 +80,12 @@ def test_probe_reports_when_the_own_check_calls_no_wrapper(tmp_path):
     proc = run_cli("run", "k.py", "--operators", "other-change", "--json", "r.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "r.json").read_text())
-    (row,) = report["mutants"]
-    assert row["verdict"] == "survived" and row["claims"] == []
-    assert "calls no public function" in row["probe"]["result"]
-    assert row["probe"]["probes"] == 0
+    rows = report["mutants"]
+    assert len(rows) == 2  # other=0.0 changed to 1.0 and to -inf
+    for row in rows:
+        assert row["verdict"] == "survived" and row["claims"] == []
+        assert "calls no public function" in row["probe"]["result"]
+        assert row["probe"]["probes"] == 0
 
 
 # The vector-add tutorial's shape (98432 = 96 blocks of 1024 + 128), checked only for its
