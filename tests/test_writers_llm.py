@@ -433,7 +433,10 @@ def test_run_stage2_on_chosen_survivors_for_the_tui(tmp_path, sandbox, monkeypat
             got = list(run.run_stage(run.stage_named("stage2"), [survivor.id]))
             report = run.report()
     accepted = [e for e in got if isinstance(e, TestAccepted)]
-    assert [(e.origin, e.kills) for e in accepted] == [("stage2", (survivor.id,))], got
+    # Written for the chosen survivor; once proved, it kills every survivor it fails:
+    # the -inf fill's mutant too.
+    assert [(e.origin, e.mutant_id) for e in accepted] == [("stage2", survivor.id)], got
+    assert set(accepted[0].kills) == {m.id for m in judged}, got
     assert any(isinstance(e, MutantUpdated) and e.mutant.id == survivor.id for e in got)
     row = next(r for r in report["mutants"] if r["id"] == survivor.id)
     assert (row["verdict"], row["by"]) == ("killed", "test:test_tail_of_a_block")
