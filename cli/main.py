@@ -14,7 +14,7 @@ import threading
 from rich.console import Console
 
 from mutant_gate.cache import DEFAULT_DIR, CacheUnavailable
-from mutant_gate.cli import commands
+from mutant_gate.cli import accepted, commands
 from mutant_gate.cli.config import apply_config
 from mutant_gate.cli.flags import run_settings
 from mutant_gate.engine import session
@@ -76,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="PCT",
         help="exit 1 when the adjusted score is below PCT",
+    )
+    run.add_argument(
+        "--baseline",
+        metavar="PATH",
+        help="accepted survivors (TOML, `mutant-gate baseline add` writes it): left out of "
+        "the adjusted score while their code is unchanged",
     )
     run.add_argument("--seed", type=int, default=0)
     run.add_argument(
@@ -211,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="cache location (default: %(default)s)",
     )
     commands.add_commands(sub, _Parser)  # report, rerun, cache
+    accepted.add_commands(sub, _Parser)  # baseline add
     return parser
 
 
@@ -261,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         args = apply_config(parser, parser.parse_args(argv), argv)
         if args.command not in ("tui", "replay"):  # the explorer keeps Textual's handling
             replaced = stop_on_signals()
+        if args.command == "baseline":
+            return accepted.cmd_baseline(args, console)
         if args.command in commands.COMMANDS:
             return commands.COMMANDS[args.command](args, console)
         if args.command == "run":

@@ -71,7 +71,7 @@ def summary(console: Console, report: dict) -> None:
         )
     console.print(table)
     for m in report["mutants"]:
-        if m["verdict"] == Verdict.SURVIVED:
+        if m["verdict"] == Verdict.SURVIVED and not m.get("accepted"):
             console.print(
                 f"[red]survived[/] {m['id']} {m['operator']} in {m['function']} line {m['line']}: "
                 f"[dim]{m['before']!s} -> {m['after']!s}[/]",
@@ -93,6 +93,8 @@ def summary(console: Console, report: dict) -> None:
         f"(excluded: {excluded})",
         highlight=False,
     )
+    for line in accepted_lines(report):
+        console.print(line, highlight=False)
     selection = report.get("selection")
     if selection and selection.get("mutants"):
         n, suite = selection["mutants"], selection["suite_cases"]
@@ -113,6 +115,35 @@ def summary(console: Console, report: dict) -> None:
         f"run {report['run_id']}[/]",
         highlight=False,
     )
+
+
+def accepted_lines(report: dict) -> list[str]:
+    """The baseline file's part: survivors it accepts (never killed), stale entries."""
+    section = report.get("accepted")
+    if not isinstance(section, dict):
+        return []
+    rows = {m["id"]: m for m in report["mutants"]}
+    covered = (report.get("score") or {}).get("accepted") or []
+    lines = [
+        f"accepted (not counted): {len(covered)} of the {section.get('entries', 0)} "
+        f"entries in {escape(str(section.get('file')))} cover a survivor"
+    ]
+    for a in covered:
+        m = rows.get(a["id"], {})
+        lines.append(
+            f"  [yellow]accepted[/] {a['id']} {m.get('operator')} in {m.get('function')} "
+            f"line {m.get('line')}: {escape(a.get('reason') or '')}"
+        )
+    for e in section.get("unmatched") or []:
+        lines.append(
+            f"  [dim]entry {e.get('id')} ({e.get('operator')}, {e.get('function')} line "
+            f"{e.get('line')}) matches no mutant now: its code changed, or it is not "
+            "generated[/]"
+        )
+    killed = section.get("no_longer_survive") or []
+    if killed:
+        lines.append(f"  [green]accepted but no longer surviving[/]: {', '.join(killed)}")
+    return lines
 
 
 def writers_summary(report: dict) -> list[str]:

@@ -15,6 +15,7 @@ from collections.abc import Generator, Iterator
 
 from mutant_gate.cache import Store
 
+from . import accepted
 from .baseline import judge_own_check, own_check_record, run_baseline
 from .changes import changed_functions
 from .checks import ALWAYS, CHECKS
@@ -153,6 +154,7 @@ class Run:
     def events(self) -> Iterator[Event]:
         settings = self.settings
         kernel, mutants, self.generation_s, changed = load(settings, self.store)
+        entries = accepted.load(settings.accepted_path) if settings.accepted_path else None
         ctx = self.ctx = StageContext(settings, self.jobs, self.ledger, kernel, mutants)
         if changed is not None:
             self.ledger.put_section("changed_since", changed)
@@ -194,6 +196,12 @@ class Run:
             if self.checks[name]:
                 yield from self._run_stage(stage, targets)
 
+        if entries is not None:
+            assert settings.accepted_path is not None
+            accepted.mark(
+                self.ledger, kernel.source, kernel.path, ctx.mutants, entries,
+                settings.accepted_path,
+            )  # fmt: skip
         report = self.report()
         self.plan.finish(ctx, report)
         self.save(report)

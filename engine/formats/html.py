@@ -156,7 +156,7 @@ def verdict_tag(verdict: str) -> str:
 
 
 #: Row sections the detail shows under their own heading; ``evidence_lines`` says the rest.
-SHOWN_SECTIONS = frozenset({"claims", "oracle", "compile", "attempts"})
+SHOWN_SECTIONS = frozenset({"claims", "oracle", "compile", "attempts", "accepted"})
 
 
 def evidence_lines(row: dict) -> list[str]:
@@ -191,6 +191,11 @@ def detail_section(report: dict, row: dict, test_ids: dict[str, str], prefix: st
     ]
     if row.get("reason"):
         parts.append(f"<pre>{esc(row['reason'])}</pre>")
+    if verdict == "survived" and isinstance(row.get("accepted"), dict):
+        parts.append(
+            f"<p><b>accepted</b> in the baseline file: {esc(row['accepted'].get('reason'))} "
+            "(left out of the adjusted score, not killed)</p>"
+        )
     killers = killing_tests(report, row)
     if verdict == "killed":
         parts.append("<h3>Killing test</h3>")
@@ -279,6 +284,13 @@ def html_page(report: dict) -> str:
         out.append(
             '<p class="meta">excluded from the adjusted score: '
             + ", ".join(f"{esc(e['id'])} ({esc(e['verdict'])})" for e in excluded)
+            + "</p>"
+        )
+    accepted = score.get("accepted") or []
+    if accepted:
+        out.append(
+            '<p class="meta">accepted survivors (not counted, never killed): '
+            + ", ".join(f"{esc(a['id'])} ({esc(a.get('reason'))})" for a in accepted)
             + "</p>"
         )
     if not report.get("complete", True):
