@@ -124,7 +124,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
         return report_site(args, console)
     if len(args.run) != 1:
         raise BadInput("report: one RUN per report (several runs go into a --site DIR)")
-    report = session.find_report(args.run[0], cache_dir(args))
+    report = refresh_predictions(session.find_report(args.run[0], cache_dir(args)))
     fmt = args.format
     if fmt is None:
         suffix = os.path.splitext(args.out or "")[1].lower()
@@ -144,6 +144,25 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+def refresh_predictions(report: dict) -> dict:
+    """The report with its prediction file's state as of now (``file_now``): a file
+    edited after the run stored it is a hash mismatch, said here and in the report."""
+    from mutant_gate.engine import predictions
+
+    section = report.get("predictions")
+    if not isinstance(section, dict):
+        return report
+    section = {**section, "file_now": predictions.file_now(section)}
+    if section["file_now"] != "same":
+        Console(stderr=True).print(
+            next(ln for ln in predictions.lines(section) if "prediction file" in ln),
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
+    return {**report, "predictions": section}
+
+
 def report_site(args: argparse.Namespace, console: Console) -> int:
     """``report RUN... --site DIR``: the replay site over those runs (``latest``: the
     newest run of each kernel file)."""
@@ -151,7 +170,7 @@ def report_site(args: argparse.Namespace, console: Console) -> int:
 
     if args.format is not None or args.out is not None:
         raise BadInput("report: --site DIR writes a folder; leave out --format and --out")
-    reports = session.site_reports(args.run, cache_dir(args))
+    reports = [refresh_predictions(r) for r in session.site_reports(args.run, cache_dir(args))]
     written = write_site(reports, args.site)
     files = sorted({(r.get("kernel") or {}).get("path") for r in reports}, key=str)
     say(

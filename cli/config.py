@@ -39,6 +39,7 @@ PATH_KEYS = {
     "html",
     "project_root",
     "baseline",
+    "predict",
 }
 #: Options whose comma-separated value may be written as a TOML list.
 LIST_KEYS = {"operators", "compile_target"}

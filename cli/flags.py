@@ -61,6 +61,15 @@ def _baseline(path: str | None) -> str | None:
     return path
 
 
+def _predict(path: str | None) -> str | None:
+    """The prediction file, parsed now: a missing or malformed one fails before the run."""
+    if path:
+        from mutant_gate.engine import predictions
+
+        predictions.register(path)
+    return path
+
+
 def run_settings(args: argparse.Namespace) -> RunSettings:
     """The settings the flags ask for; ``BadInput`` for a bad value or a missing extra."""
     if args.jobs is not None and args.jobs < 1:
@@ -95,6 +104,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         use_cache=not args.no_cache,
         fail_under=args.fail_under,
         accepted_path=_baseline(args.baseline),
+        predict_path=_predict(args.predict),
         writers=writer_settings(args),
         backend=args.backend,
         contree_image=args.contree_image,

@@ -83,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="accepted survivors (TOML, `mutant-gate baseline add` writes it): left out of "
         "the adjusted score while their code is unchanged",
     )
+    run.add_argument(
+        "--predict",
+        metavar="FILE",
+        help="predictions (TOML or JSON: expected verdict, by, oracle, compile per mutant id "
+        "or operator+line), hashed and stored before anything runs, scored after",
+    )
     run.add_argument("--seed", type=int, default=0)
     run.add_argument(
         "--project-root",

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from mutant_gate.engine import predictions
 from mutant_gate.engine.report import by_operator
 from mutant_gate.engine.vocabulary import ORDER, STYLES, Verdict
 
@@ -95,6 +96,8 @@ def summary(console: Console, report: dict) -> None:
     )
     for line in accepted_lines(report):
         console.print(line, highlight=False)
+    for line in predictions.lines(report.get("predictions")):
+        console.print(escape(line), highlight=False)
     selection = report.get("selection")
     if selection and selection.get("mutants"):
         n, suite = selection["mutants"], selection["suite_cases"]

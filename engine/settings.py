@@ -104,6 +104,8 @@ class RunSettings:
     fail_under: float | None = None
     #: the baseline file of accepted survivors (``engine/accepted.py``); None: none
     accepted_path: str | None = None
+    #: pre-registered predictions (``engine/predictions.py``), stored before the baseline
+    predict_path: str | None = None
     mode: str = "interpret"  # interpret (CPU, Triton's interpreter) | compiled (CUDA device)
     #: ``--mode auto`` chose ``mode``: on a GPU, compiled survivors of mask, bound and
     #: offset operators are judged again in the interpreter (``modes.auto_recheck_stage``)

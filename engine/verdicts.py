@@ -230,6 +230,7 @@ RUN_SECTIONS = frozenset(
         "writers",
         "stage1",
         "accepted",  # the baseline file read and its entries that match no mutant
+        "predictions",  # --predict: the file's text and hash, stored first; the score
     }
 )
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import json
 
+from .. import predictions
 from ..vocabulary import GLYPHS, by_words
 from ..vocabulary import REPORT_STATES as VERDICTS
 from .common import (
@@ -293,6 +294,9 @@ def html_page(report: dict) -> str:
             + ", ".join(f"{esc(a['id'])} ({esc(a.get('reason'))})" for a in accepted)
             + "</p>"
         )
+    out += [
+        f'<p class="meta">{esc(line)}</p>' for line in predictions.lines(report.get("predictions"))
+    ]
     if not report.get("complete", True):
         out.append('<p class="gate-false">the run is incomplete: some mutants are pending</p>')
     out.append(

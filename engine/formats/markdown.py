@@ -8,6 +8,7 @@ fewer survivor rows are listed, saying how many were left out.
 
 from __future__ import annotations
 
+from .. import predictions
 from ..vocabulary import GLYPHS
 from ..vocabulary import REPORT_STATES as VERDICTS
 from .common import (
@@ -116,6 +117,9 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
             f"{r.get('line')}: {(r.get('accepted') or {}).get('reason', '')}"
             for r in accepted
         ]
+    predicted = predictions.lines(report.get("predictions"))
+    if predicted:
+        out += ["", "### Predictions", ""] + [f"- {line}" for line in predicted]
     excluded = [r for r in rows if r.get("verdict") in ("equivalent", "not_compilable")]
     if excluded:
         out += ["", f"### Excluded from the adjusted score ({len(excluded)})", ""]

@@ -20,6 +20,7 @@ import os
 import re
 from urllib.parse import urlsplit, urlunsplit
 
+from .. import predictions
 from ..settings import KEY_VARIABLES
 from ..vocabulary import GLYPHS, REPORT_STATES
 from .common import counts, gate, kernel_name, percent, tool_version
@@ -115,6 +116,16 @@ def _run_section(index: int, report: dict) -> tuple[str, list[str], str]:
         f"{esc(toolchain.get('triton'))} · torch {esc(toolchain.get('torch'))} · "
         f"{esc(toolchain.get('mode', 'interpret'))} mode</p>",
     ]
+    accepted = score.get("accepted") or []
+    if accepted:
+        out.append(
+            f'<p class="meta">{len(accepted)} accepted survivors (not counted, never killed): '
+            + ", ".join(f"{esc(a['id'])} ({esc(a.get('reason'))})" for a in accepted)
+            + "</p>"
+        )
+    out += [
+        f'<p class="meta">{esc(line)}</p>' for line in predictions.lines(report.get("predictions"))
+    ]
     if not report.get("complete", True):
         out.append('<p class="gate-false">the run is incomplete: some mutants are pending</p>')
     groups: dict[str, list[dict]] = {}
@@ -136,7 +147,11 @@ def _run_section(index: int, report: dict) -> tuple[str, list[str], str]:
         out.append("</div></div>")
     run_facts = {
         "settings": scrub(report.get("settings") or {}),
-        **{k: report[k] for k in ("own_check", "tokens", "checks", "writers") if k in report},
+        **{
+            k: report[k]
+            for k in ("own_check", "tokens", "checks", "writers", "accepted")
+            if k in report
+        },
     }
     out.append(
         "<details><summary>settings and run sections</summary>"
