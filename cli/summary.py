@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mutant_gate.engine import predictions
+from mutant_gate.engine.prices import price_words
 from mutant_gate.engine.report import by_operator
 from mutant_gate.engine.vocabulary import ORDER, STYLES, Verdict
 
@@ -177,7 +178,11 @@ def tokens_line(report: dict) -> str | None:
     if not tokens.get("calls"):
         return None
     cost = tokens.get("cost_usd")
-    money = f"~${cost:.4f}" if cost is not None else "cost unknown (--price-in/--price-out)"
+    if cost is not None:
+        how = price_words(tokens.get("price"))
+        money = f"~${cost:.4f}" + (f" {how}" if how else "")
+    else:
+        money = f"cost unknown: no price for {tokens.get('model')} (--price-in/--price-out)"
     return (
         f"model {tokens.get('model')}: {tokens['calls']} calls ({tokens.get('cached_calls', 0)} "
         f"from cache), {tokens.get('prompt', 0):,} prompt + {tokens.get('completion', 0):,} "
