@@ -14,7 +14,7 @@ import threading
 from rich.console import Console
 
 from mutant_gate.cache import DEFAULT_DIR, CacheUnavailable
-from mutant_gate.cli import accepted, commands
+from mutant_gate.cli import accepted, commands, study
 from mutant_gate.cli.config import apply_config
 from mutant_gate.cli.flags import run_settings
 from mutant_gate.engine import session
@@ -224,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands.add_commands(sub, _Parser)  # report, rerun, cache
     accepted.add_commands(sub, _Parser)  # baseline add
+    study.add_commands(sub)
     return parser
 
 
@@ -274,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         args = apply_config(parser, parser.parse_args(argv), argv)
         if args.command not in ("tui", "replay"):  # the explorer keeps Textual's handling
             replaced = stop_on_signals()
+        if args.command == "study":
+            return study.cmd_study(args, console)
         if args.command == "baseline":
             return accepted.cmd_baseline(args, console)
         if args.command in commands.COMMANDS:

@@ -34,6 +34,9 @@ class LLMSettings:
     #: USD per million prompt / completion tokens for the cost estimate (None: not shown).
     price_in: float | None = None
     price_out: float | None = None
+    #: which sample of the same request (a study's repeat): part of each reply's cache
+    #: key when not 0, so repeats are asked anew once and then cached
+    sample: int = 0
 
 
 @dataclass(frozen=True)

@@ -194,7 +194,9 @@ class LLMClient:
             params["max_tokens"] = s.max_tokens
         if s.temperature is not None:
             params["temperature"] = s.temperature
-        key = self._key({"base_url": s.base_url, **params})
+        key = self._key(
+            {"base_url": s.base_url, **params, **({"sample": s.sample} if s.sample else {})}
+        )
         stored = self.store.get_reply(key) if self.store is not None else None
         if stored is not None and "content" in stored:
             reply = Reply(
