@@ -120,7 +120,11 @@ def cache_dir(args: argparse.Namespace) -> str:
 
 # -- mutant-gate report -------------------------------------------------------------------
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
-    report = session.find_report(args.run, cache_dir(args))
+    if args.site:
+        return report_site(args, console)
+    if len(args.run) != 1:
+        raise BadInput("report: one RUN per report (several runs go into a --site DIR)")
+    report = refresh_predictions(session.find_report(args.run[0], cache_dir(args)))
     fmt = args.format
     if fmt is None:
         suffix = os.path.splitext(args.out or "")[1].lower()
@@ -137,6 +141,43 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
     else:
         console.file.write(formats.render(report, fmt))
         console.file.flush()
+    return EXIT_OK
+
+
+def refresh_predictions(report: dict) -> dict:
+    """The report with its prediction file's state as of now (``file_now``): a file
+    edited after the run stored it is a hash mismatch, said here and in the report."""
+    from mutant_gate.engine import predictions
+
+    section = report.get("predictions")
+    if not isinstance(section, dict):
+        return report
+    section = {**section, "file_now": predictions.file_now(section)}
+    if section["file_now"] != "same":
+        Console(stderr=True).print(
+            next(ln for ln in predictions.lines(section) if "prediction file" in ln),
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
+    return {**report, "predictions": section}
+
+
+def report_site(args: argparse.Namespace, console: Console) -> int:
+    """``report RUN... --site DIR``: the replay site over those runs (``latest``: the
+    newest run of each kernel file)."""
+    from mutant_gate.engine.formats.site import write_site
+
+    if args.format is not None or args.out is not None:
+        raise BadInput("report: --site DIR writes a folder; leave out --format and --out")
+    reports = [refresh_predictions(r) for r in session.site_reports(args.run, cache_dir(args))]
+    written = write_site(reports, args.site)
+    files = sorted({(r.get("kernel") or {}).get("path") for r in reports}, key=str)
+    say(
+        console,
+        f"site of {len(reports)} runs ({len(files)} kernel files) written to {written[0]}; "
+        "open it in a browser, no server needed",
+    )
     return EXIT_OK
 
 
@@ -450,13 +491,23 @@ def _cache_dir_option(parser: argparse.ArgumentParser) -> None:
 
 def add_commands(sub, parser_class: type[argparse.ArgumentParser]) -> None:
     report = sub.add_parser("report", help="write a report of a cached run in any format")
-    report.add_argument("run", help="run id, unique prefix, `latest`, or a JSON report file")
+    report.add_argument(
+        "run",
+        nargs="+",
+        help="run id, unique prefix, `latest`, or a JSON report file; several with --site "
+        "(there `latest` is the newest run of each kernel file)",
+    )
     report.add_argument(
         "--format",
         choices=tuple(formats.FORMATS),
         help="json | stryker | junit | markdown | html (default: from --out's suffix, else json)",
     )
     report.add_argument("--out", metavar="PATH", help="write here (default: standard output)")
+    report.add_argument(
+        "--site",
+        metavar="DIR",
+        help="write the replay site here: one offline index.html with a grid per kernel file",
+    )
     _cache_dir_option(report)
 
     rerun = sub.add_parser("rerun", help="judge a cached run's survivors (or chosen mutants) again")

@@ -38,6 +38,8 @@ PATH_KEYS = {
     "markdown",
     "html",
     "project_root",
+    "baseline",
+    "predict",
 }
 #: Options whose comma-separated value may be written as a TOML list.
 LIST_KEYS = {"operators", "compile_target", "probe_triggers"}
@@ -177,11 +179,13 @@ def apply_config(
     ``rerun``, ``cache``) take ``cache-dir`` from the current directory's config.
     """
     if args.command not in ("run", "tui"):
-        if getattr(args, "cache_dir", "") is None:
+        wants = [k for k in ("cache_dir", "baseline") if getattr(args, k, "") is None]
+        if wants:
             path = find_config([os.getcwd()])
             if path is not None:
                 values = config_values(load_table(path), path, subparser(parser, "run"))
-                args.cache_dir = values.get("cache_dir")
+                for key in wants:
+                    setattr(args, key, values.get(key))
         return args
     if getattr(args, "no_config", False):
         return args

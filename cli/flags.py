@@ -64,6 +64,24 @@ def writer_settings(args: argparse.Namespace) -> WriterSettings:
     )
 
 
+def _baseline(path: str | None) -> str | None:
+    """The baseline file, read once now: a missing or malformed one fails before the run."""
+    if path:
+        from mutant_gate.engine import accepted
+
+        accepted.load(path)
+    return path
+
+
+def _predict(path: str | None) -> str | None:
+    """The prediction file, parsed now: a missing or malformed one fails before the run."""
+    if path:
+        from mutant_gate.engine import predictions
+
+        predictions.register(path)
+    return path
+
+
 def run_settings(args: argparse.Namespace) -> RunSettings:
     """The settings the flags ask for; ``BadInput`` for a bad value or a missing extra."""
     if args.jobs is not None and args.jobs < 1:
@@ -97,6 +115,8 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         fail_under=args.fail_under,
+        accepted_path=_baseline(args.baseline),
+        predict_path=_predict(args.predict),
         writers=writer_settings(args),
         backend=args.backend,
         contree_image=args.contree_image,

@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from mutant_gate.engine import predictions
+from mutant_gate.engine.prices import price_words
 from mutant_gate.engine.report import by_operator
 from mutant_gate.engine.vocabulary import ORDER, STYLES, Verdict
 
@@ -71,7 +73,7 @@ def summary(console: Console, report: dict) -> None:
         )
     console.print(table)
     for m in report["mutants"]:
-        if m["verdict"] == Verdict.SURVIVED:
+        if m["verdict"] == Verdict.SURVIVED and not m.get("accepted"):
             console.print(
                 f"[red]survived[/] {m['id']} {m['operator']} in {m['function']} line {m['line']}: "
                 f"[dim]{m['before']!s} -> {m['after']!s}[/]",
@@ -101,6 +103,10 @@ def summary(console: Console, report: dict) -> None:
             "a race from every value check",
             highlight=False,
         )
+    for line in accepted_lines(report):
+        console.print(line, highlight=False)
+    for line in predictions.lines(report.get("predictions")):
+        console.print(escape(line), highlight=False)
     selection = report.get("selection")
     if selection and selection.get("mutants"):
         n, suite = selection["mutants"], selection["suite_cases"]
@@ -121,6 +127,35 @@ def summary(console: Console, report: dict) -> None:
         f"run {report['run_id']}[/]",
         highlight=False,
     )
+
+
+def accepted_lines(report: dict) -> list[str]:
+    """The baseline file's part: survivors it accepts (never killed), stale entries."""
+    section = report.get("accepted")
+    if not isinstance(section, dict):
+        return []
+    rows = {m["id"]: m for m in report["mutants"]}
+    covered = (report.get("score") or {}).get("accepted") or []
+    lines = [
+        f"accepted (not counted): {len(covered)} of the {section.get('entries', 0)} "
+        f"entries in {escape(str(section.get('file')))} cover a survivor"
+    ]
+    for a in covered:
+        m = rows.get(a["id"], {})
+        lines.append(
+            f"  [yellow]accepted[/] {a['id']} {m.get('operator')} in {m.get('function')} "
+            f"line {m.get('line')}: {escape(a.get('reason') or '')}"
+        )
+    for e in section.get("unmatched") or []:
+        lines.append(
+            f"  [dim]entry {e.get('id')} ({e.get('operator')}, {e.get('function')} line "
+            f"{e.get('line')}) matches no mutant now: its code changed, or it is not "
+            "generated[/]"
+        )
+    killed = section.get("no_longer_survive") or []
+    if killed:
+        lines.append(f"  [green]accepted but no longer surviving[/]: {', '.join(killed)}")
+    return lines
 
 
 def writers_summary(report: dict) -> list[str]:
@@ -160,7 +195,11 @@ def tokens_line(report: dict) -> str | None:
     if not tokens.get("calls"):
         return None
     cost = tokens.get("cost_usd")
-    money = f"~${cost:.4f}" if cost is not None else "cost unknown (--price-in/--price-out)"
+    if cost is not None:
+        how = price_words(tokens.get("price"))
+        money = f"~${cost:.4f}" + (f" {how}" if how else "")
+    else:
+        money = f"cost unknown: no price for {tokens.get('model')} (--price-in/--price-out)"
     return (
         f"model {tokens.get('model')}: {tokens['calls']} calls ({tokens.get('cached_calls', 0)} "
         f"from cache), {tokens.get('prompt', 0):,} prompt + {tokens.get('completion', 0):,} "

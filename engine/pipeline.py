@@ -17,6 +17,7 @@ from collections.abc import Generator, Iterator
 
 from mutant_gate.cache import Store
 
+from . import accepted, predictions
 from .baseline import judge_own_check, own_check_record, run_baseline
 from .changes import changed_functions
 from .checks import ALWAYS, CHECKS
@@ -156,6 +157,8 @@ class Run:
     def events(self) -> Iterator[Event]:
         settings = self.settings
         kernel, mutants, self.generation_s, changed = load(settings, self.store)
+        entries = accepted.load(settings.accepted_path) if settings.accepted_path else None
+        predicted = predictions.register(settings.predict_path) if settings.predict_path else None
         ctx = self.ctx = StageContext(settings, self.jobs, self.ledger, kernel, mutants)
         if changed is not None:
             self.ledger.put_section("changed_since", changed)
@@ -166,6 +169,9 @@ class Run:
         if self.plan.writers:
             self.session = ModelSession(ctx)
             stages = writer_stages(ctx, self.session)
+        if predicted is not None:  # stored with the run before anything executes
+            self.ledger.put_section("predictions", predicted)
+            self.save(None)
         yield RunStarted(self.run_id, kernel, tuple(targets), self.generation_s)
         from .writers import BEFORE_BASELINE  # the model check: before anything runs
 
@@ -197,7 +203,18 @@ class Run:
             if self.checks[name]:
                 yield from self._run_stage(stage, targets)
 
+        if entries is not None:
+            assert settings.accepted_path is not None
+            accepted.mark(
+                self.ledger, kernel.source, kernel.path, ctx.mutants, entries,
+                settings.accepted_path,
+            )  # fmt: skip
         report = self.report()
+        if predicted is not None:
+            section = self.ledger.section("predictions")
+            section["result"] = predictions.score(section, report["mutants"])
+            section["file_now"] = predictions.file_now(section)
+            report = self.report()
         self.plan.finish(ctx, report)
         self.save(report)
         yield RunFinished(report)
@@ -415,4 +432,7 @@ class Run:
                 "settings": self.settings.to_json(),
                 "kernel": self.ctx.kernel.path,
             }
+            registered = self.ledger.sections().get("predictions")
+            if registered is not None:
+                record["predictions"] = registered
             self.store.put_run(self.run_id, {**record, "report": report})

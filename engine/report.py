@@ -42,19 +42,28 @@ REPORT_FIELDS = frozenset(
 
 def score(rows: Sequence[dict]) -> dict:
     """Raw and adjusted score of judged report rows (``id``, ``verdict``); every
-    exclusion from the adjusted score is listed."""
+    exclusion from the adjusted score is listed.
+
+    Survivors the baseline file accepts (a row's ``accepted``) are left out of the
+    adjusted score's denominator and listed in ``accepted``: never counted as killed."""
     verdicts = [(row["id"], str(row["verdict"])) for row in rows]
     excluded_values = {v.value for v in EXCLUDED}
     total = len(verdicts)
     killed = sum(1 for _, v in verdicts if v == Verdict.KILLED.value)
     excluded = [{"id": i, "verdict": v} for i, v in verdicts if v in excluded_values]
-    counted = total - len(excluded)
+    accepted = [
+        {"id": row["id"], "reason": (row.get("accepted") or {}).get("reason", "")}
+        for row in rows
+        if str(row["verdict"]) == Verdict.SURVIVED.value and row.get("accepted")
+    ]
+    counted = total - len(excluded) - len(accepted)
     return {
         "killed": killed,
         "total": total,
         "raw": round(100.0 * killed / total, 2) if total else None,
         "adjusted": round(100.0 * killed / counted, 2) if counted else None,
         "excluded": excluded,
+        **({"accepted": accepted} if accepted else {}),  # only with --baseline's survivors
         "by_verdict": dict(Counter(v for _, v in verdicts)),
     }
 

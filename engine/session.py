@@ -187,6 +187,28 @@ def find_report(ref: str, directory: str) -> dict:
     return record["report"]
 
 
+def site_reports(refs: list[str], directory: str) -> list[dict]:
+    """The finished reports ``refs`` name, for the replay site: ids, unique prefixes,
+    JSON report files, or ``latest`` (the newest finished run of each kernel file in
+    the cache). A run named twice is shown once."""
+    reports: dict[str, dict] = {}
+    for ref in refs:
+        if ref != "latest":
+            report = find_report(ref, directory)
+            reports.setdefault(str(report.get("run_id")), report)
+            continue
+        newest: dict[str, dict] = {}
+        for record in list_records(directory):  # oldest first: the last one wins
+            report = record.get("report")
+            if report:
+                newest[(report.get("kernel") or {}).get("path") or "?"] = report
+        if not newest:
+            raise BadInput(f"no finished run in the cache at {os.path.abspath(directory)}")
+        for report in sorted(newest.values(), key=lambda r: str(r.get("run_id"))):
+            reports.setdefault(str(report.get("run_id")), report)
+    return list(reports.values())
+
+
 def list_records(directory: str) -> list[dict]:
     """Every readable run record, oldest first."""
     with open_cache(directory) as store:

@@ -34,6 +34,9 @@ class LLMSettings:
     #: USD per million prompt / completion tokens for the cost estimate (None: not shown).
     price_in: float | None = None
     price_out: float | None = None
+    #: which sample of the same request (a study's repeat): part of each reply's cache
+    #: key when not 0, so repeats are asked anew once and then cached
+    sample: int = 0
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,10 @@ class RunSettings:
     cache_dir: str = ".mutant-gate"
     use_cache: bool = True
     fail_under: float | None = None
+    #: the baseline file of accepted survivors (``engine/accepted.py``); None: none
+    accepted_path: str | None = None
+    #: pre-registered predictions (``engine/predictions.py``), stored before the baseline
+    predict_path: str | None = None
     mode: str = "interpret"  # interpret (CPU, Triton's interpreter) | compiled (CUDA device)
     #: ``--mode auto`` chose ``mode``: on a GPU, compiled survivors of mask, bound and
     #: offset operators are judged again in the interpreter (``modes.auto_recheck_stage``)

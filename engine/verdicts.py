@@ -214,6 +214,7 @@ ROW_SECTIONS = frozenset(
         "modes",  # --compare-modes: both modes' verdicts
         "tests_selected",  # project mode: test cases run for the mutant
         "reached",  # false: no check launches its kernel (no job ran, no evidence either way)
+        "accepted",  # the baseline file accepts this survivor (engine/accepted.py)
     }
 )
 #: Run-level report sections (the report's top-level fields beside the core ones).
@@ -229,6 +230,8 @@ RUN_SECTIONS = frozenset(
         "tokens",
         "writers",
         "stage1",
+        "accepted",  # the baseline file read and its entries that match no mutant
+        "predictions",  # --predict: the file's text and hash, stored first; the score
     }
 )
 
@@ -295,6 +298,13 @@ class Ledger:
             raise KeyError(f"undeclared report row section {name!r} (verdicts.ROW_SECTIONS)")
         with self._lock:
             self._details.setdefault(mutant_id, {})[name] = value
+
+    def drop_row(self, mutant_id: str, name: str) -> None:
+        """Remove the mutant's section ``name`` (a rerun's carried-over ``accepted``)."""
+        if name not in ROW_SECTIONS:
+            raise KeyError(f"undeclared report row section {name!r} (verdicts.ROW_SECTIONS)")
+        with self._lock:
+            self._details.get(mutant_id, {}).pop(name, None)
 
     def section(self, name: str, default=None):
         """The run-level section ``name`` (created from ``default`` if missing)."""

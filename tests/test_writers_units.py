@@ -340,6 +340,13 @@ def test_500_then_success_is_retried_and_counted():
         "prompt": 7,
         "completion": 50,
         "cost_usd": round(7 / 1e6 + 100 / 1e6, 6),
+        "price": {
+            "in": 1.0,
+            "out": 2.0,
+            "source": "the run's --price-in/--price-out",
+            "date": None,
+            "assumed": False,
+        },
         "model": DEFAULT_MODEL,
         "calls": 1,
         "cached_calls": 0,

@@ -13,7 +13,9 @@ reads the same), so no address in a reason or a setting becomes a reference.
 from __future__ import annotations
 
 import html
+import json
 
+from .. import predictions
 from ..vocabulary import GLYPHS, by_words
 from ..vocabulary import REPORT_STATES as VERDICTS
 from .common import (
@@ -129,7 +131,7 @@ if(start)show(start,false);
 """
 
 
-def _diff(diff: str) -> str:
+def diff_block(diff: str) -> str:
     out = []
     for line in diff.rstrip("\n").split("\n"):
         if line.startswith(("---", "+++")):
@@ -150,15 +152,36 @@ def _diff(diff: str) -> str:
     return '<pre class="diff">' + "".join(out) + "</pre>"
 
 
-def _tag(verdict: str) -> str:
+def verdict_tag(verdict: str) -> str:
     return f'<span class="tag v-{esc(verdict)}">{GLYPHS.get(verdict, "?")} {esc(verdict)}</span>'
 
 
-def _detail(report: dict, row: dict, test_ids: dict[str, str]) -> str:
+#: Row sections the detail shows under their own heading; ``evidence_lines`` says the rest.
+SHOWN_SECTIONS = frozenset({"claims", "oracle", "compile", "attempts", "accepted"})
+
+
+def evidence_lines(row: dict) -> list[str]:
+    """The row's other sections in words: every verdict change (the ledger's
+    ``changes``), then each remaining section as compact JSON."""
+    from ..verdicts import ROW_SECTIONS
+
+    out = [
+        f"{c.get('stage')}: {c.get('was') or 'none'} → {c.get('now')}: {c.get('evidence')}"
+        for c in row.get("changes") or []
+        if isinstance(c, dict)
+    ]
+    for name in sorted(ROW_SECTIONS - SHOWN_SECTIONS - {"changes"}):
+        if name in row:
+            out.append(f"{name}: {json.dumps(row[name], sort_keys=True, default=str)}")
+    return out
+
+
+def detail_section(report: dict, row: dict, test_ids: dict[str, str], prefix: str = "") -> str:
+    """One mutant's panel; ``prefix`` keeps ids apart when one page holds several runs."""
     verdict = row.get("verdict", "pending")
     parts = [
-        f'<section class="detail" id="m-{esc(row["id"])}">',
-        f"<h2>{_tag(verdict)} <code>{esc(row['id'])}</code> {esc(row.get('operator'))}</h2>",
+        f'<section class="detail" id="m-{esc(prefix + row["id"])}">',
+        f"<h2>{verdict_tag(verdict)} <code>{esc(row['id'])}</code> {esc(row.get('operator'))}</h2>",
         f"<p>{esc(row.get('family'))} mutant in <code>{esc(row.get('function'))}</code>, "
         f"line {esc(row.get('line'))}, column {esc((row.get('col') or 0) + 1)}: "
         f"<code>{esc(row.get('before'))}</code> → <code>{esc(row.get('after'))}</code></p>",
@@ -169,6 +192,11 @@ def _detail(report: dict, row: dict, test_ids: dict[str, str]) -> str:
     ]
     if row.get("reason"):
         parts.append(f"<pre>{esc(row['reason'])}</pre>")
+    if verdict == "survived" and isinstance(row.get("accepted"), dict):
+        parts.append(
+            f"<p><b>accepted</b> in the baseline file: {esc(row['accepted'].get('reason'))} "
+            "(left out of the adjusted score, not killed)</p>"
+        )
     killers = killing_tests(report, row)
     if verdict == "killed":
         parts.append("<h3>Killing test</h3>")
@@ -208,8 +236,13 @@ def _detail(report: dict, row: dict, test_ids: dict[str, str]) -> str:
             for a in attempts
         ]
         parts.append("</ul>")
+    evidence = evidence_lines(row)
+    if evidence:
+        parts.append("<h3>Evidence</h3><ul>")
+        parts += [f"<li>{esc(e)}</li>" for e in evidence]
+        parts.append("</ul>")
     parts.append("<h3>Diff</h3>")
-    parts.append(_diff(row.get("diff") or ""))
+    parts.append(diff_block(row.get("diff") or ""))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -254,6 +287,16 @@ def html_page(report: dict) -> str:
             + ", ".join(f"{esc(e['id'])} ({esc(e['verdict'])})" for e in excluded)
             + "</p>"
         )
+    accepted = score.get("accepted") or []
+    if accepted:
+        out.append(
+            '<p class="meta">accepted survivors (not counted, never killed): '
+            + ", ".join(f"{esc(a['id'])} ({esc(a.get('reason'))})" for a in accepted)
+            + "</p>"
+        )
+    out += [
+        f'<p class="meta">{esc(line)}</p>' for line in predictions.lines(report.get("predictions"))
+    ]
     if not report.get("complete", True):
         out.append('<p class="gate-false">the run is incomplete: some mutants are pending</p>')
     out.append(
@@ -313,7 +356,7 @@ def html_page(report: dict) -> str:
         '<p class="hint" id="hint">Click a cell to see its mutant: the diff, the verdict, '
         "the killing test and the diff-oracle's sentence. Arrow keys or h/j/k/l move.</p>"
     )
-    out += [_detail(report, row, test_ids) for row in rows]
+    out += [detail_section(report, row, test_ids) for row in rows]
     out.append("</div></main>")
     out.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(out) + "\n"

@@ -8,6 +8,7 @@ fewer survivor rows are listed, saying how many were left out.
 
 from __future__ import annotations
 
+from .. import predictions
 from ..vocabulary import GLYPHS
 from ..vocabulary import REPORT_STATES as VERDICTS
 from .common import (
@@ -68,7 +69,7 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
     out += [f"| {GLYPHS[v]} {v} | {per_verdict[v]} |" for v in VERDICTS if per_verdict[v]]
 
     rows = report.get("mutants", [])
-    survivors = [r for r in rows if r.get("verdict") == "survived"]
+    survivors = [r for r in rows if r.get("verdict") == "survived" and not r.get("accepted")]
     if survivors:
         out += [
             "",
@@ -104,6 +105,21 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
                 f"\n{len(survivors) - len(shown)} more survivor diffs are in the full report "
                 "(`mutant-gate report RUN --format html`)."
             )
+    accepted = [r for r in rows if r.get("verdict") == "survived" and r.get("accepted")]
+    if accepted:
+        out += [
+            "",
+            f"### Accepted survivors ({len(accepted)}, not counted, never killed)",
+            "",
+        ]
+        out += [
+            f"- `{r['id']}` {r.get('operator')} in `{r.get('function')}` line "
+            f"{r.get('line')}: {(r.get('accepted') or {}).get('reason', '')}"
+            for r in accepted
+        ]
+    predicted = predictions.lines(report.get("predictions"))
+    if predicted:
+        out += ["", "### Predictions", ""] + [f"- {line}" for line in predicted]
     excluded = [r for r in rows if r.get("verdict") in ("equivalent", "not_compilable")]
     if excluded:
         out += ["", f"### Excluded from the adjusted score ({len(excluded)})", ""]

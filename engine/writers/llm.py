@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from mutant_gate.cache import Store
 
+from ..prices import cost, price_for
 from ..settings import LLMSettings
 
 if TYPE_CHECKING:
@@ -193,7 +194,9 @@ class LLMClient:
             params["max_tokens"] = s.max_tokens
         if s.temperature is not None:
             params["temperature"] = s.temperature
-        key = self._key({"base_url": s.base_url, **params})
+        key = self._key(
+            {"base_url": s.base_url, **params, **({"sample": s.sample} if s.sample else {})}
+        )
         stored = self.store.get_reply(key) if self.store is not None else None
         if stored is not None and "content" in stored:
             reply = Reply(
@@ -244,14 +247,9 @@ class LLMClient:
 
     # -- accounting ----------------------------------------------------------
     def cost_usd(self) -> float | None:
-        s = self.settings
-        if s.price_in is None and s.price_out is None:
-            return None
-        return round(
-            self.prompt_tokens / 1e6 * (s.price_in or 0.0)
-            + self.completion_tokens / 1e6 * (s.price_out or 0.0),
-            6,
-        )
+        """The tokens spent at the run's prices, else the dated table's (``prices.py``);
+        None for a model neither prices."""
+        return cost(self.prompt_tokens, self.completion_tokens, price_for(self.settings))
 
     def tokens(self) -> dict:
         """The report's ``tokens``: spent by this run (cached replies cost nothing)."""
@@ -259,6 +257,7 @@ class LLMClient:
             "prompt": self.prompt_tokens,
             "completion": self.completion_tokens,
             "cost_usd": self.cost_usd(),
+            "price": price_for(self.settings),
             "model": self.settings.model,
             "calls": self.calls,
             "cached_calls": self.cached_calls,

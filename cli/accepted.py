@@ -1,0 +1,93 @@
+"""``mutant-gate baseline add RUN ID... --reason TEXT``: accept survivors of a cached run.
+
+The entries go to the baseline file (``--baseline PATH``; else ``baseline`` of the
+current directory's ``[tool.mutant-gate]``; else ``mutant-gate-baseline.toml`` here),
+which ``run --baseline`` reads (``engine/accepted.py`` holds the format).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from rich.console import Console
+
+from mutant_gate.cache import DEFAULT_DIR
+from mutant_gate.engine import accepted, session
+from mutant_gate.engine.errors import EXIT_OK, BadInput
+
+
+def _say(console: Console, text: str) -> None:
+    console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def _row(report: dict, ref: str) -> dict:
+    rows = report.get("mutants") or []
+    found = [r for r in rows if r.get("id") == ref] or [
+        r for r in rows if str(r.get("id", "")).startswith(ref)
+    ]
+    if not found:
+        raise BadInput(f"run {report.get('run_id')} has no mutant {ref!r}")
+    if len(found) > 1:
+        raise BadInput(f"mutant {ref!r} is ambiguous in run {report.get('run_id')}")
+    row = found[0]
+    if row.get("verdict") != "survived":
+        raise BadInput(
+            f"mutant {row['id']} is {row.get('verdict')}, not a survivor: only survivors "
+            "are accepted"
+        )
+    return row
+
+
+def baseline_add(args: argparse.Namespace, console: Console) -> int:
+    if not args.reason or not args.reason.strip():
+        raise BadInput("baseline add: --reason must say why the survivor may stay")
+    path = args.baseline or accepted.DEFAULT_FILE
+    if os.path.isdir(path):
+        raise BadInput(f"--baseline: is a directory: {path}")
+    report = session.find_report(args.run, args.cache_dir or DEFAULT_DIR)
+    rows = [_row(report, ref) for ref in dict.fromkeys(args.mutant)]
+    kernel = (report.get("kernel") or {}).get("path") or ""
+    if kernel and os.path.isabs(kernel):
+        kernel = os.path.relpath(kernel, os.path.dirname(os.path.abspath(path)))
+    entries = [accepted.entry_for(report, row, args.reason, kernel) for row in rows]
+    added, present = accepted.add(path, entries)
+    if added:
+        n = len(added)
+        _say(
+            console,
+            f"accepted {n} survivor{'s' if n != 1 else ''} in {path}: "
+            + ", ".join(f"{e.id} ({e.operator}, {e.function} line {e.line})" for e in added)
+            + "; `run --baseline` leaves them out of the adjusted score while their "
+            "functions are unchanged",
+        )
+    for entry in present:
+        _say(console, f"{entry.id} is already accepted in {path} (same code): unchanged")
+    return EXIT_OK
+
+
+def add_commands(sub, parser_class: type[argparse.ArgumentParser]) -> None:
+    baseline = sub.add_parser("baseline", help="accept survivors for the CI gate (--baseline)")
+    verbs = baseline.add_subparsers(
+        dest="baseline_command", required=True, parser_class=parser_class
+    )
+    add = verbs.add_parser("add", help="accept survivors of a cached run, with a reason")
+    add.add_argument("run", help="run id, unique prefix, `latest`, or a JSON report file")
+    add.add_argument("mutant", nargs="+", help="survivor id (or a unique prefix)")
+    add.add_argument("--reason", required=True, help="why the survivor may stay")
+    add.add_argument(
+        "--baseline",
+        metavar="PATH",
+        help="the baseline file (default: baseline of [tool.mutant-gate], else "
+        f"{accepted.DEFAULT_FILE})",
+    )
+    add.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        default=None,
+        help=f"cache location (default: cache-dir of [tool.mutant-gate], else {DEFAULT_DIR})",
+    )
+
+
+def cmd_baseline(args: argparse.Namespace, console: Console) -> int:
+    return baseline_add(args, console)

@@ -1,0 +1,235 @@
+"""The replay site: several runs (one grid per kernel file) in one offline folder.
+
+``write_site(reports, directory)`` writes ``index.html``: for each run its kernel file's
+grid in the verdict colours of the one-run page (``html.py``), its score and gate, and
+on a click, in the page, the mutant's panel: the diff, the verdict and its reason, the
+evidence the stages recorded (changes, claims, oracle, compile, probe, modes...), and
+the test that killed it (its source) or the claim with its evidence.
+
+Everything is inline, as on the one-run page: no external URL, no ``<script src>``, no
+fonts, nothing fetched; it opens from ``file://``. Nothing secret goes in: each run's
+settings are shown only through ``scrub`` (key-like names and values removed, an
+address keeps its scheme, host and path only), and any value of the key variables set
+in this process's environment is blanked wherever it appears.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from urllib.parse import urlsplit, urlunsplit
+
+from .. import predictions
+from ..settings import KEY_VARIABLES
+from ..vocabulary import GLYPHS, REPORT_STATES
+from .common import counts, gate, kernel_name, percent, tool_version
+from .html import SCRIPT, STYLE, detail_section, esc
+
+INDEX = "index.html"
+REMOVED = "[removed]"
+
+#: Setting names whose values are secret whatever they hold (``max_tokens`` is a count).
+_SECRET_NAME = re.compile(
+    r"(?i)(api_?key|secret|passw(or)?d|authori[sz]ation|credential|bearer|cookie|"
+    r"(?<!max_)(?<!max-)token)"
+)
+#: Values that look like keys: a known prefix, or a long run of key characters.
+_SECRET_VALUE = re.compile(
+    r"^(sk-|nvapi-|ghp_|gho_|xox[bp]-|eyJ)[\w.-]+$|^(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{32,}$"
+)
+
+
+def scrub_value(value: object) -> object:
+    """A setting's value with anything key-like taken out."""
+    if isinstance(value, dict):
+        return {
+            k: REMOVED if _SECRET_NAME.search(str(k)) and v not in (None, "") else scrub_value(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [scrub_value(v) for v in value]
+    if not isinstance(value, str):
+        return value
+    if _SECRET_VALUE.match(value.strip()):
+        return REMOVED
+    if "://" in value:
+        try:
+            parts = urlsplit(value)
+            host = parts.hostname or ""
+            if parts.port:
+                host += f":{parts.port}"
+            return urlunsplit((parts.scheme, host, parts.path, "", ""))
+        except ValueError:
+            return REMOVED
+    return value
+
+
+def scrub(settings: dict) -> dict:
+    """A report's settings fit to publish: no key, token, password or credential in an
+    address (user info, query and fragment are dropped)."""
+    out = scrub_value(settings)
+    assert isinstance(out, dict)
+    return out
+
+
+def blank_keys(text: str, environ: dict[str, str] | None = None) -> str:
+    """``text`` with every value of the key variables (``NEBIUS_API_KEY``...) blanked."""
+    env = os.environ if environ is None else environ
+    for name in KEY_VARIABLES:
+        secret = env.get(name) or ""
+        if len(secret) >= 8:
+            text = text.replace(secret, REMOVED)
+    return text
+
+
+SITE_STYLE = """
+.kernel{border-top:1px solid var(--line);padding-top:4px;margin-top:8px}
+.kernel>h2{font-size:17px}
+details{margin:6px 0}summary{cursor:pointer;color:var(--muted)}
+"""
+
+
+def _run_section(index: int, report: dict) -> tuple[str, list[str], str]:
+    """(the grid section, the mutants' panels, the tests' sources) of one run."""
+    prefix = f"r{index}-"
+    score = report.get("score") or {}
+    rows = report.get("mutants", [])
+    tests = report.get("tests", [])
+    test_ids = {t.get("name", ""): f"{prefix}t-{i}" for i, t in enumerate(tests)}
+    passed, sentence = gate(report)
+    toolchain = report.get("toolchain") or {}
+    out = [
+        f'<section class="kernel" id="{prefix}run">',
+        f"<h2><code>{esc(kernel_name(report))}</code> "
+        f'<span class="meta">{esc(report.get("kernel", {}).get("path"))}</span></h2>',
+        f"<p><b>{esc(score.get('killed', 0))}/{esc(score.get('total', 0))}</b> killed · "
+        f"adjusted <b>{esc(percent(score.get('adjusted')))}</b> · raw "
+        f"{esc(percent(score.get('raw')))}"
+        + (
+            f' · <span class="gate-{str(passed).lower()}">{esc(sentence)}</span>'
+            if passed is not None
+            else ""
+        )
+        + "</p>",
+        f'<p class="meta">run {esc(report.get("run_id"))} · triton '
+        f"{esc(toolchain.get('triton'))} · torch {esc(toolchain.get('torch'))} · "
+        f"{esc(toolchain.get('mode', 'interpret'))} mode</p>",
+    ]
+    accepted = score.get("accepted") or []
+    if accepted:
+        out.append(
+            f'<p class="meta">{len(accepted)} accepted survivors (not counted, never killed): '
+            + ", ".join(f"{esc(a['id'])} ({esc(a.get('reason'))})" for a in accepted)
+            + "</p>"
+        )
+    out += [
+        f'<p class="meta">{esc(line)}</p>' for line in predictions.lines(report.get("predictions"))
+    ]
+    if not report.get("complete", True):
+        out.append('<p class="gate-false">the run is incomplete: some mutants are pending</p>')
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(row.get("function") or "?", []).append(row)
+    for function, members in groups.items():
+        out.append(
+            f'<div class="group"><h3><code>{esc(function)}</code> {len(members)}</h3>'
+            '<div class="cells">'
+        )
+        for row in members:
+            v = row.get("verdict", "pending")
+            title = f"{row['id']} {row.get('operator')} line {row.get('line')}: {v}"
+            out.append(
+                f'<a class="cell v-{esc(v)}" href="#m-{esc(prefix + row["id"])}" '
+                f'data-id="{esc(prefix + row["id"])}" data-verdict="{esc(v)}" '
+                f'title="{esc(title)}">{GLYPHS.get(v, "?")}</a>'
+            )
+        out.append("</div></div>")
+    run_facts = {
+        "settings": scrub(report.get("settings") or {}),
+        **{
+            k: report[k]
+            for k in ("own_check", "tokens", "checks", "writers", "accepted")
+            if k in report
+        },
+    }
+    out.append(
+        "<details><summary>settings and run sections</summary>"
+        f"<pre>{esc(json.dumps(run_facts, indent=1, sort_keys=True, default=str))}</pre>"
+        "</details></section>"
+    )
+    panels = [detail_section(report, row, test_ids, prefix) for row in rows]
+    sources = "".join(
+        f'<section id="{test_ids.get(t.get("name", ""), "")}"><p><code>{esc(t.get("name"))}'
+        f"</code> · {esc(t.get('origin'))} · {esc(t.get('file'))}</p>"
+        f'<pre id="{test_ids.get(t.get("name", ""), "")}-src">'
+        f"{esc(t.get('source') or '(no source recorded)')}</pre></section>"
+        for t in tests
+    )
+    return "\n".join(out), panels, sources
+
+
+def site_page(reports: list[dict]) -> str:
+    """The site's ``index.html`` (text) over ``reports``, in the order given."""
+    per_verdict: dict[str, int] = dict.fromkeys(REPORT_STATES, 0)
+    for report in reports:
+        for v, n in counts(report).items():
+            per_verdict[v] = per_verdict.get(v, 0) + n
+    total = sum(per_verdict.values())
+    files = {(r.get("kernel") or {}).get("path") for r in reports}
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>mutant-gate: replay</title>",
+        f"<style>{STYLE}{SITE_STYLE}</style></head><body>",
+        "<header><h1>mutant-gate · replay</h1>",
+        f"<p>{len(reports)} runs of {len(files)} kernel files · {total} mutants · "
+        + " · ".join(f"{GLYPHS[v]} {v} {n}" for v, n in per_verdict.items() if n)
+        + "</p>",
+        f'<p class="meta">written by mutant-gate {esc(tool_version())}; offline, '
+        "nothing is loaded from anywhere</p></header>",
+        '<main><div class="grid-pane"><nav class="filters">',
+        f'<button type="button" class="active" data-verdict="all">all {total}</button>',
+    ]
+    out += [
+        f'<button type="button" data-verdict="{v}">{GLYPHS[v]} {v} {n}</button>'
+        for v, n in per_verdict.items()
+        if n
+    ]
+    out.append("</nav>")
+    panels: list[str] = []
+    sources: list[str] = []
+    for i, report in enumerate(reports):
+        grid, run_panels, run_sources = _run_section(i, report)
+        out.append(grid)
+        panels += run_panels
+        sources.append(run_sources)
+    out.append('<div class="tests"><h2>Checks and tests</h2>' + "".join(sources) + "</div>")
+    out.append('</div><div class="detail-pane">')
+    out.append(
+        '<p class="hint" id="hint">Click a square to see its mutant: the diff, the verdict '
+        "and its evidence, the killing test or the claim. Arrow keys or h/j/k/l move.</p>"
+    )
+    out += panels
+    out.append("</div></main>")
+    out.append(f"<script>{SCRIPT}</script></body></html>")
+    return blank_keys("\n".join(out) + "\n")
+
+
+def write_site(reports: list[dict], directory: str) -> list[str]:
+    """Write the site into ``directory`` (created); the paths written."""
+    from ..errors import BadInput
+
+    if not reports:
+        raise BadInput("--site: no finished run to show")
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise BadInput(f"--site: not a directory: {directory}")
+    path = os.path.join(directory, INDEX)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(site_page(reports))
+    except OSError as exc:
+        raise BadInput(f"--site: cannot write {path}: {exc.strerror}") from None
+    return [path]
