@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,33 +16,10 @@ from mutant_gate.cli.main import main
 from .conftest import run_cli
 from .fake_openai import FakeOpenAI, Reply, python_reply
 from .test_site import check_offline
+from .test_writers_llm import SUM_KERNEL
 
 DATA = Path(__file__).parent / "data"
 MODELS = ("vendor/model-a", "vendor/model-b")
-
-SUM_KERNEL = textwrap.dedent("""
-    import torch
-    import triton
-    import triton.language as tl
-
-
-    @triton.jit
-    def sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-        offs = tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
-        tl.store(out_ptr, tl.sum(x, axis=0))
-
-
-    def total(x):
-        out = torch.empty(1)
-        sum_kernel[(1,)](x, out, x.numel(), BLOCK=64)
-        return out[0]
-
-
-    if __name__ == "__main__":
-        x = torch.randn(64)  # a block multiple: masked lanes never matter here
-        torch.testing.assert_close(total(x), x.sum())
-""")
 
 SUM_TEST = """
 import torch
