@@ -308,7 +308,7 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
         prepare()
         bounds.set_poison(job.poison_undefined)
         bounds.set_races(job.trace_races)
-    else:  # compiled: in the job's own child, which makes its own CUDA context
+    else:  # compiled: the warm runner (or a child of its own) holds the CUDA context
         shims.install()
         shims.reset_used()
     if job.autotune_config:
