@@ -8,7 +8,6 @@ which ``run --baseline`` reads (``engine/accepted.py`` holds the format).
 from __future__ import annotations
 
 import argparse
-import os
 
 from rich.console import Console
 
@@ -30,28 +29,16 @@ def _row(report: dict, ref: str) -> dict:
         raise BadInput(f"run {report.get('run_id')} has no mutant {ref!r}")
     if len(found) > 1:
         raise BadInput(f"mutant {ref!r} is ambiguous in run {report.get('run_id')}")
-    row = found[0]
-    if row.get("verdict") != "survived":
-        raise BadInput(
-            f"mutant {row['id']} is {row.get('verdict')}, not a survivor: only survivors "
-            "are accepted"
-        )
-    return row
+    return found[0]
 
 
 def baseline_add(args: argparse.Namespace, console: Console) -> int:
     if not args.reason or not args.reason.strip():
         raise BadInput("baseline add: --reason must say why the survivor may stay")
     path = args.baseline or accepted.DEFAULT_FILE
-    if os.path.isdir(path):
-        raise BadInput(f"--baseline: is a directory: {path}")
     report = session.find_report(args.run, args.cache_dir or DEFAULT_DIR)
     rows = [_row(report, ref) for ref in dict.fromkeys(args.mutant)]
-    kernel = (report.get("kernel") or {}).get("path") or ""
-    if kernel and os.path.isabs(kernel):
-        kernel = os.path.relpath(kernel, os.path.dirname(os.path.abspath(path)))
-    entries = [accepted.entry_for(report, row, args.reason, kernel) for row in rows]
-    added, present = accepted.add(path, entries)
+    added, present = accepted.accept(report, rows, args.reason, path)
     if added:
         n = len(added)
         _say(

@@ -209,6 +209,25 @@ def entry_for(report: dict, row: dict, reason: str, kernel: str | None = None) -
     )
 
 
+def accept(report: dict, rows: Sequence[dict], reason: str, path: str) -> tuple[list, list]:
+    """Accept survivor ``rows`` of ``report`` in the baseline file ``path`` (the command
+    line's ``baseline add`` and the explorer's ``a``); returns (added, already present)."""
+    if not reason or not reason.strip():
+        raise BadInput("an accepted survivor needs a reason: say why it may stay")
+    if os.path.isdir(path):
+        raise BadInput(f"--baseline: is a directory: {path}")
+    for row in rows:
+        if row.get("verdict") != Verdict.SURVIVED.value:
+            raise BadInput(
+                f"mutant {row.get('id')} is {row.get('verdict')}, not a survivor: only "
+                "survivors are accepted"
+            )
+    kernel = (report.get("kernel") or {}).get("path") or ""
+    if kernel and os.path.isabs(kernel):
+        kernel = os.path.relpath(kernel, os.path.dirname(os.path.abspath(path)))
+    return add(path, [entry_for(report, row, reason, kernel) for row in rows])
+
+
 # -- in a run ------------------------------------------------------------------------------
 def mark(
     ledger, source: str, kernel_path: str, mutants: Sequence, entries: Sequence[Entry], path: str

@@ -16,11 +16,13 @@ import pytest
 from textual.widgets import Input, SelectionList
 
 from mutant_gate.cache import Store
+from mutant_gate.engine import accepted
 from mutant_gate.engine.errors import BadInput
 from mutant_gate.engine.session import replay_lookup
 from mutant_gate.tui.app import COMMANDS, create_app
 from mutant_gate.tui.bridge import Progress
 from mutant_gate.tui.model import Filters, RunModel
+from mutant_gate.tui.screens.accept import AcceptScreen
 from mutant_gate.tui.screens.filter import FilterScreen
 from mutant_gate.tui.screens.help import HelpScreen
 from mutant_gate.tui.widgets.mutant_grid import MutantGrid
@@ -193,6 +195,65 @@ async def test_mark_survivors_only(report):
         await pilot.press("U")
         await pilot.pause()
         assert app.model.marked == set()
+
+
+@pytest.mark.anyio
+async def test_accept_a_survivor_writes_the_baseline_file(report, tmp_path, monkeypatch):
+    """``a`` on a survivor asks for a reason and writes the same entry as ``baseline add``;
+    the survivor stays a survivor and leaves the adjusted score (never counted killed)."""
+    monkeypatch.chdir(tmp_path)
+    report["kernel"]["source"] = (EXAMPLES / "layer_norm.py").read_text()
+    app = create_app(report=report)
+    path = tmp_path / accepted.DEFAULT_FILE
+    one = survivors(report)[0]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        grid = app.explorer.grid
+        grid.select(next(m["id"] for m in report["mutants"] if m["verdict"] == "killed"))
+        await pilot.press("a")
+        await pilot.pause()
+        assert "Only survivors can be accepted." in notifications(app)
+        grid.select(one)
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, AcceptScreen) and accepted.DEFAULT_FILE in app.screen.path
+        await pilot.press("enter")  # no reason: refused on the spot
+        await pilot.pause()
+        assert isinstance(app.screen, AcceptScreen) and not path.exists()
+        app.screen.query_one(Input).value = "the wrapper pads every row"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, AcceptScreen)
+        verdict = str(app.explorer.query_one("#inspector-verdict").render())
+        assert verdict.startswith("survived")
+        why = app.explorer.inspector.section_text("why")
+        assert "Accepted by the team" in why and "the wrapper pads every row" in why
+        score = app.model.score
+        assert score.accepted == 1 and score.killed == report["score"]["killed"]
+        expected = app.model.to_report()["score"]
+        assert score.adjusted == expected["adjusted"] != report["score"]["adjusted"]
+        assert expected["accepted"] == [{"id": one, "reason": "the wrapper pads every row"}]
+        await pilot.press("a")  # once is enough
+        await pilot.pause()
+        assert any("already accepted" in n for n in notifications(app))
+    (entry,) = accepted.load(str(path))
+    row = next(m for m in report["mutants"] if m["id"] == one)
+    assert entry.hash == accepted.content_hash(report["kernel"]["source"], row)
+    assert (entry.id, entry.reason, entry.line) == (one, "the wrapper pads every row", row["line"])
+
+
+@pytest.mark.anyio
+async def test_accept_needs_the_kernel_source(report, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = create_app(report=report)  # an old report: no kernel source to hash
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        one = survivors(report)[0]
+        app.explorer.grid.select(one)
+        assert not app.accept_survivor(one, "fine", str(tmp_path / "b.toml"))
+        await pilot.pause()
+        assert any("holds no kernel source" in n for n in notifications(app))
+        assert app.model.score.accepted == 0 and not (tmp_path / "b.toml").exists()
 
 
 @pytest.mark.anyio

@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from mutant_gate.cache import CacheUnavailable, Store
-from mutant_gate.engine import session
+from mutant_gate.engine import accepted, session
 from mutant_gate.engine.errors import BadInput
 from mutant_gate.engine.sandbox import Sandbox
 from mutant_gate.engine.settings import RunSettings
@@ -39,6 +39,7 @@ from mutant_gate.tui.bridge import (
     model_key_present,
 )
 from mutant_gate.tui.model import Filters, RunModel
+from mutant_gate.tui.screens.accept import AcceptScreen
 from mutant_gate.tui.screens.explorer import ExplorerScreen
 from mutant_gate.tui.screens.export import ExportScreen
 from mutant_gate.tui.screens.filter import FilterScreen
@@ -62,6 +63,13 @@ class MutantGateApp(App[int]):
             tooltip="mark / unmark the survivor under the cursor for stage 2",
         ),
         Binding("M", "mark_all", "mark all shown survivors", show=False),
+        Binding(
+            "a",
+            "accept",
+            "accept the survivor (baseline file)",
+            show=False,
+            tooltip="accept the survivor under the cursor, with a reason, in the baseline file",
+        ),
         Binding("U", "unmark_all", "unmark all", show=False),
         Binding(
             "2",
@@ -271,6 +279,60 @@ class MutantGateApp(App[int]):
         was = list(self.model.marked)
         self.model.marked.clear()
         self._refresh_mutants(was)
+
+    def baseline_path(self) -> str:
+        """Where ``a`` writes: the run's ``--baseline`` file, else the one the replayed run
+        read, else ``mutant-gate-baseline.toml`` in the current directory."""
+        if self.settings is not None and self.settings.accepted_path:
+            return self.settings.accepted_path
+        read = (self.model.report.get("accepted") or {}).get("file")
+        return read or accepted.DEFAULT_FILE
+
+    def action_accept(self) -> None:
+        current = self.explorer.grid.current
+        if current is None:
+            return
+        row = self.model.row(current)
+        if self.model.states[self.model.index[current]] != "survived":
+            self.notify("Only survivors can be accepted.", severity="warning")
+            return
+        path = self.baseline_path()
+        if row.get("accepted"):
+            reason = row["accepted"].get("reason", "")
+            self.notify(f"{current} is already accepted: {reason}", severity="information")
+            return
+        what = f"{current} ({row.get('operator')}, {row.get('function')} line {row.get('line')})"
+
+        def chosen(reason: str | None) -> None:
+            if reason:
+                self.accept_survivor(current, reason, path)
+
+        self.push_screen(AcceptScreen(what, path), chosen)
+
+    def accept_survivor(self, mutant_id: str, reason: str, path: str) -> bool:
+        """Write the entry for survivor ``mutant_id`` to ``path`` and show it accepted."""
+        report = self.model.to_report()
+        run = self.bridge.run if self.bridge is not None else None
+        if not (report.get("kernel") or {}).get("source") and run is not None:
+            # a live run before its report: the kernel as the run loaded it
+            path = self.settings.kernel_path if self.settings else self.model.kernel_path
+            report["kernel"] = {"path": path, "source": run.kernel.source}
+        row = self.model.row(mutant_id)
+        try:
+            added, present = accepted.accept(report, [{**row, "verdict": "survived"}], reason, path)
+        except BadInput as exc:
+            self.notify(str(exc), title="accept", severity="error")
+            return False
+        entry = (added or present)[0]
+        self.model.accept(
+            mutant_id,
+            {"reason": entry.reason, "hash": entry.hash, "added": entry.added, "file": path},
+        )
+        self._refresh_mutants([mutant_id])
+        said = "accepted" if added else "already accepted (same code)"
+        self.explorer.log_view.say(f"{mutant_id} {said} in {path}: {entry.reason}")
+        self.notify(f"{mutant_id} {said} in {path}.")
+        return True
 
     def action_stage2(self) -> None:
         """The probe writer on the marked survivors (no key needed), then the model on

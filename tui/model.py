@@ -57,6 +57,7 @@ class Score:
     total: int = 0
     killed: int = 0
     excluded: int = 0
+    accepted: int = 0  # survivors the baseline file accepts: out of the adjusted score
     counts: Counter = field(default_factory=Counter)
 
     @property
@@ -65,7 +66,7 @@ class Score:
 
     @property
     def adjusted(self) -> float | None:
-        counted = self.done - self.excluded
+        counted = self.done - self.excluded - self.accepted
         return round(100.0 * self.killed / counted, 2) if counted else None
 
 
@@ -118,10 +119,10 @@ class RunModel:
     def apply(self, row: dict) -> int:
         """A verdict arrived or changed for ``row["id"]``; returns the row's index."""
         i = self.index[row["id"]]
-        self._count(self.states[i], -1)
+        self._count(i, -1)
         self.rows[i] = {**self.rows[i], **row}
         self.states[i] = self.rows[i].get("verdict", PENDING)
-        self._count(self.states[i], +1)
+        self._count(i, +1)
         self._haystack.pop(i, None)
         if self.states[i] != Verdict.SURVIVED:
             self.marked.discard(row["id"])
@@ -150,13 +151,16 @@ class RunModel:
 
     def _recount(self) -> None:
         self.score = Score(total=len(self.rows))
-        for state in self.states:
-            self._count(state, +1)
+        for i in range(len(self.rows)):
+            self._count(i, +1)
 
-    def _count(self, state: str, sign: int) -> None:
+    def _count(self, i: int, sign: int) -> None:
+        state = self.states[i]
         if state not in VERDICTS:
             return
         s = self.score
+        if state == Verdict.SURVIVED and self.rows[i].get("accepted"):
+            s.accepted += sign
         s.counts[state] += sign
         s.done += sign
         if state == Verdict.KILLED:
@@ -197,6 +201,8 @@ class RunModel:
             row = self.rows[i]
             fields = ("id", "operator", "family", "function", "before", "after", "by", "reason")
             text = " ".join(str(row.get(k) or "") for k in fields)
+            if row.get("accepted"):
+                text += f" accepted {row['accepted'].get('reason', '')}"
             text = f"{text} line {row.get('line')} {self.states[i]}".lower()
             self._haystack[i] = text
         return text
@@ -215,6 +221,16 @@ class RunModel:
             return False
         self.marked.add(mutant_id)
         return True
+
+    def accept(self, mutant_id: str, entry: dict) -> int:
+        """The survivor is accepted in the baseline file (``entry``: its reason, hash,
+        date and file): it stays a survivor and leaves the adjusted score."""
+        i = self.index[mutant_id]
+        self._count(i, -1)
+        self.rows[i] = {**self.rows[i], "accepted": entry}
+        self._count(i, +1)
+        self._haystack.pop(i, None)
+        return i
 
     # -- tests ---------------------------------------------------------------
     def tests(self) -> list[dict]:

@@ -17,7 +17,7 @@ from mutant_gate.engine.report import ROW_FIELDS
 from mutant_gate.engine.vocabulary import by_words
 
 #: Row fields the inspector shows in their own sections; anything else goes under "more".
-KNOWN_FIELDS = ROW_FIELDS | {"oracle", "compile", "claims", "attempts", "probe"}
+KNOWN_FIELDS = ROW_FIELDS | {"oracle", "compile", "claims", "attempts", "probe", "accepted"}
 
 ADDED = "on $success-muted"
 REMOVED = "on $error-muted"
@@ -60,11 +60,20 @@ def why(row: dict, state: str) -> str:
         return "Running in the sandbox."
     if state == "killed":
         return f"Killed by {by_words(row.get('by'))}: {reason}"
+    if state == "survived" and isinstance(row.get("accepted"), dict):
+        entry = row["accepted"]
+        added = f", added {entry['added']}" if entry.get("added") else ""
+        where = f" in {entry['file']}" if entry.get("file") else ""
+        return (
+            f"Survived: {reason or 'every check passed'}. Accepted by the team{where}"
+            f"{added}: {entry.get('reason', '')}. The CI gate leaves it out of the adjusted "
+            "score while its function is unchanged (never counted as killed)."
+        )
     if state == "survived":
         return (
             f"Survived: {reason or 'every check passed'}. Nothing tells this bug apart. "
             "Mark it (space) for stage 2, turn on the diff-oracle (o) to see whether "
-            "its outputs even differ, or add a test (--tests)."
+            "its outputs even differ, add a test (--tests), or accept it with a reason (a)."
         )
     if state == "equivalent":
         return f"Claimed equivalent (a claim, not a proof): {reason}"

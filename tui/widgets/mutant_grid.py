@@ -28,7 +28,13 @@ _HEADER = -1
 class MutantGrid(ScrollView, can_focus=True):
     """Cells of a ``RunModel``'s mutants; arrows or mouse move the cursor."""
 
-    COMPONENT_CLASSES = {*(f"-{s}" for s in CELL_STATES), "-cursor", "-marked", "-group"}
+    COMPONENT_CLASSES = {
+        *(f"-{s}" for s in CELL_STATES),
+        "-cursor",
+        "-marked",
+        "-group",
+        "-accepted",
+    }
     BINDINGS = [
         Binding("left,h", "move(-1, 0)", "left", show=False),
         Binding("right,l", "move(1, 0)", "right", show=False),
@@ -49,6 +55,7 @@ class MutantGrid(ScrollView, can_focus=True):
     MutantGrid > .-cursor { text-style: reverse bold; }
     MutantGrid > .-marked { text-style: bold underline; }
     MutantGrid > .-group { text-style: bold; }
+    MutantGrid > .-accepted { text-style: dim italic; }
     """
 
     class Highlighted(Message):
@@ -237,6 +244,8 @@ class MutantGrid(ScrollView, can_focus=True):
             is_marked = rows[i]["id"] in marked
             if is_marked:
                 names.append("-marked")
+            elif state == "survived" and rows[i].get("accepted"):
+                names.append("-accepted")
             if i == cursor_row:
                 names.append("-cursor")
             text = f"[{glyph}]" if is_marked else f" {glyph} "

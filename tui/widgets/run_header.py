@@ -107,6 +107,8 @@ class RunHeader(Widget):
             bottom.append(f"  {len(model.marked)} marked")
         if score.excluded:
             bottom.append(f" ({score.excluded} excluded)", style("-dim"))
+        if score.accepted:
+            bottom.append(f" ({score.accepted} accepted)", style("-dim"))
         progress = self.progress
         if progress is not None and progress.elapsed_s is not None:
             bottom.append(f"  {clock(progress.elapsed_s)} elapsed")
