@@ -1,6 +1,8 @@
-"""Compiled-mode throughput, side by side in one run: the warm runner (one CUDA context
-per worker, many jobs), a forked child per job (a context, driver build and cold Triton
-cache each), and the interpreter, on the same mutant jobs at the same parallelism.
+"""Compiled-mode throughput, side by side in one run: the warm runners sharing one Triton
+cache (cold, then again warm as a second command on the machine finds it), the warm
+runners each with its own cache, a forked child per job (a context, driver build and
+cold Triton cache each), and the interpreter, on the same mutant jobs at the same
+parallelism. The shared cache is emptied before its first row.
 
 Run on a CUDA machine from the repo root: ``python benchmarks/compiled.py [-j N]
 [--sample K] [FILES...]`` (default: every example). For each pool it prints the fixed
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -23,14 +26,17 @@ from pathlib import Path
 
 from mutant_gate.engine.kernel_file import load_kernel_file
 from mutant_gate.engine.mutate import generate_mutants
+from mutant_gate.engine.sandbox.isolation import shared_triton_cache
 from mutant_gate.engine.sandbox.job import Job
 from mutant_gate.engine.sandbox.local import LocalSandbox
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
-POOLS = (
-    ("compiled, warm runner", "compiled", True),
-    ("compiled, fork per job", "compiled", False),
-    ("interpreter", "interpret", False),
+POOLS = (  # label, mode, warm runner, shared Triton cache
+    ("warm, shared cache, cold", "compiled", True, True),
+    ("warm, shared cache, again", "compiled", True, True),
+    ("warm, cache per runner", "compiled", True, False),
+    ("compiled, fork per job", "compiled", False, False),
+    ("interpreter", "interpret", False, False),
 )
 
 
@@ -47,11 +53,13 @@ def mutant_jobs(paths: list[Path], mode: str, every: int) -> list[Job]:
     return jobs
 
 
-def measure(label: str, mode: str, warm: bool, paths: list[Path], workers: int, every: int):
+def measure(
+    label: str, mode: str, warm: bool, shared: bool, paths: list[Path], workers: int, every: int
+):
     jobs = mutant_jobs(paths, mode, every)
     start = time.perf_counter()
-    with LocalSandbox(workers, mode, warm=warm) as box:
-        box.start()
+    with LocalSandbox(workers, mode, warm=warm, shared_cache=shared) as box:
+        box.start()  # returns with the first ready worker: the rest start as jobs run
         started = time.perf_counter()
         results = [r for _, r in box.run_many(jobs)]
         ran = time.perf_counter() - started
@@ -86,14 +94,22 @@ def main() -> None:
     print(
         f"{len(paths)} files, -j {args.j}, every {args.sample}th mutant; python {sys.version.split()[0]}"
     )
-    rows = [measure(label, mode, warm, paths, args.j, args.sample) for label, mode, warm in POOLS]
-    warm, forked, interp = rows
+    shared_dir, _ = shared_triton_cache()
+    if shared_dir:
+        print(f"emptying the shared Triton cache {shared_dir}")
+        for name in os.listdir(shared_dir):
+            shutil.rmtree(os.path.join(shared_dir, name), ignore_errors=True)
+    rows = [measure(*pool, paths, args.j, args.sample) for pool in POOLS]
+    cold, again, own, forked, interp = rows
     if not all(r["per_s"] and r["median_job_s"] for r in rows):
         return
     print(
-        f"  ratios: warm/fork {warm['per_s'] / forked['per_s']:.1f}x mutants/s, "
-        f"{forked['median_job_s'] / warm['median_job_s']:.1f}x per-job time; "
-        f"warm/interpreter {warm['per_s'] / interp['per_s']:.1f}x mutants/s"
+        f"  ratios: shared cold / own cache {cold['per_s'] / own['per_s']:.2f}x mutants/s, "
+        f"{own['median_job_s'] / cold['median_job_s']:.2f}x per-job time; shared again / "
+        f"own cache {again['per_s'] / own['per_s']:.2f}x mutants/s; own cache / fork "
+        f"{own['per_s'] / forked['per_s']:.1f}x mutants/s, "
+        f"{forked['median_job_s'] / own['median_job_s']:.1f}x per-job time; "
+        f"own cache / interpreter {own['per_s'] / interp['per_s']:.1f}x mutants/s"
     )
 
 

@@ -421,8 +421,20 @@ class Run:
                 "isolation": baseline.extra.get("isolation", {}),
                 "mutant_timeout_s": round(ctx.timeout_s, 2),
                 "mutant_generation_s": round(self.generation_s, 4),
+                # compiled mode's warm runners: one Triton cache for the pool, or why not
+                **({"triton_cache": t} if (t := self._triton_cache()) else {}),
+                # workers that never started (the pool ran without them)
+                **({"start_errors": e} if (e := getattr(self.sandbox, "start_errors", [])) else {}),
             },
         )
+
+    def _triton_cache(self) -> str:
+        box = self.sandbox
+        if not getattr(box, "warm", False) or getattr(box, "mode", "") != "compiled":
+            return ""
+        if getattr(box, "triton_cache", None):
+            return f"shared by the warm runners: {box.triton_cache}"
+        return f"one per warm runner{': ' + box.triton_cache_note if box.triton_cache_note else ''}"
 
     def save(self, report: dict | None) -> None:
         """The run record that replay and reports read (``report`` None while running)."""

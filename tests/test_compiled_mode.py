@@ -67,9 +67,23 @@ def job(source: str, **kw) -> Job:
 @pytest.fixture(scope="module")
 def compiled():
     box = LocalSandbox(workers=2, mode="compiled")
-    box.start()
+    box.start(wait_all=True)
     yield box
     box.close()
+
+
+def test_warm_runners_share_one_triton_cache(compiled):
+    """Both runners use the pool's Triton cache: the driver utilities and a kernel built
+    by one are found there by the other (keyed by source hash)."""
+    import os
+
+    assert compiled.triton_cache, compiled.triton_cache_note
+    assert {w.runner.get("triton_cache") for w in compiled._all} == {"shared"}
+    result = compiled.run(job(FAULTY.format(offset=3, expected=1.0)))
+    assert result.status is JobStatus.PASSED, result.error
+    entries = [n for _, _, names in os.walk(compiled.triton_cache) for n in names]
+    assert any(n.endswith(".so") for n in entries), entries[:20]  # utilities, launcher
+    assert any(n.endswith(".cubin") for n in entries), entries[:20]  # the kernel
 
 
 def test_compiled_job_runs_on_the_gpu(compiled):

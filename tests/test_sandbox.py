@@ -263,3 +263,25 @@ def test_preload_leaves_the_module_level_check_out_of_a_probe_test(sandbox):
     assert failed.status is JobStatus.FAILED and "the module-level check ran" in failed.error
     assert Job.from_json(job("mod").to_json()) == job("mod")
     assert "preload" not in job("").to_json()["checks"][0]  # unchanged cache keys otherwise
+
+
+def test_the_pool_serves_once_one_worker_is_ready_and_the_rest_join():
+    """``start`` returns with the first ready worker (the original runs while the others
+    import torch); every worker joins the pool when ready, and closing a pool whose
+    workers are still starting leaves no worker behind."""
+    from mutant_gate.engine.sandbox.local import LocalSandbox
+
+    with LocalSandbox(workers=2) as box:
+        box.start()
+        assert 1 <= len(box._all) <= 2 and box.versions.get("torch")
+        first = box.run(main_job("x = 1\n"))
+        assert first.status is JobStatus.PASSED, first.error
+        box.start(wait_all=True)
+        assert len(box._all) == 2 and not box._starting and not box.start_errors
+        assert len({w.proc.pid for w in box._all}) == 2
+    starting = LocalSandbox(workers=2)
+    starting.start()
+    procs = [w.proc for w in starting._all + starting._starting]
+    starting.close()
+    time.sleep(0.5)
+    assert all(p.poll() is not None for p in procs), "a worker outlived the pool"

@@ -134,3 +134,62 @@ def test_harness_requests_run_in_a_child_of_their_own(warm):
     result = warm.run(job)
     assert result.status is JobStatus.FAILED and "no_such_entry" in result.error
     assert "runner" not in result.extra
+
+
+SHARE_ONE_CACHE = """
+import os, sys, time
+cache = os.environ["TRITON_CACHE_DIR"]
+me = str(os.getuid())
+key = os.path.join(cache, "test-shared-key")  # what a kernel's cache entry looks like
+os.makedirs(key, exist_ok=True)
+with open(os.path.join(key, f"tmp.{me}"), "w") as fh:
+    fh.write(me)
+os.replace(os.path.join(key, f"tmp.{me}"), os.path.join(key, f"from-{me}"))
+deadline = time.monotonic() + 15
+while len([n for n in os.listdir(key) if n.startswith("from-")]) < 2:
+    assert time.monotonic() < deadline, "the other runner's entry never showed"
+    time.sleep(0.05)
+other = next(n for n in os.listdir(key) if n.startswith("from-") and n != f"from-{me}")
+with open(os.path.join(key, f"tmp2.{me}"), "w") as fh:
+    fh.write(me)
+os.replace(os.path.join(key, f"tmp2.{me}"), os.path.join(key, other))  # as Triton's put does
+sys.exit(f"SHARED-OK cache {cache} uid {me} other {other}")  # a passed job keeps no output
+"""
+
+
+def test_warm_runners_of_a_pool_share_one_triton_cache_and_no_one_else_can():
+    """Compiled mode's runners share the machine's Triton cache (here forced on in the
+    interpreter, which takes the same path): two runners, each its own uid, see and
+    replace each other's entries; the directory is root's and their group's alone."""
+    import os
+    import shutil
+    import stat
+
+    from mutant_gate.engine.sandbox import isolation
+
+    with LocalSandbox(workers=2, warm=True, shared_cache=True) as box:
+        box.start()
+        path = box.triton_cache
+        assert path, box.triton_cache_note
+        shutil.rmtree(os.path.join(path, "test-shared-key"), ignore_errors=True)
+        results = dict(box.run_many([own_check(SHARE_ONE_CACHE), own_check(SHARE_ONE_CACHE)]))
+    for result in results.values():
+        assert result.status is JobStatus.FAILED and "SHARED-OK" in result.error, result.error
+        assert f"cache {path} uid" in result.error
+    uids = {r.error.split(" uid ")[1].split()[0] for r in results.values()}
+    assert len(uids) == 2  # two runners, two sandbox uids
+    info = os.stat(path)
+    if os.geteuid() == 0:
+        assert (info.st_uid, info.st_gid) == (0, isolation.SHARED_CACHE_GID)
+        assert stat.S_IMODE(info.st_mode) == 0o2770
+        entry = os.stat(os.path.join(path, "test-shared-key"))
+        assert entry.st_gid == isolation.SHARED_CACHE_GID and entry.st_mode & 0o070 == 0o070
+    else:
+        assert stat.S_IMODE(info.st_mode) & 0o077 == 0
+    shutil.rmtree(os.path.join(path, "test-shared-key"), ignore_errors=True)
+
+
+def test_a_runner_without_the_shared_cache_keeps_its_own(warm):
+    result = warm.run(own_check("import os, sys; sys.exit(os.environ['TRITON_CACHE_DIR'])\n"))
+    assert result.status is JobStatus.FAILED and "triton-cache" in result.error, result.error
+    assert "mutant-gate-triton" not in result.error and warm.triton_cache is None

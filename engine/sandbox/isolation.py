@@ -11,6 +11,8 @@ import os
 import re
 import resource
 import signal
+import stat
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -201,6 +203,38 @@ def sandbox_uid(worker_pid: int) -> int:
     return SANDBOX_UID_BASE + worker_pid
 
 
+#: The group of every warm runner that shares the machine's Triton cache (compiled mode):
+#: the cache directory is root's, of this group, mode 2770, so no other local user can
+#: read or plant a compiled kernel in it.
+SHARED_CACHE_GID = SANDBOX_UID_BASE - 1
+
+
+def shared_triton_cache() -> tuple[str | None, str]:
+    """The Triton cache a pool's warm runners share, made if missing: (path, "") or
+    (None, why it is not shared). As root: ``<tmp>/mutant-gate-triton``, root's, group
+    ``SHARED_CACHE_GID``, mode 2770 (new directories inherit the group); else
+    ``<tmp>/mutant-gate-triton-UID``, the user's alone (0700). A path that exists as
+    anything else (a link, another owner) is not used."""
+    euid = os.geteuid()
+    name = "mutant-gate-triton" if euid == 0 else f"mutant-gate-triton-{euid}"
+    path = os.path.join(tempfile.gettempdir(), name)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return None, f"cannot make {path}: {exc.strerror}"
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != euid:
+        return None, f"{path} is not a directory of this user"
+    if euid == 0:
+        os.chown(path, 0, SHARED_CACHE_GID)
+        os.chmod(path, 0o2770)
+    elif stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(path, 0o700)
+    return path, ""
+
+
 def _libc():
     return ctypes.CDLL(None, use_errno=True)
 
@@ -234,11 +268,18 @@ def _keep_paths(extra: tuple[str, ...] = ()) -> list[str]:
     return [p for i, p in enumerate(kept) if not any(_under(p, q) for q in kept[:i])]
 
 
-def private_filesystem(home: str, tmp_size_mb: int = 1024, project: tuple[str, ...] = ()) -> str:
+def private_filesystem(
+    home: str,
+    tmp_size_mb: int = 1024,
+    project: tuple[str, ...] = (),
+    shared: tuple[str, ...] = (),
+) -> str:
     """Hide scratch dirs and ``home`` behind fresh tmpfs; return the new work directory.
 
-    ``project`` directories (project mode) stay visible wherever they lie, read-only.
-    Raises OSError where the OS refuses (not root, no mount namespaces).
+    ``project`` directories (project mode) stay visible wherever they lie, read-only;
+    ``shared`` ones (the warm runners' Triton cache) stay where they are, writable as
+    their permissions say. Raises OSError where the OS refuses (not root, no mount
+    namespaces).
     """
     libc = _libc()
     if libc.unshare(CLONE_NEWNS) != 0:
@@ -247,7 +288,8 @@ def private_filesystem(home: str, tmp_size_mb: int = 1024, project: tuple[str, .
     _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
     hidden = [d for d in (*SCRATCH_DIRS, home) if d and os.path.isdir(d) and d != "/"]
     project = tuple(os.path.realpath(p) for p in project if os.path.isdir(p))
-    keep = [p for p in _keep_paths(project) if any(_under(p, h) for h in hidden)]
+    shared = tuple(os.path.realpath(p) for p in shared if os.path.isdir(p))
+    keep = [p for p in _keep_paths(project + shared) if any(_under(p, h) for h in hidden)]
     # Hold each kept directory open so it can be bound back once its parent is covered.
     held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in keep}
     try:
@@ -294,10 +336,11 @@ def name_user(uid: int) -> None:
             _mount(copy, path, None, MS_BIND, None)
 
 
-def drop_privileges(uid: int, nproc: int) -> None:
-    """Become ``uid`` (no capabilities, no new privileges) with at most ``nproc`` processes."""
+def drop_privileges(uid: int, nproc: int, groups: tuple[int, ...] = ()) -> None:
+    """Become ``uid`` (no capabilities, no new privileges) with at most ``nproc`` processes,
+    in the supplementary ``groups`` alone."""
     resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-    os.setgroups([])
+    os.setgroups(list(groups))
     os.setgid(uid)
     os.setuid(uid)
     PR_SET_NO_NEW_PRIVS = 38

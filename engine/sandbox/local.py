@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from .isolation import kill_uid, sandbox_uid, scrubbed_env
+from .isolation import kill_uid, sandbox_uid, scrubbed_env, shared_triton_cache
 from .job import Job, JobResult, JobStatus
 
 #: How long the tool waits past a job's own timeout before giving up on a worker.
@@ -69,17 +69,24 @@ def visible_gpus() -> list[str]:
 class _Worker:
     """One warm worker process. Construction starts it; ``wait_ready`` waits for its imports."""
 
-    def __init__(self, mode: str, gpu: str | None = None, warm: bool = False) -> None:
+    def __init__(
+        self,
+        mode: str,
+        gpu: str | None = None,
+        warm: bool = False,
+        triton_cache: str | None = None,
+    ) -> None:
         self.versions: dict = {}
         self.scratch: str | None = None  # the worker's job directories (it reports it)
         self.runner: dict | str | None = None  # the warm runner's hello (or why it failed)
-        self.gpu, self.mode, self.warm = gpu, mode, warm
+        self.gpu, self.mode, self.warm, self.triton_cache = gpu, mode, warm, triton_cache
         env = worker_env(mode)
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = gpu
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mutant_gate.engine.sandbox.worker"]
-            + (["--warm"] if warm else []),
+            + (["--warm"] if warm else [])
+            + (["--triton-cache", triton_cache] if warm and triton_cache else []),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -159,7 +166,11 @@ class LocalSandbox:
     name = "local"
 
     def __init__(
-        self, workers: int | None = None, mode: str = "interpret", warm: bool | None = None
+        self,
+        workers: int | None = None,
+        mode: str = "interpret",
+        warm: bool | None = None,
+        shared_cache: bool | None = None,
     ) -> None:
         self.size = max(1, workers or os.cpu_count() or 1)
         self.mode = mode
@@ -167,39 +178,90 @@ class LocalSandbox:
         #: ``worker.run_warm``): in compiled mode a process per job pays a CUDA context
         #: and Triton's driver builds, in the interpreter a fork and the hardening
         self.warm = True if warm is None else warm
+        #: compiled mode: the warm runners share one Triton cache (see
+        #: ``isolation.shared_triton_cache``), so a kernel, its launcher and the driver
+        #: utilities are built once for the pool, not once per runner; children of
+        #: other jobs (generated tests among them) keep a private cache each
+        self.shared_cache = mode == "compiled" if shared_cache is None else shared_cache
+        #: the shared cache's path, or why there is none (for the report and benchmarks)
+        self.triton_cache: str | None = None
+        self.triton_cache_note = ""
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
+        self._start_lock = threading.Lock()
+        self._starting: list[_Worker] = []  # launched, not ready yet
+        self._starters: list[threading.Thread] = []
+        #: why workers that never became ready failed (the pool runs on without them)
+        self.start_errors: list[str] = []
         self._started = False
         self._closed = False
         self.versions: dict = {}
 
-    def start(self) -> None:
-        """Start every worker in parallel (each pays the torch/triton import once)."""
+    def start(self, wait_all: bool = False) -> None:
+        """Start every worker in parallel (each pays the torch/triton import, and a warm
+        runner its CUDA context, once) and return as soon as one is ready: the first
+        jobs (the original's) run while the others still start, and each joins the pool
+        when ready. A worker that fails to start leaves the pool smaller
+        (``start_errors`` says why); none ready is ``SandboxStartError``. ``wait_all``
+        returns only once every worker is ready or failed."""
+        with self._start_lock:
+            with self._lock:
+                if self._closed:
+                    raise SandboxStartError("the sandbox is closed")
+            if not self._started:
+                self._launch()
+            if wait_all:
+                for thread in list(self._starters):
+                    thread.join()
+
+    def _launch(self) -> None:
+        gpus = visible_gpus() if self.mode == "compiled" else []
+        if self.mode == "compiled" and not gpus:
+            raise SandboxStartError("--mode compiled needs a CUDA device; none is visible")
+        if self.warm and self.shared_cache:
+            self.triton_cache, self.triton_cache_note = shared_triton_cache()
+        # Compiled mode: one worker pool per visible GPU, workers dealt round-robin.
+        launched = [
+            _Worker(self.mode, gpus[i % len(gpus)] if gpus else None, self.warm, self.triton_cache)
+            for i in range(self.size)
+        ]
+        ready: queue.Queue[tuple[_Worker, SandboxStartError | None]] = queue.Queue()
         with self._lock:
-            if self._closed:
-                raise SandboxStartError("the sandbox is closed")
-            if self._started:
-                return
-            gpus = visible_gpus() if self.mode == "compiled" else []
-            if self.mode == "compiled" and not gpus:
-                raise SandboxStartError("--mode compiled needs a CUDA device; none is visible")
-            # Compiled mode: one worker pool per visible GPU, workers dealt round-robin.
-            launched = [
-                _Worker(self.mode, gpus[i % len(gpus)] if gpus else None, self.warm)
-                for i in range(self.size)
-            ]
+            self._starting.extend(launched)
+
+        def wait(worker: _Worker) -> None:
+            failure = None
             try:
-                workers = [w.wait_ready() for w in launched]
-            except SandboxStartError:
-                for w in launched:
-                    w.kill()
-                raise
-            for w in workers:
-                self._all.append(w)
-                self._idle.put(w)
-            self.versions = workers[0].versions
-            self._started = True
+                worker.wait_ready()
+            except SandboxStartError as exc:
+                failure = exc
+            with self._lock:
+                self._starting.remove(worker)
+                if failure is None and not self._closed:
+                    self._all.append(worker)
+                    self._idle.put(worker)
+                elif failure is not None:
+                    self.start_errors.append(str(failure))
+            if failure is None and self._closed:
+                worker.kill()
+            ready.put((worker, failure))
+
+        self._starters = [
+            threading.Thread(target=wait, args=(w,), name="mutant-gate-worker-start", daemon=True)
+            for w in launched
+        ]
+        for thread in self._starters:
+            thread.start()
+        failures = []
+        for _ in launched:
+            worker, failure = ready.get()
+            if failure is None:
+                self.versions = worker.versions
+                self._started = True
+                return
+            failures.append(failure)
+        raise failures[0]
 
     def run(self, job: Job, on_progress: Callable[[dict], None] | None = None) -> JobResult:
         self.start()
@@ -228,7 +290,7 @@ class LocalSandbox:
         with self._lock:
             if worker in self._all:
                 self._all.remove(worker)
-        fresh = _Worker(self.mode, worker.gpu, self.warm).wait_ready()
+        fresh = _Worker(self.mode, worker.gpu, self.warm, self.triton_cache).wait_ready()
         with self._lock:
             self._all.append(fresh)
         self._idle.put(fresh)
@@ -248,7 +310,7 @@ class LocalSandbox:
         started, see ``worker.run_job``); one that has not gone within
         ``CLOSE_GRACE_S`` is killed from here."""
         with self._lock:
-            workers, self._all = self._all, []
+            workers, self._all = self._all + self._starting, []
             self._closed = True
         for w in workers:
             try:

@@ -203,14 +203,19 @@ def _exec_sanitized(job_data: dict, workdir: str, env: dict, wfd: int, report: d
     os.execve(tool, argv, env)
 
 
-def _harden(isolation, keep: tuple[str, ...], max_processes: int) -> dict:
+def _harden(
+    isolation, keep: tuple[str, ...], max_processes: int, shared: tuple[str, ...] = ()
+) -> dict:
     """As root: private scratch dirs and home (``keep``: project directories that stay
-    visible, read-only), then an unprivileged uid of this worker's own."""
+    visible, read-only; ``shared``: the warm runners' Triton cache, writable by their
+    group), then an unprivileged uid of this worker's own."""
     state = {"filesystem": "shared", "user": "unchanged"}
     if os.geteuid() != 0:
         return state
     try:
-        state["workdir"] = isolation.private_filesystem(os.path.expanduser("~root"), project=keep)
+        state["workdir"] = isolation.private_filesystem(
+            os.path.expanduser("~root"), project=keep, shared=shared
+        )
         state["filesystem"] = "private"
     except OSError as exc:
         state["filesystem_error"] = str(exc)
@@ -221,7 +226,8 @@ def _harden(isolation, keep: tuple[str, ...], max_processes: int) -> dict:
         isolation.name_user(uid)
     except OSError as exc:  # the job still runs; a library asking its name may not
         state["user_name_error"] = str(exc)
-    isolation.drop_privileges(uid, nproc=max_processes)
+    groups = (isolation.SHARED_CACHE_GID,) if shared else ()
+    isolation.drop_privileges(uid, nproc=max_processes, groups=groups)
     state["user"] = f"uid {uid}"
     return state
 
@@ -478,6 +484,8 @@ RUNNER_START_S = 120.0
 
 #: Set by ``main`` from ``--warm``: which jobs a runner serves (see ``warm_eligible``).
 _WARM = False
+#: The Triton cache the pool's warm runners share (``--triton-cache DIR``), or None.
+_SHARED_CACHE: str | None = None
 _RUNNER: _Runner | None = None
 
 
@@ -636,7 +644,8 @@ def _runner_main(jobs_fd: int, answers_fd: int, log_path: str) -> None:
         env = isolation.scrubbed_env(dict(os.environ))
         network_cut = isolation.cut_network()
         isolation.redirect_output(log_path)
-        state = _harden(isolation, (), Job.max_processes)
+        shared = (_SHARED_CACHE,) if _SHARED_CACHE else ()
+        state = _harden(isolation, (), Job.max_processes, shared)
         if os.getppid() != worker:
             os._exit(1)
         import resource
@@ -646,6 +655,13 @@ def _runner_main(jobs_fd: int, answers_fd: int, log_path: str) -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         root = state.pop("workdir", None) or tempfile.mkdtemp(prefix="mg-runner-")
         cache = os.path.join(root, "triton-cache")
+        if shared:
+            # The pool's runners share one Triton cache: it is keyed by a hash of the
+            # kernel's source and options, so a kernel (and its launcher, and the
+            # driver utilities) is built once for them all. What they write stays
+            # writable by their group.
+            cache = _SHARED_CACHE
+            os.umask(0o007)
         env["TRITON_CACHE_DIR"] = cache
         # The worker's scratch directory is hidden behind the private /tmp: the warm-up
         # (Triton builds its driver utilities in a temporary directory) works in root.
@@ -657,6 +673,7 @@ def _runner_main(jobs_fd: int, answers_fd: int, log_path: str) -> None:
         hello = {
             "ready": True,
             "pid": os.getpid(),
+            "triton_cache": "shared" if shared else "private",
             "warmup_s": round(time.perf_counter() - warmup, 3),
             **device,
         }
@@ -806,9 +823,12 @@ def main() -> None:
     # between jobs at EOF, during a job through run_job's watch on it.
     from mutant_gate.engine.sandbox.isolation import become_subreaper
 
-    global _WARM
+    global _WARM, _SHARED_CACHE
     become_subreaper()
-    _WARM = "--warm" in sys.argv[1:]
+    args = sys.argv[1:]
+    _WARM = "--warm" in args
+    if "--triton-cache" in args:
+        _SHARED_CACHE = args[args.index("--triton-cache") + 1]
     proto = _protocol_stream()
     try:
         versions = _warm_imports()
