@@ -88,6 +88,46 @@ def load(
     return kernel, mutants, time.perf_counter() - start, changed
 
 
+class _Beside:
+    """A stage's events produced in a thread of its own while the run goes on:
+    ``ready`` yields those that have come, ``finish`` waits for the rest (and raises
+    what the stage raised)."""
+
+    def __init__(self, events: Iterator[Event]) -> None:
+        self._events: queue.Queue = queue.Queue()
+        self._done = False
+
+        def work() -> None:
+            try:
+                for event in events:
+                    self._events.put(("event", event))
+            except BaseException as exc:  # noqa: BLE001 - raised again in the run's thread
+                self._events.put(("error", exc))
+            self._events.put(("end", None))
+
+        threading.Thread(target=work, name="beside", daemon=True).start()
+
+    def _take(self, block: bool) -> Iterator[Event]:
+        while not self._done:
+            try:
+                kind, value = self._events.get(block=block)
+            except queue.Empty:
+                return
+            if kind == "event":
+                yield value
+            elif kind == "error":
+                self._done = True
+                raise value
+            else:
+                self._done = True
+
+    def ready(self) -> Iterator[Event]:
+        yield from self._take(block=False)
+
+    def finish(self) -> Iterator[Event]:
+        yield from self._take(block=True)
+
+
 class Plan:
     """Which mutants a run judges: by default every mutant of the file, with the writers,
     the checks and the own-check judgement. ``rerun.RerunPlan`` judges chosen mutants of
@@ -180,8 +220,10 @@ class Run:
         yield BaselineStarted(settings.timeout_s)
         baseline, cached = yield from self._baseline(ctx)
         yield BaselineFinished(baseline, cached, ctx.timeout_s)
-        if self.plan.judge_own_check:
-            yield from judge_own_check(ctx)
+        # The null run (does the own check see outputs?) decides no verdict: it runs
+        # beside the mutants (in compiled mode it is a forked job with a CUDA context of
+        # its own, seconds long), and what it found is said as soon as it is known.
+        null_run = _Beside(judge_own_check(ctx)) if self.plan.judge_own_check else None
         self.save(None)
         for stage in (s for s in stages if s.phase == BEFORE_MUTANTS):
             yield from stage.run(ctx, ctx.mutants)
@@ -190,7 +232,15 @@ class Run:
             yield BaselineFinished(baseline, cached, ctx.timeout_s)
 
         reached = yield from self._not_reached(targets)
-        yield from self._run_mutants(reached, done=len(targets) - len(reached), total=len(targets))
+        for event in self._run_mutants(
+            reached, done=len(targets) - len(reached), total=len(targets)
+        ):
+            yield event
+            if null_run is not None:
+                yield from null_run.ready()
+        if null_run is not None:
+            yield from null_run.finish()
+            self.save(None)
         self.judged = True
         survivors = [s for s in stages if s.phase != BEFORE_MUTANTS]
         if self.other_sandbox is not None and self.settings.compare_modes:
