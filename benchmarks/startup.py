@@ -1,22 +1,29 @@
-"""How long the commands that run no kernel take to start, side by side in one run.
+"""How long the commands take to start, and a run against its cached rerun, in one run.
 
-Run: ``python benchmarks/startup.py [--repeat N]``. Times, interleaved round by round
-(machines here are noisy: read the ratios), each as a fresh process:
+Run: ``python benchmarks/startup.py [--examples vector_add,softmax] [--repeat N] [-j N]``.
+Each item is a fresh process, timed side by side on the same machine (machines here
+are noisy: read the ratios):
 
-- ``python -c pass`` (the interpreter alone) and ``python -c "import torch"`` (what a
-  command that imports the engine pays at least);
+- ``python -c pass`` (the interpreter alone) and ``python -c "import torch"``, the
+  reference every ratio is given against (what a command that imports the engine
+  pays at least);
 - ``mutant-gate --help``, ``cache ls`` and ``report latest --format markdown`` on a
   cache holding one run (a report from ``tests/data``);
-- a fully cached ``run`` of each example (its first run, made before the rounds,
-  filled the cache) and, once, each example's cold run, for scale.
+- for each example: its cold run (empty cache; ``--writer none`` by default, so the
+  figure is the file's own checks against every mutant on ``-j`` workers), then the
+  same command again, fully cached (the parsed file, the mutants and every result).
 
-Prints the median of each and its ratio to ``import torch``.
+The cheap commands and the cached reruns run ``--repeat`` rounds, interleaved, and
+print their median; a cold run runs once. The default (every example, one round,
+``-j 2``, no writer) takes a few minutes on 2 cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -28,13 +35,36 @@ from mutant_gate.cache import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "tests" / "data" / "tui_affine_oracle_report.json"
-EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+EXAMPLES = {p.stem: p for p in sorted((ROOT / "examples").glob("*.py"))}
+
+
+def timed(argv: list[str], cwd: str) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=cwd)
+    seconds = time.perf_counter() - start
+    if proc.returncode not in (0, 1):  # 1: a run whose score is under --fail-under
+        sys.exit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
+    return seconds
+
+
+def chosen_examples(text: str | None) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()] if text else list(EXAMPLES)
+    unknown = [n for n in names if n not in EXAMPLES]
+    if unknown or not names:
+        sys.exit(
+            f"--examples: unknown {', '.join(unknown) or '(none)'}; known: {', '.join(EXAMPLES)}"
+        )
+    return names
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--examples", metavar="NAMES", help="comma-separated (default: all)")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of the cheap items")
+    parser.add_argument("-j", "--jobs", type=int, default=2, help="workers of each run")
+    parser.add_argument("--writer", default="none", help="the runs' --writer (default: none)")
     args = parser.parse_args()
+    names = chosen_examples(args.examples)
     with tempfile.TemporaryDirectory() as tmp:
         report = json.loads(REPORT.read_text())
         with Store(f"{tmp}/c") as store:
@@ -49,26 +79,37 @@ def main() -> None:
                                   "--cache-dir", f"{tmp}/c"],
         }  # fmt: skip
         cold: dict[str, float] = {}
-        for path in EXAMPLES:
-            argv = [*cli, "run", str(path), "-q", "--cache-dir", f"{tmp}/runs"]
-            start = time.perf_counter()
-            subprocess.run(argv, capture_output=True, check=True, cwd=tmp)
-            cold[path.stem] = time.perf_counter() - start
-            commands[f"cached run {path.stem}"] = argv
+        bounds: dict[str, dict] = {}
+        for name in names:  # the cold run fills the cache the rerun is served from
+            argv = [*cli, "run", str(EXAMPLES[name]), "-q", "--cache-dir", f"{tmp}/runs",
+                    "--writer", args.writer, "-j", str(args.jobs), "--json", f"{tmp}/r.json"]  # fmt: skip
+            cold[name] = timed(argv, tmp)
+            bounds[name] = json.loads(Path(f"{tmp}/r.json").read_text())["bound"]
+            commands[f"cached rerun {name}"] = argv
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.repeat):  # interleaved: each round sees the same machine
             for name, argv in commands.items():
-                start = time.perf_counter()
-                subprocess.run(argv, capture_output=True, check=True, cwd=tmp)
-                times[name].append(time.perf_counter() - start)
+                times[name].append(timed(argv, tmp))
     torch_s = statistics.median(times["import torch"])
-    print(f"{'command':<30} {'median s':>9} {'x import torch':>15}   ({args.repeat} rounds)")
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(f"{name:<30} {median:>9.3f} {median / torch_s:>15.2f}")
     print(
-        "cold runs (once each, for scale): " + ", ".join(f"{k} {v:.1f} s" for k, v in cold.items())
+        f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"runs with -j {args.jobs} --writer {args.writer}; {args.repeat} round(s), median"
     )
+    print(f"{'item':<34} {'seconds':>9} {'x import torch':>15}")
+    for name, values in times.items():
+        if name.startswith("cached rerun "):
+            example = name.removeprefix("cached rerun ")
+            row = f"cold run {example}"
+            print(f"{row:<34} {cold[example]:>9.3f} {cold[example] / torch_s:>15.2f}")
+        median = statistics.median(values)
+        print(f"{name:<34} {median:>9.3f} {median / torch_s:>15.2f}")
+    print("cold runs against the sum of their check times (the run's own bound line):")
+    for name, b in bounds.items():
+        print(
+            f"  {name}: {b['original_s']:.1f} s original + {b['jobs_s']:.1f} s of mutant jobs "
+            f"over {b['workers']} workers = {b['bound_s']:.1f} s; took {b['wall_s']:.1f} s "
+            f"in the tool, {cold[name]:.1f} s with start-up"
+        )
 
 
 if __name__ == "__main__":

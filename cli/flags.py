@@ -82,6 +82,22 @@ def _predict(path: str | None) -> str | None:
     return path
 
 
+def pytest_expression(flag: str, text: str | None, tests: list[str]) -> str | None:
+    """A ``-k`` / ``-m`` expression, parsed now as pytest parses it: a bad one (or one
+    with no --tests file to select from) fails before the run."""
+    if not text or not text.strip():
+        return None
+    if not tests:
+        raise BadInput(f"{flag} selects cases of the --tests files, and none is given")
+    from _pytest.mark.expression import Expression, ParseError  # only when asked
+
+    try:
+        Expression.compile(text)
+    except ParseError as exc:
+        raise BadInput(f"{flag} {text!r}: not a pytest expression: {exc}") from None
+    return text
+
+
 def run_settings(args: argparse.Namespace) -> RunSettings:
     """The settings the flags ask for; ``BadInput`` for a bad value or a missing extra."""
     if args.jobs is not None and args.jobs < 1:
@@ -125,6 +141,8 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         auto_mode=auto,
         project_root=args.project_root,
         select_tests=not args.no_select,
+        keyword=pytest_expression("-k", args.keyword, args.tests),
+        marker=pytest_expression("-m", args.marker, args.tests),
         all_configs=args.all_configs,
         sanitize=args.sanitize,
         compare_modes=args.compare_modes,

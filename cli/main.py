@@ -69,7 +69,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         action="append",
         default=[],
-        help="pytest file to add (repeatable)",
+        help="pytest file to add (repeatable); FILE::CASE runs only that case (a node id)",
+    )
+    run.add_argument(
+        "-k",
+        dest="keyword",
+        metavar="EXPR",
+        help="pytest's -k for the --tests files: only cases whose names match EXPR run, "
+        "for the original and every mutant (e.g. -k 'not large')",
+    )
+    run.add_argument(
+        "-m",
+        dest="marker",
+        metavar="EXPR",
+        help="pytest's -m for the --tests files: only cases whose marks match EXPR run",
     )
     run.add_argument(
         "--fail-under",

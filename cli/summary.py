@@ -49,6 +49,10 @@ def modes_summary(console: Console, modes: dict | None) -> None:
         )
 
 
+#: the original's slowest test cases the summary names (the JSON report has them all)
+SLOWEST = 3
+
+
 def _why(verdict: dict) -> str:
     by, reason = verdict.get("by"), verdict.get("reason") or ""
     return f"{by}: {reason}" if by and reason else by or reason
@@ -114,6 +118,20 @@ def summary(console: Console, report: dict) -> None:
             f"test selection: {selection['cases_run']} test cases for {n} mutants "
             f"({selection['cases_run'] / n:.1f} per mutant, fastest first, stopping at the "
             f"first kill); the full suite: {suite} per mutant ({suite * n} in all)",
+            highlight=False,
+        )
+    cases = [c for c in (report.get("baseline") or {}).get("cases") or [] if "::" in c["case"]]
+    if len(cases) > 1:
+        slowest = ", ".join(f"{escape(c['case'])} {c['duration_s']:.2f} s" for c in cases[:SLOWEST])
+        console.print(
+            f"the original's {len(cases)} test cases, slowest: {slowest}", highlight=False
+        )
+    bound = report.get("bound")
+    if bound:
+        original = f"{bound['original_s']:.1f} s original + " if bound["original_s"] else ""
+        console.print(
+            f"bound by checks: {original}{bound['jobs_s']:.1f} s of mutant jobs over "
+            f"{bound['workers']} workers = {bound['bound_s']:.1f} s; took {bound['wall_s']:.1f} s",
             highlight=False,
         )
     net = "cut" if report["sandbox"]["network_cut"] else "NOT cut (unshare refused)"

@@ -68,6 +68,54 @@ def _each_test_file_reaches_the_module(kernel: KernelFile, coverage: dict | None
             )
 
 
+#: slow cases a timeout of the original names
+SLOWEST = 3
+
+
+def timeout_message(name: str, limit_s: float, cases: dict | None) -> str:
+    """One line for an original that ran out of time: the case it was running, the
+    slowest cases that finished (the sandbox's record of the run, ``worker.CaseLog``),
+    and what to do about it."""
+    head = f"{name}: the original's checks timed out after {limit_s:g} s"
+    if not cases or not (cases.get("finished") or cases.get("running")):
+        return f"{head}; give them longer with --timeout S"
+    finished = cases.get("finished") or []
+    of = f" of {cases['collected']}" if cases.get("collected") else ""
+    parts = [f"{len(finished)}{of} test cases finished"]
+    running = cases.get("running") or ""
+    if running:
+        parts.insert(0, f"while running {running}")
+    slowest = sorted(finished, key=lambda c: -float(c.get("duration_s") or 0.0))[:SLOWEST]
+    if slowest:
+        parts.append(
+            "slowest: "
+            + ", ".join(f"{c['case']} {float(c.get('duration_s') or 0):.1f} s" for c in slowest)
+        )
+    leave = (running or slowest[0]["case"]).split("::")[-1].split("[")[0]
+    return (
+        f"{head} ({'; '.join(parts)}); give them longer with --timeout S, or leave the slow "
+        f"cases out with a pytest selection: -k 'not {leave}', -m EXPR or --tests FILE::CASE"
+    )
+
+
+def _selection_leaves_cases(ctx: StageContext, result: JobResult) -> None:
+    """``-k`` / ``-m``: a selection that leaves no case of any --tests file to run is bad
+    input (nothing the tests do can judge a mutant), named with the expressions."""
+    settings = ctx.settings
+    if not (settings.keyword or settings.marker):
+        return
+    ran = [
+        o for o in result.outcomes if o.name.split("::")[0] != OWN_CHECK and o.status != "skipped"
+    ]
+    if not ran:
+        chosen = " ".join(
+            f"{flag} {value!r}"
+            for flag, value in (("-k", settings.keyword), ("-m", settings.marker))
+            if value
+        )
+        raise BadInput(f"{ctx.kernel.path}: {chosen} selects no test case of the --tests files")
+
+
 def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
     """The original with every check; sets ``ctx.baseline``, ``timeout_s`` (and in project
     mode ``coverage``). Returns (result, served from the cache). ``on_progress``: each
@@ -79,7 +127,7 @@ def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
     result, cached = ctx.execute(job, on_progress=on_progress)
     name = kernel.path
     if result.status is JobStatus.TIMEOUT:
-        raise BadInput(f"{name}: the original's own check timed out after {settings.timeout_s:g} s")
+        raise BadInput(timeout_message(name, settings.timeout_s, result.extra.get("cases")))
     if result.status is not JobStatus.PASSED:
         why = summarize_error(result.error) or result.status.value
         failing = result.first_failure
@@ -91,6 +139,7 @@ def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
             f"{name}: the original fails its own check ({result.status.value}): {why}"
             + cpu_tensor_hint(settings.mode, result.error)
         )
+    _selection_leaves_cases(ctx, result)
     if settings.all_configs:
         result = _other_configs(ctx, result)
     if kernel.project is not None:

@@ -35,6 +35,15 @@ class TestFile:
     origin: str = "given"
     #: data files that travel with it (a probe test's golden values): (name, text)
     data: tuple[tuple[str, str], ...] = ()
+    #: the cases given by node id (``--tests tests/test_x.py::test_case``); empty: all
+    select: tuple[str, ...] = ()
+
+
+def split_node_id(arg: str) -> tuple[str, str]:
+    """``tests/test_x.py::test_case[4]`` -> (``tests/test_x.py``, ``test_case[4]``);
+    a plain path -> (path, "")."""
+    path, _, case = arg.partition("::")
+    return path, case
 
 
 @dataclass(frozen=True)
@@ -78,7 +87,13 @@ class KernelFile:
                 "jit_functions": tuple(JitFunction(node=None, **f) for f in data["jit_functions"]),
                 "test_functions": tuple(data["test_functions"]),
                 "tests": tuple(
-                    TestFile(**{**t, "data": tuple(tuple(d) for d in t["data"])})
+                    TestFile(
+                        **{
+                            **t,
+                            "data": tuple(tuple(d) for d in t["data"]),
+                            "select": tuple(t.get("select", ())),
+                        }
+                    )
                     for t in data["tests"]
                 ),
                 "project": Project(**data["project"]) if data["project"] else None,
@@ -89,14 +104,18 @@ class KernelFile:
     def checks(self) -> tuple[Check, ...]:
         """The own check first, then extra test files."""
         if self.project is not None:  # the project's tests, read where they lie
-            return tuple(Check(CheckKind.PYTEST, t.path, EXTRA_TESTS) for t in self.tests)
+            return tuple(
+                Check(CheckKind.PYTEST, t.path, EXTRA_TESTS, select=t.select) for t in self.tests
+            )
         checks: list[Check] = []
         if self.has_main or self.module_check:
             checks.append(Check(CheckKind.MAIN, self.name, OWN_CHECK))
         if self.test_functions:
             checks.append(Check(CheckKind.PYTEST, self.name, OWN_CHECK))
         checks.extend(
-            Check(CheckKind.PYTEST, t.name, EXTRA_TESTS, preload=self.preload_for(t))
+            Check(
+                CheckKind.PYTEST, t.name, EXTRA_TESTS, select=t.select, preload=self.preload_for(t)
+            )
             for t in self.tests
         )
         return tuple(checks)
@@ -115,6 +134,23 @@ class KernelFile:
         return ((self.name, self.source if kernel_source is None else kernel_source),) + tuple(
             f for t in self.tests for f in ((t.name, t.source), *t.data)
         )
+
+
+def _node_ids(tests: list[str] | tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Each test file once, with the cases its node ids name (none: the whole file, which
+    also wins over node ids of the same file)."""
+    chosen: dict[str, list[str] | None] = {}
+    for arg in tests:
+        path, case = split_node_id(arg)
+        if "::" in arg and not case:
+            raise BadInput(f"--tests {arg}: no test case after '::'")
+        key = next((p for p in chosen if os.path.abspath(p) == os.path.abspath(path)), path)
+        cases = chosen.setdefault(key, [])
+        if cases is None or not case:
+            chosen[key] = None
+        elif case not in cases:
+            cases.append(case)
+    return {p: tuple(c or ()) for p, c in chosen.items()}
 
 
 def _read_python(path: str, what: str) -> tuple[str, cst.Module]:
@@ -155,13 +191,13 @@ def load_kernel_file(
         raise BadInput(f"{path}: no @triton.jit function found")
     test_files: list[TestFile] = []
     names = {os.path.basename(path)}
-    for test_path in tests:
+    for test_path, cases in _node_ids(tests).items():
         test_source, _ = _read_python(test_path, "test file")
         name = os.path.basename(test_path)
         if name in names:
             raise BadInput(f"{test_path}: a file named {name} is already part of the run")
         names.add(name)
-        test_files.append(TestFile(os.path.abspath(test_path), name, test_source))
+        test_files.append(TestFile(os.path.abspath(test_path), name, test_source, select=cases))
     own = analyse(source)
     project = detect(path, [(t.path, t.source) for t in test_files], project_root)
     kernel = KernelFile(

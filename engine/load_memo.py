@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 
+from .kernel_file import split_node_id
 from .settings import RunSettings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -56,7 +57,7 @@ def load_key(settings: RunSettings) -> str | None:
     try:
         parts = {
             "kernel": [kernel, _sha(kernel)],
-            "tests": [[os.path.abspath(t), _sha(t)] for t in settings.tests],
+            "tests": [[os.path.abspath(t), _sha(split_node_id(t)[0])] for t in settings.tests],
             "project_root": settings.project_root,
             "operators": settings.operators,
             "generator": generator_hash(),

@@ -38,7 +38,7 @@ from .load_memo import load_key
 from .modes import auto_recheck_stage, compare_modes_stage
 from .project import jit_callers
 from .records import Mutant, Verdict
-from .report import build_report, mutant_row
+from .report import build_report, check_bound, mutant_row
 from .sandbox import Sandbox
 from .sandbox.job import JobResult
 from .settings import RunSettings
@@ -179,6 +179,9 @@ class Run:
         self.run_id = ""
         self.generation_s = 0.0
         self.judged = False  # every mutant of the plan has its verdict
+        self.started = time.perf_counter()
+        #: seconds the original's runs took in this run (none when served from the cache)
+        self.original_s = 0.0
 
     @property
     def cancel(self):
@@ -196,6 +199,7 @@ class Run:
     # -- the run ------------------------------------------------------------------------
     def events(self) -> Iterator[Event]:
         settings = self.settings
+        self.started = time.perf_counter()
         kernel, mutants, self.generation_s, changed = load(settings, self.store)
         entries = accepted.load(settings.accepted_path) if settings.accepted_path else None
         predicted = predictions.register(settings.predict_path) if settings.predict_path else None
@@ -219,6 +223,7 @@ class Run:
             yield from stage.run(ctx, ctx.mutants)
         yield BaselineStarted(settings.timeout_s)
         baseline, cached = yield from self._baseline(ctx)
+        self.original_s += 0.0 if cached else baseline.duration_s
         yield BaselineFinished(baseline, cached, ctx.timeout_s)
         # The null run (does the own check see outputs?) decides no verdict: it runs
         # beside the mutants (in compiled mode it is a forked job with a CUDA context of
@@ -229,9 +234,13 @@ class Run:
             yield from stage.run(ctx, ctx.mutants)
         if ctx.kernel is not kernel:  # written tests join every job: time the whole set
             baseline, cached = yield from self._baseline(ctx)
+            self.original_s += 0.0 if cached else baseline.duration_s
             yield BaselineFinished(baseline, cached, ctx.timeout_s)
 
         reached = yield from self._not_reached(targets)
+        if ctx.kernel.project is not None:  # which cases judge each kernel's mutants
+            functions = sorted({m.function for m in targets})
+            self.ledger.put_section("judged_by", {f: ctx.judged_by(f) for f in functions})
         for event in self._run_mutants(
             reached, done=len(targets) - len(reached), total=len(targets)
         ):
@@ -285,6 +294,8 @@ class Run:
         threading.Thread(target=work, name="baseline", daemon=True).start()
         done = total = 0
         while (report := reports.get()) is not None:
+            if report.get("status") == "running":  # a case started: kept for a timeout
+                continue
             if "collected" in report:
                 total += int(report["collected"])
                 case, status, seconds = "", "collected", 0.0
@@ -456,7 +467,7 @@ class Run:
         ctx = self.ctx
         assert ctx is not None and ctx.baseline is not None
         baseline = ctx.baseline
-        return build_report(
+        report = build_report(
             run_id=self.run_id,
             kernel=ctx.kernel,
             mutants=ctx.mutants,
@@ -471,12 +482,16 @@ class Run:
                 "isolation": baseline.extra.get("isolation", {}),
                 "mutant_timeout_s": round(ctx.timeout_s, 2),
                 "mutant_generation_s": round(self.generation_s, 4),
+                "original_s": round(self.original_s, 4),
+                "wall_s": round(time.perf_counter() - self.started, 2),
                 # compiled mode's warm runners: one Triton cache for the pool, or why not
                 **({"triton_cache": t} if (t := self._triton_cache()) else {}),
                 # workers that never started (the pool ran without them)
                 **({"start_errors": e} if (e := getattr(self.sandbox, "start_errors", [])) else {}),
             },
         )
+        report["bound"] = check_bound(report)
+        return report
 
     def _triton_cache(self) -> str:
         box = self.sandbox

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from .kernel_file import KernelFile
 from .records import Mutant, MutantOutcome
 from .sandbox.job import JobResult
-from .testlist import report_tests
+from .testlist import baseline_cases, report_tests
 from .verdicts import Ledger
 from .vocabulary import EXCLUDED, PENDING, Verdict
 
@@ -32,6 +32,7 @@ REPORT_FIELDS = frozenset(
         "sandbox",
         "tests",
         "baseline",
+        "bound",  # check_bound: the run's time against the sum of its check times
         "mutants",
         "score",
         "complete",
@@ -136,11 +137,38 @@ def build_report(
         "settings": settings,
         "sandbox": sandbox,
         "tests": report_tests(kernel, baseline, mutants, outcomes),
-        "baseline": {"duration_s": round(baseline.duration_s, 4), "shims": list(baseline.shims)},
+        "baseline": {
+            "duration_s": round(baseline.duration_s, 4),
+            "shims": list(baseline.shims),
+            "cases": baseline_cases(baseline),
+        },
         "mutants": rows,
         "score": score([r for r in rows if r["verdict"] != PENDING]),
         "complete": all(m.id in outcomes for m in mutants),
         **ledger.sections(),
+    }
+
+
+def check_bound(report: dict) -> dict | None:
+    """How fast this run could have been on its workers: the original's runs (alone,
+    first) plus the mutants' jobs run now (cached ones cost nothing) shared evenly over
+    the workers. ``wall_s`` beside it is what the run took; the gap is everything else
+    (start-up, the pool's warm-up, writers and checks, an uneven last round). None for a
+    report that does not record its wall time."""
+    sandbox = report.get("sandbox") or {}
+    if "wall_s" not in sandbox:
+        return None
+    workers = max(1, int(sandbox.get("workers") or 1))
+    original = float(sandbox.get("original_s") or 0.0)
+    jobs = sum(
+        float(row.get("duration_s") or 0.0) for row in report["mutants"] if not row.get("cached")
+    )
+    return {
+        "original_s": round(original, 2),
+        "jobs_s": round(jobs, 2),
+        "workers": workers,
+        "bound_s": round(original + jobs / workers, 2),
+        "wall_s": sandbox["wall_s"],
     }
 
 

@@ -25,6 +25,7 @@ from mutant_gate.cache import Store
 
 from .errors import BadInput
 from .events import Event
+from .kernel_file import split_node_id
 from .pipeline import Plan, Run
 from .records import Mutant
 from .report import REPORT_FIELDS
@@ -187,8 +188,8 @@ def recorded_paths(report: dict, extra_tests: list[str]) -> tuple[str, tuple[str
         )
     tests = []
     for path in [*((report.get("settings") or {}).get("tests") or []), *extra_tests]:
-        if not os.path.isfile(path):
-            raise BadInput(f"test file not found: {path}")
+        if not os.path.isfile(split_node_id(path)[0]):
+            raise BadInput(f"test file not found: {split_node_id(path)[0]}")
         if os.path.abspath(path) not in {os.path.abspath(t) for t in tests}:
             tests.append(path)
     return kernel, tuple(tests)

@@ -119,6 +119,10 @@ class RunSettings:
     compare_modes: bool = False  # run every mutant in both modes
     project_root: str | None = None  # project mode: where the tests run from (default: found)
     select_tests: bool = True  # project mode: run only the test cases that reach a mutant
+    #: pytest's own selection for the given test files (``-k EXPR``, ``-m EXPR``); node
+    #: ids ride in ``tests`` (``tests/test_x.py::test_case``)
+    keyword: str | None = None
+    marker: str | None = None
     all_configs: bool = False  # run every @triton.autotune config, not only the first
     backend: str = "local"  # local | contree (engine/sandbox/contree.py)
     contree_image: str | None = None  # None: contree.DEFAULT_IMAGE

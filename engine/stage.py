@@ -21,11 +21,11 @@ from mutant_gate.cache import Store
 
 from .events import Event, MutantUpdated
 from .jobs import JobRunner
-from .kernel_file import KernelFile, TestFile
+from .kernel_file import OWN_CHECK, KernelFile, TestFile
 from .project import jit_callers
 from .records import Mutant, MutantOutcome, Verdict
 from .sandbox import Sandbox
-from .sandbox.job import Check, Job, JobResult
+from .sandbox.job import Check, CheckKind, Job, JobResult
 from .settings import RunSettings
 from .verdicts import Ledger
 
@@ -109,12 +109,9 @@ class StageContext:
         """
         kernel = self.kernel
         mode = mode or self.settings.mode
-        checks = kernel.checks
-        if kernel.project is not None and function is not None and self.coverage is not None:
-            checks = select_tests(kernel, checks, self.coverage, function)
         return Job(
             files=kernel.files(source),
-            checks=checks,
+            checks=self.checks_for(function),
             mode=mode,
             seed=self.settings.seed,
             timeout_s=round(timeout_s, 1),
@@ -126,6 +123,31 @@ class StageContext:
             poison_undefined=self.settings.poison_undefined,
             trace_lines=source is None and mode == "interpret" and kernel.project is None,
         )
+
+    def checks_for(self, function: str | None) -> tuple[Check, ...]:
+        """The checks of a job for the original (``function`` None) or a mutant of
+        ``function``: pytest's own selection, then in project mode ``select_tests``."""
+        kernel = self.kernel
+        checks = with_pytest_selection(kernel, kernel.checks, self.settings)
+        if kernel.project is not None and function is not None and self.coverage is not None:
+            checks = select_tests(kernel, checks, self.coverage, function)
+        return checks
+
+    def judged_by(self, function: str) -> list[str]:
+        """Project mode: the test cases (node ids from the project root) that judge the
+        mutants of ``function``: those ``select_tests`` chose, else every case of the
+        test files that the original ran."""
+        project = self.kernel.project
+        assert project is not None and self.baseline is not None
+        ran = list(self.baseline.extra.get("coverage") or {})
+        cases: list[str] = []
+        for check in self.checks_for(function):
+            rel = os.path.relpath(check.path, project.root)
+            if check.select:
+                cases += [f"{rel}::{name}" for name in check.select]
+            else:
+                cases += [node for node in ran if node.split("::", 1)[0] == rel]
+        return cases
 
     def execute(
         self, job: Job, sandbox: Sandbox | None = None, on_progress: Callable | None = None
@@ -147,6 +169,22 @@ class StageContext:
         """The event for a verdict the ledger changed (nothing when it refused)."""
         if outcome is not None:
             yield MutantUpdated(mutant, outcome)
+
+
+def with_pytest_selection(
+    kernel: KernelFile, checks: tuple[Check, ...], settings: RunSettings
+) -> tuple[Check, ...]:
+    """The given test files' checks with pytest's own ``-k`` / ``-m`` selection (written
+    tests and the file's own check run whole): part of every job, so of its cache key."""
+    if not (settings.keyword or settings.marker):
+        return checks
+    given = {p for t in kernel.tests if t.origin == "given" for p in (t.path, t.name)}
+    return tuple(
+        replace(c, keyword=settings.keyword or "", marker=settings.marker or "")
+        if c.kind is CheckKind.PYTEST and c.name != OWN_CHECK and c.path in given
+        else c
+        for c in checks
+    )
 
 
 def select_tests(

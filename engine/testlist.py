@@ -110,7 +110,8 @@ def report_tests(
                 "kills": kills_of(name),
             }
         )
-    # Tests accepted after the mutants ran (killer tests): verified on their own.
+    # Tests accepted after the mutants ran (killer tests): verified on their own. A given
+    # test the original did not run was left out by the selection (-k, -m, node ids).
     for test in kernel.tests:
         for function, source in find_test_functions(test.source).items():
             if function in seen:
@@ -119,7 +120,7 @@ def report_tests(
             entries.append(
                 {
                     "name": name,
-                    "status": "passed",
+                    "status": "deselected" if test.origin == "given" else "passed",
                     "baseline_duration_s": None,
                     "origin": test.origin,
                     "file": test.name,
@@ -128,3 +129,20 @@ def report_tests(
                 }
             )
     return entries
+
+
+def baseline_cases(baseline: JobResult) -> list[dict]:
+    """Every case the original ran, slowest first: its name (in project mode the node id
+    from the project root), status and seconds (setup, call and teardown)."""
+    full = {node.split("::", 1)[1]: node for node in baseline.extra.get("coverage") or {}}
+    rows = []
+    for outcome in baseline.outcomes:
+        case = outcome.name.partition("::")[2]
+        rows.append(
+            {
+                "case": full.get(case, outcome.name),
+                "status": outcome.status,
+                "duration_s": round(outcome.duration_s, 4),
+            }
+        )
+    return sorted(rows, key=lambda r: -r["duration_s"])

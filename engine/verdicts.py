@@ -224,6 +224,7 @@ RUN_SECTIONS = frozenset(
         "races",  # the race hint: programs of one launch storing to one address
         "changed_since",
         "selection",
+        "judged_by",  # project mode: the test cases that judge each kernel's mutants
         "autotune",
         "modes",
         "checks",

@@ -192,3 +192,172 @@ def test_the_baseline_reports_each_case_as_it_finishes(tmp_path, sandbox):
     assert seen.index(cases[-1]) < seen.index(finished)
     ran = {o.name.split("::", 1)[1] for o in finished.result.outcomes if "::" in o.name}
     assert {e.case.split("::", 1)[1] for e in cases} == ran
+
+
+def test_pytest_selection_is_part_of_every_job_of_the_given_tests():
+    """-k / -m ride on the given test files' checks (so on every job's cache key); node
+    ids given as FILE::CASE select cases of that file, a whole file wins over them."""
+    from dataclasses import replace
+
+    from mutant_gate.engine.kernel_file import EXTRA_TESTS, load_kernel_file
+    from mutant_gate.engine.sandbox.job import Job
+    from mutant_gate.engine.settings import RunSettings
+    from mutant_gate.engine.stage import with_pytest_selection
+
+    test = str(LIB / "tests" / "test_rms_norm.py")
+    kernel = load_kernel_file(str(MODULE), [f"{test}::test_a", f"{test}::test_b[1]"])
+    assert [c.select for c in kernel.checks] == [("test_a", "test_b[1]")]
+    whole = load_kernel_file(str(MODULE), [f"{test}::test_a", test])
+    assert [c.select for c in whole.checks] == [()]
+
+    settings = RunSettings(kernel_path=str(MODULE), tests=(test,), keyword="not large")
+    chosen = with_pytest_selection(whole, whole.checks, settings)
+    assert [(c.name, c.keyword, c.marker) for c in chosen] == [(EXTRA_TESTS, "not large", "")]
+    plain = Job(files=whole.files(), checks=whole.checks)
+    toolchain = {"torch": "t", "triton": "t"}
+    assert replace(plain, checks=chosen).cache_key(toolchain) != plain.cache_key(toolchain)
+    marked = with_pytest_selection(whole, whole.checks, replace(settings, marker="not gpu"))
+    assert replace(plain, checks=marked).cache_key(toolchain) != replace(
+        plain, checks=chosen
+    ).cache_key(toolchain)
+    # nothing asked: the checks (and every cache key) stay as they were
+    assert with_pytest_selection(whole, whole.checks, replace(settings, keyword=None)) == (
+        whole.checks
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["-k", "shape0 and ("], "-k 'shape0 and (': not a pytest expression"),
+        (["-m", "gpu or"], "-m 'gpu or': not a pytest expression"),
+    ],
+)
+def test_a_bad_selection_expression_is_one_line(tmp_path, flags, said):
+    proc = run_cli(
+        "run", str(MODULE), "--tests", str(LIB / "tests" / "test_rms_norm.py"), *flags,
+        "--writer", "none", "--cache-dir", str(tmp_path / "c"),
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert said in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_selection_without_test_files_is_bad_input(tmp_path):
+    proc = run_cli("run", str(MODULE), "-k", "fast", "--cache-dir", str(tmp_path / "c"))
+    assert proc.returncode == 2 and "-k selects cases of the --tests files" in proc.stderr
+
+
+@pytest.mark.slow
+def test_k_leaves_a_case_out_of_the_original_and_of_every_mutant(tmp_path):
+    """shape0 is (4, 64), a whole block: a dropped mask changes nothing there, while the
+    (3, 100) cases kill every mask-drop mutant (the next test). With -k leaving them out,
+    and --no-select so each mutant's job runs its test file whole, nothing is killed:
+    the original never ran them and neither did any mutant."""
+    root = copy_lib(tmp_path)
+    proc = run_cli(
+        "run", "src/kernel_lib/ops/rms_norm.py", "--tests", "tests/test_rms_norm.py",
+        "-k", "shape0 and not registry", "--no-select", "--operators", "mask-drop",
+        "--writer", "none", "--no-cache", "-j", "2",
+        "--json", "r.json", "--markdown", "r.md",
+        cwd=root,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((root / "r.json").read_text())
+    ran = [c["case"] for c in report["baseline"]["cases"]]
+    assert sorted(ran) == [
+        "tests/test_rms_norm.py::test_rms_norm[dtype0-shape0]",
+        "tests/test_rms_norm.py::test_rms_norm[dtype1-shape0]",
+    ]
+    durations = [c["duration_s"] for c in report["baseline"]["cases"]]
+    assert durations == sorted(durations, reverse=True) and all(d > 0 for d in durations)
+    rows = report["mutants"]
+    assert len(rows) == 3 and {r["verdict"] for r in rows} == {"survived"}, rows
+    status = {t["name"]: t["status"] for t in report["tests"]}
+    assert status["test::test_registry_has_both_ops"] == "deselected"
+    # the report says which cases judged each kernel, in JSON and in markdown
+    assert report["judged_by"] == {"rms_norm_kernel": ran}
+    markdown = (root / "r.md").read_text()
+    assert "### Test cases per kernel" in markdown
+    assert f"- `rms_norm_kernel`: 2 cases: `{ran[0]}`, `{ran[1]}`" in markdown
+    said = " ".join(proc.stdout.split())
+    assert f"the original's 2 test cases, slowest: {ran[0]}" in said
+    bound = report["bound"]
+    assert bound["workers"] == 2 and bound["wall_s"] > 0
+    assert bound["bound_s"] == pytest.approx(
+        bound["original_s"] + sum(r["duration_s"] for r in rows) / 2, abs=0.02
+    )
+    assert f"over 2 workers = {bound['bound_s']:.1f} s; took {bound['wall_s']:.1f} s" in said
+
+
+@pytest.mark.slow
+def test_a_node_id_runs_that_case_alone(tmp_path):
+    root = copy_lib(tmp_path)
+    case = "tests/test_rms_norm.py::test_rms_norm[dtype0-shape1]"
+    proc = run_cli(
+        "run", "src/kernel_lib/ops/rms_norm.py", "--tests", case, "--operators", "mask-drop",
+        "--writer", "none", "--no-cache", "-j", "2", "--json", "r.json",
+        cwd=root,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((root / "r.json").read_text())
+    assert [c["case"] for c in report["baseline"]["cases"]] == [case]
+    assert report["judged_by"] == {"rms_norm_kernel": [case]}
+    assert any(r["verdict"] == "killed" for r in report["mutants"]), report["mutants"]
+
+
+@pytest.mark.slow
+def test_a_node_id_pytest_cannot_find_is_named(tmp_path):
+    root = copy_lib(tmp_path)
+    proc = run_cli(
+        "run", "src/kernel_lib/ops/rms_norm.py", "--tests", "tests/test_rms_norm.py::test_nope",
+        "--writer", "none", "--no-cache",
+        cwd=root,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "not found:" in proc.stderr and "test_rms_norm.py::test_nope" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+SLOW_TESTS = """
+import time
+
+import torch
+from kernel_lib.ops.rms_norm import rms_norm
+
+
+def test_quick(device):
+    x = torch.ones(2, 8, device=device)
+    assert rms_norm(x, torch.ones(8, device=device)).shape == x.shape
+
+
+def test_waits(device):
+    rms_norm(torch.ones(2, 8, device=device), torch.ones(8, device=device))
+    time.sleep(1.5)
+
+
+def test_hangs():
+    time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+def test_an_original_that_times_out_names_its_slow_cases(tmp_path):
+    root = copy_lib(tmp_path)
+    (root / "tests" / "test_slow.py").write_text(SLOW_TESTS)
+    proc = run_cli(
+        "run", "src/kernel_lib/ops/rms_norm.py", "--tests", "tests/test_slow.py",
+        "--writer", "none", "--timeout", "12", "--cache-dir", str(tmp_path / "c"),
+        cwd=root,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    said = lines[0]
+    assert "timed out after 12 s" in said
+    assert "while running tests/test_slow.py::test_hangs" in said
+    assert "2 of 3 test cases finished" in said
+    assert "slowest: tests/test_slow.py::test_waits 1.5 s" in said
+    assert "--timeout S" in said and "-k 'not test_hangs'" in said
+    # the timeout is cached with its record of the cases: a second run says the same
+    again = run_cli(*proc.args[3:], cwd=root)
+    assert again.returncode == 2 and again.stderr.strip() == said

@@ -23,6 +23,8 @@ from .common import (
 
 #: GitHub rejects comments longer than this.
 COMMENT_LIMIT = 65536
+#: test cases named per kernel under "Test cases per kernel" (the JSON report has all)
+MAX_CASES = 20
 
 
 def _cell(text: object) -> str:
@@ -131,6 +133,15 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
                 + (f": {why}" if why else "")
                 + (f" ({claims})" if claims and claims not in why else "")
             )
+    judged = report.get("judged_by")
+    if isinstance(judged, dict) and judged:
+        out += ["", "### Test cases per kernel", ""]
+        out += [
+            f"- `{function}`: {len(cases)} case{'s' if len(cases) != 1 else ''}"
+            + (": " + ", ".join(f"`{c}`" for c in cases[:MAX_CASES]) if cases else "")
+            + (f", … {len(cases) - MAX_CASES} more" if len(cases) > MAX_CASES else "")
+            for function, cases in judged.items()
+        ]
     errors = [r for r in rows if r.get("verdict") == "error"]
     if errors:
         out += ["", f"### Harness errors ({len(errors)}, never counted as killed)", ""]

@@ -37,8 +37,10 @@ import traceback
 import types
 from typing import Any
 
-from . import bounds
 from .main_guard import is_main_guard
+
+# ``bounds`` (numpy) is imported where a job uses it: the tool's process imports this
+# module for ``VERSION`` and ``MARKER`` only, and a cached run never needs numpy.
 
 VERSION = "4"
 MARKER = "mutant-gate-probe:"
@@ -368,6 +370,8 @@ def _run_wrapped(
 
 def capture(request: dict, workdir: str) -> dict:
     """Run the own check with the module's public functions wrapped; return the calls."""
+    from . import bounds
+
     path = os.path.join(workdir, request["kernel"])
     recorder = _Recorder()
     undo = _count_launches(recorder)
@@ -393,6 +397,8 @@ def capture(request: dict, workdir: str) -> dict:
 def _execute(module: Any, candidate: dict) -> tuple[dict | None, str | None, dict | None]:
     """(outputs, error, bounds violation) of one candidate on one module."""
     import torch
+
+    from . import bounds
 
     namespace: dict = {"torch": torch, "math": math}
     namespace[candidate["function"]] = getattr(module, candidate["function"])

@@ -8,6 +8,8 @@ sandbox.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import random
 import runpy
@@ -95,6 +97,10 @@ class _PytestCollector:
     def pytest_collection_finish(self, session) -> None:
         progress({"check": self.check_name, "collected": len(session.items)})
 
+    def pytest_runtest_logstart(self, nodeid, location) -> None:
+        # the case now running: what a timeout of the original names (worker.run_job)
+        progress({"check": self.check_name, "case": nodeid, "status": "running"})
+
     def pytest_runtest_logreport(self, report) -> None:
         name = f"{self.check_name}::{report.nodeid.split('::', 1)[-1]}"
         previous = self.outcomes.get(name)
@@ -121,6 +127,20 @@ class _PytestCollector:
             self.collect_errors.append(tail(report.longreprtext))
 
 
+class _Tee(io.TextIOBase):
+    """A text stream that keeps a copy of what passes through it to ``stream``."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream, self.text = stream, io.StringIO()
+
+    def write(self, text: str) -> int:
+        self.text.write(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
 def _run_pytest(
     check: Check, workdir: str, stop_first: bool, project: dict | None = None, coverage: Any = None
 ) -> list[CheckOutcome]:
@@ -141,10 +161,15 @@ def _run_pytest(
         args = [*targets, "-q", "-p", "no:cacheprovider", "--rootdir", project["root"]]
     if stop_first:
         args.append("-x")
+    chosen = [(flag, v) for flag, v in (("-k", check.keyword), ("-m", check.marker)) if v]
+    for flag, value in chosen:  # pytest's own selection (--tests FILE -k EXPR -m EXPR)
+        args += [flag, value]
     plugins = [collector] + ([coverage] if coverage is not None else [])
     start = time.perf_counter()
+    said = _Tee(sys.stderr)  # pytest writes its usage errors there ("ERROR: not found: ...")
     try:
-        code = pytest.main(args, plugins=plugins)
+        with contextlib.redirect_stderr(said):
+            code = pytest.main(args, plugins=plugins)
     except BaseException:  # noqa: BLE001
         return [
             CheckOutcome(
@@ -152,11 +177,20 @@ def _run_pytest(
             )
         ]
     outcomes = list(collector.outcomes.values())
+    errors = [line for line in said.text.getvalue().splitlines() if line.startswith("ERROR:")]
     if collector.collect_errors:
         message = "collection failed: " + "\n".join(collector.collect_errors)
         outcomes.append(
             CheckOutcome(check.name, "failed", time.perf_counter() - start, tail(message))
         )
+    elif not outcomes and errors:  # a node id not found, a bad -k / -m expression
+        message = f"pytest refused {check.path}: " + " ".join(e[6:].strip() for e in errors)
+        outcomes.append(
+            CheckOutcome(check.name, "failed", time.perf_counter() - start, tail(message))
+        )
+    elif not outcomes and chosen and int(code) == 5:  # the selection leaves none of its cases
+        why = "no test case selected by " + " ".join(f"{f} {v!r}" for f, v in chosen)
+        outcomes.append(CheckOutcome(check.name, "skipped", time.perf_counter() - start, why))
     elif not outcomes:
         outcomes.append(
             CheckOutcome(

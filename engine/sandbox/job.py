@@ -40,6 +40,9 @@ class Check:
     #: check (``harness/probe._definitions``): a probe test only calls the wrapper, and
     #: importing a tutorial can cost its whole own check (18 s for the layer norm's)
     preload: str = ""
+    #: pytest's own selection (``-k EXPR``, ``-m EXPR``) for a given test file
+    keyword: str = ""
+    marker: str = ""
 
     def to_json(self) -> dict:
         data = {
@@ -50,6 +53,10 @@ class Check:
         }
         if self.preload:  # only when set: every other check keeps its cache key
             data["preload"] = self.preload
+        if self.keyword:  # likewise
+            data["keyword"] = self.keyword
+        if self.marker:
+            data["marker"] = self.marker
         return data
 
     @staticmethod
@@ -60,6 +67,8 @@ class Check:
             data["name"],
             tuple(data.get("select", ())),
             data.get("preload", ""),
+            data.get("keyword", ""),
+            data.get("marker", ""),
         )
 
 

@@ -335,6 +335,7 @@ def run_job(job_data: dict, parent_fd: int | None = None, on_progress=None) -> d
     chunks: list[bytes] = []
     size = 0
     timed_out = False
+    cases = CaseLog()
     deadline = start + timeout
     poller = select.poll()
     poller.register(rfd, select.POLLIN)
@@ -359,9 +360,11 @@ def run_job(job_data: dict, parent_fd: int | None = None, on_progress=None) -> d
             while pending.startswith(b'{"progress"') and b"\n" in pending:
                 line, _, pending = pending.partition(b"\n")
                 try:
-                    on_progress(json.loads(line)["progress"])
+                    report = json.loads(line)["progress"]
                 except ValueError:
-                    pass
+                    continue
+                cases.see(report)
+                on_progress(report)
             chunks, size = ([pending[:RESULT_LIMIT]] if pending else []), len(pending)
             if pending.endswith(b"\n"):
                 break
@@ -395,7 +398,40 @@ def run_job(job_data: dict, parent_fd: int | None = None, on_progress=None) -> d
     # errors were not printed"): read it before the job's directory goes.
     head = _read_head(log_path) if job_data.get("sanitize") else ""
     shutil.rmtree(base, ignore_errors=True)
-    return _result(job_data, timed_out, status, b"".join(chunks), output, head, duration)
+    result = _result(job_data, timed_out, status, b"".join(chunks), output, head, duration)
+    if timed_out and cases.seen:  # what ran before time ran out: the evidence for a timeout
+        result["extra"] = {**result.get("extra", {}), "cases": cases.to_json()}
+    return result
+
+
+class CaseLog:
+    """A followed job's test cases from its progress reports: each case through (name,
+    status, seconds) and the one running now. A job that times out keeps it in its
+    result (``extra["cases"]``), so the original's timeout can name its slow cases."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.finished: list[dict] = []
+        self.running = ""
+        self.collected = 0
+
+    def see(self, report: dict) -> None:
+        self.collected += int(report.get("collected") or 0)
+        case = report.get("case")
+        if not case:
+            return
+        self.seen = True
+        if report.get("status") == "running":
+            self.running = case
+            return
+        self.finished.append(
+            {"case": case, "status": report.get("status"), "duration_s": report.get("duration_s")}
+        )
+        if self.running == case:
+            self.running = ""
+
+    def to_json(self) -> dict:
+        return {"collected": self.collected, "finished": self.finished, "running": self.running}
 
 
 def _result(
