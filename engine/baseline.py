@@ -102,6 +102,12 @@ def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
         )
     ctx.baseline = result
     ctx.timeout_s = ctx.mutant_timeout(result.duration_s)
+    if kernel.project is None:
+        ctx.measured(result)
+        if ctx.coverage:  # tests beside the own check: each mutant runs those it reaches
+            ctx.ledger.put_section(
+                "selection", {"suite_cases": len(ctx.coverage), "cases_run": 0, "mutants": 0}
+            )
     if job.trace_races:
         ctx.ledger.put_section("races", race_record(result))
     return result, cached

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from .errors import BadInput
@@ -35,6 +35,9 @@ class TestFile:
     origin: str = "given"
     #: data files that travel with it (a probe test's golden values): (name, text)
     data: tuple[tuple[str, str], ...] = ()
+    #: a written test's cases as its proof on the original ran them: {case: {"duration_s":
+    #: slowest run, "functions": the jit functions it launched, None when unknown}}
+    cases: dict[str, dict] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,11 @@ class WriterSettings:
     #: the probe's trigger kinds (``writers/probe_inputs.TRIGGERS``); empty: all of them
     probe_triggers: tuple[str, ...] = ()
     write_tests: str | None = None  # directory for accepted tests (the CLI writes them)
+    #: a written test (each test function) may take at most ``factor`` times the own
+    #: check's time on the original, and never less than ``min_s`` is asked of it; a
+    #: slower one goes back to the model with its time. A factor of 0: no budget
+    test_budget_factor: float = 3.0
+    test_budget_min_s: float = 2.0
     llm: LLMSettings = field(default_factory=LLMSettings)
 
     @property
