@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--no-select",
         action="store_true",
-        help="project mode: run every test case for every mutant (no coverage-based selection)",
+        help="run every test case for every mutant (default: only the cases that launch "
+        "its kernel, fastest first)",
     )
     run.add_argument(
         "--mode",

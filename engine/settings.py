@@ -123,7 +123,7 @@ class RunSettings:
     sanitize: bool = False  # compiled mode under compute-sanitizer memcheck
     compare_modes: bool = False  # run every mutant in both modes
     project_root: str | None = None  # project mode: where the tests run from (default: found)
-    select_tests: bool = True  # project mode: run only the test cases that reach a mutant
+    select_tests: bool = True  # run only the test cases that launch a mutant's kernel
     all_configs: bool = False  # run every @triton.autotune config, not only the first
     backend: str = "local"  # local | contree (engine/sandbox/contree.py)
     contree_image: str | None = None  # None: contree.DEFAULT_IMAGE

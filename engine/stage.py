@@ -189,22 +189,27 @@ class StageContext:
                     self.coverage.setdefault(f"{test.name}::{case}", info)
 
     def measured(self, baseline: JobResult) -> None:
-        """A kernel file's own tests: their cases as the baseline ran them (launches, and
-        time with setup and teardown), then the written tests' proofs for the others."""
+        """The test cases beside the own check as the original's run ran them (their
+        launches and times), then the written tests' proofs for the others. Project mode
+        keeps the record as it came; a kernel file's own run takes each case's time with
+        its setup and teardown (the outcome's)."""
         found = baseline.extra.get("coverage")
-        if not self.settings.select_tests or self.kernel.project is not None or found is None:
+        if not self.settings.select_tests or (found is None and self.kernel.project is None):
             return
-        times = {
-            o.name.split("::", 1)[1]: o.duration_s for o in baseline.outcomes if "::" in o.name
-        }
-        self.coverage = {
-            nodeid: {
-                "functions": list(info.get("functions", [])),
-                "duration_s": times.get(nodeid.split("::", 1)[1], info.get("duration_s", 0.0)),
+        if self.kernel.project is not None:
+            self.coverage = dict(found or {})
+        else:
+            times = {
+                o.name.split("::", 1)[1]: o.duration_s for o in baseline.outcomes if "::" in o.name
             }
-            for nodeid, info in found.items()
-            if nodeid.split("::", 1)[0] != self.kernel.name  # the own check always runs
-        }
+            self.coverage = {
+                nodeid: {
+                    "functions": list(info.get("functions", [])),
+                    "duration_s": times.get(nodeid.split("::", 1)[1], info.get("duration_s", 0.0)),
+                }
+                for nodeid, info in found.items()
+                if nodeid.split("::", 1)[0] != self.kernel.name  # the own check always runs
+            }
         self.baseline_cases = frozenset(self.coverage)
         self._proved(self.kernel.tests)
 
