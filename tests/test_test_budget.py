@@ -14,8 +14,6 @@ import pytest
 from .conftest import run_cli
 from .fake_openai import FakeOpenAI, python_reply
 
-pytestmark = pytest.mark.slow
-
 TWO_KERNELS = textwrap.dedent("""
     import torch
     import triton
@@ -134,6 +132,44 @@ def _run(tmp_path, replies, *flags: str):
     return json.loads((tmp_path / "r.json").read_text()), chats, proc
 
 
+def test_select_tests_keeps_the_own_check_and_orders_the_cases_that_launch_the_kernel(tmp_path):
+    """Fast, no sandbox: the selection a mutant's job gets from a launch record."""
+    from dataclasses import replace
+
+    from mutant_gate.engine.kernel_file import TestFile, load_kernel_file
+    from mutant_gate.engine.stage import select_tests
+
+    path = tmp_path / "two_kernels.py"
+    path.write_text(TWO_KERNELS)
+    kernel = load_kernel_file(str(path))
+    tests = tuple(TestFile("", name, "def test_x():\n    pass\n") for name in ("a.py", "b.py"))
+    kernel = replace(kernel, tests=(*tests, TestFile("", "c.py", "", origin="stage1")))
+    coverage = {
+        "a.py::test_slow_sum": {"functions": ["sum_kernel"], "duration_s": 2.0},
+        "a.py::test_double": {"functions": ["double_kernel"], "duration_s": 0.1},
+        "a.py::test_none": {"functions": [], "duration_s": 0.0},
+        "b.py::test_fast_sum[1]": {"functions": ["sum_kernel"], "duration_s": 0.2},
+        "b.py::test_fast_sum[0]": {"functions": ["sum_kernel", "double_kernel"], "duration_s": 0.1},
+    }
+    checks = select_tests(kernel, kernel.checks, coverage, "sum_kernel")
+    # The own check first, then b.py (0.3 s) before a.py (2 s), each fastest case first;
+    # c.py has no record: it runs whole, last.
+    assert [(c.path, c.select) for c in checks] == [
+        ("two_kernels.py", ()),
+        ("b.py", ("test_fast_sum[0]", "test_fast_sum[1]")),
+        ("a.py", ("test_slow_sum",)),
+        ("c.py", ()),
+    ]
+    checks = select_tests(kernel, kernel.checks, coverage, "double_kernel")
+    assert [(c.path, c.select) for c in checks] == [
+        ("two_kernels.py", ()),
+        ("a.py", ("test_double",)),
+        ("b.py", ("test_fast_sum[0]",)),
+        ("c.py", ()),
+    ]
+
+
+@pytest.mark.slow
 def test_each_mutant_runs_the_tests_of_its_kernel_fastest_first_under_their_limit(tmp_path):
     report, _, proc = _run(tmp_path, [python_reply(FOUR_TESTS)], "--test-budget-min", "10")
     assert report["stage1"]["accepted"]["tests"] == [
@@ -189,6 +225,7 @@ def test_each_mutant_runs_the_tests_of_its_kernel_fastest_first_under_their_limi
     assert on_sum[0]["timeout_s"] <= everything - 3 * 1.5 + 0.1
 
 
+@pytest.mark.slow
 def test_a_slow_test_goes_back_with_its_time_and_is_refused(tmp_path):
     replies = [python_reply(SLOW_AND_FAST), python_reply(SLOW_AND_FAST)]
     report, chats, proc = _run(tmp_path, replies, "--attempts", "2")
