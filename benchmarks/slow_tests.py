@@ -15,7 +15,10 @@ tests shrunk. The file runs twice with ``--writer llm``, each with a fresh cache
 
 Prints, per run: the original's time with the accepted tests, the per-mutant limit
 (after: the largest and the median of the mutants' own), the run's wall time, the
-accepted and refused stage-1 tests, the verdicts; then the ratios.
+accepted stage-1 tests and the refused attempts, the verdicts; then the ratios, and
+every mutant whose verdict differs between the two runs. The softmax file has one
+kernel, so every test launches it: what the selection saves here is the runs after a
+kill; `tests/test_test_budget.py` shows a test spared on another kernel's mutants.
 """
 
 from __future__ import annotations
@@ -108,6 +111,7 @@ def run(kernel: Path, workdir: Path, base_url: str, workers: int, flags: list[st
         "accepted_s": accepted.get("duration_s"),
         "refused": [a["why"] for a in stage1.get("attempts", [])],
         "verdicts": dict(Counter(r["verdict"] for r in rows)),
+        "rows": {r["id"]: r for r in rows},
         "mutant_job_s": sum(r.get("duration_s") or 0.0 for r in rows),
     }
 
@@ -142,6 +146,13 @@ def main() -> None:
         for why in r["refused"]:
             print(f"  refused: {why}")
         print(f"  verdicts: {r['verdicts']}")
+    for mid, b in before["rows"].items():
+        a = after["rows"].get(mid, {})
+        if (a.get("verdict"), a.get("by")) != (b["verdict"], b["by"]):
+            print(
+                f"differs: {mid} {b['operator']} line {b['line']} ({b['after'].strip()}): "
+                f"before {b['verdict']} by {b['by']}, after {a.get('verdict')} by {a.get('by')}"
+            )
 
 
 if __name__ == "__main__":
