@@ -3,7 +3,8 @@
 Nothing here runs generated code in this process: ``ast`` reads it, the sandbox runs it.
 A test is believed only from sandbox results:
 - ``prove_on_original``: it passes the original ``runs`` times in a row, each with a
-  fresh job seed (flaky tests fail here);
+  fresh job seed (flaky tests fail here), each test function within its time budget
+  (``time_budget``); its cases' times and launches are kept (``Proof.cases``);
 - ``prove_killer``: that, and it fails the mutant, with a time limit scaled from its
   time on the original (a slow test is not a kill by timeout);
 - ``kill_others``: an accepted killer test is run against the other survivors too.

@@ -4,8 +4,10 @@ A reply's test file is kept only if it passes the original ``runs`` times in a r
 the sandbox (fresh seeds, after the own check and the other tests, exactly as it will
 run in every mutant's job). Otherwise the failure goes back to the model, up to
 ``attempts`` replies. If no reply passes whole, the best one is kept without the test
-functions that failed, when what is left passes every run. Accepted tests join every
-mutant's job, so the report says which of them killed what.
+functions that failed, when what is left passes every run. A test function slower on
+the original than its time budget (``common.time_budget``) is refused like a failing
+one, and its time goes back to the model. Accepted tests join the jobs of the mutants
+whose kernels they launch, so the report says which of them killed what.
 """
 
 from __future__ import annotations
