@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from .conftest import run_cli
-from .fake_openai import FakeOpenAI, python_reply
+from .fake_openai import FakeOpenAI, Reply, python_reply
 
 TWO_KERNELS = textwrap.dedent("""
     import torch
@@ -249,3 +249,48 @@ def test_a_slow_test_goes_back_with_its_time_and_is_refused(tmp_path):
     assert stage1["accepted"]["tests"] == ["test_fast_odd"]
     names = {t["name"] for t in report["tests"]}
     assert "test::test_fast_odd" in names and "test::test_sleepy" not in names
+
+
+SLOW_KILLER = """
+import time
+
+import torch
+
+from two_kernels import {function}
+
+
+def test_slow_{function}():
+    time.sleep(3)
+    x = torch.randn(50)
+    torch.testing.assert_close({function}(x), {expected})
+"""
+
+
+SUM_LOAD = "-    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)"
+
+
+@pytest.mark.slow
+def test_stage2_sends_a_slow_killer_back_with_its_time(tmp_path):
+    def answer(body: dict) -> Reply:
+        on_sum = SUM_LOAD in body["messages"][1]["content"]  # the survivor's diff
+        function, expected = ("total", "x.sum()") if on_sum else ("double", "2 * x")
+        code = SLOW_KILLER.format(function=function, expected=expected)
+        if "too slow" in body["messages"][-1]["content"]:
+            code = code.replace("time.sleep(3)", "pass")
+        return python_reply(code)
+
+    report, chats, _ = _run(tmp_path, answer, "--writer", "none", "--stage2")
+    rows = [m for m in report["mutants"] if m["function"] == "sum_kernel"]
+    assert len(rows) == 1
+    row = rows[0]
+    # The first killer took 3 s on the original: sent back with its time, then refused.
+    whys = [a["why"] for a in row["attempts"]]
+    assert len(whys) == 1 and whys[0].startswith("too slow on the original: test_slow_total "), whys
+    asked = [c for c in chats if SUM_LOAD in c["body"]["messages"][1]["content"]]
+    assert len(asked) == 2
+    assert "the budget is 2.00 s per test function" in asked[1]["body"]["messages"][-1]["content"]
+    # The fast one killed it; its proof recorded its time and that it launches sum_kernel.
+    assert row["verdict"] == "killed" and row["by"] in ("bounds", "test:test_slow_total"), row
+    killer = next(t for t in report["tests"] if t["name"] == "test::test_slow_total")
+    assert killer["kills"] == [row["id"]] and killer["launches"] == ["sum_kernel"]
+    assert killer["original_s"] < 2.0
