@@ -36,6 +36,10 @@ def writer_settings(args: argparse.Namespace) -> WriterSettings:
         and not os.path.isdir(args.write_tests)
     ):
         raise BadInput(f"--write-tests: not a directory: {args.write_tests}")
+    budget_factor = getattr(args, "test_budget_factor", 3.0)
+    budget_min = getattr(args, "test_budget_min", 2.0)
+    if budget_factor < 0 or budget_min < 0:
+        raise BadInput("--test-budget-factor and --test-budget-min must not be negative")
     triggers: tuple[str, ...] = ()
     if getattr(args, "probe_triggers", None):
         from mutant_gate.engine.writers.probe_inputs import TRIGGERS  # heavy: only when asked
@@ -54,6 +58,8 @@ def writer_settings(args: argparse.Namespace) -> WriterSettings:
         probes=args.probes,
         probe_triggers=triggers,
         write_tests=args.write_tests,
+        test_budget_factor=budget_factor,
+        test_budget_min_s=budget_min,
         llm=LLMSettings(
             base_url=args.base_url,
             model=args.model,

@@ -116,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--no-select",
         action="store_true",
-        help="project mode: run every test case for every mutant (no coverage-based selection)",
+        help="run every test case for every mutant (default: only the cases that launch "
+        "its kernel, fastest first)",
     )
     run.add_argument(
         "--mode",
@@ -173,6 +174,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     writers.add_argument(
         "--probes", type=int, default=24, metavar="N", help="probe inputs per survivor (default 24)"
+    )
+    writers.add_argument(
+        "--test-budget-factor",
+        type=float,
+        default=3.0,
+        metavar="F",
+        help="a written test may take F times the own check's time on the original "
+        "(default 3; 0: no budget); a slower one goes back to the model with its time",
+    )
+    writers.add_argument(
+        "--test-budget-min",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="the time budget of a written test is never under S seconds (default 2)",
     )
     writers.add_argument(
         "--probe-triggers",

@@ -161,8 +161,10 @@ class Reporter(Observer):
     def on_test_accepted(self, event: TestAccepted) -> None:
         """A written test proved itself: its file, its tests and what it kills."""
         kills = f", kills {', '.join(event.kills)}" if event.kills else ""
+        took = f", {event.duration_s:.2f} s on the original" if event.duration_s is not None else ""
         self.say(
-            f"[green]{event.origin}: accepted {event.file}[/] ({len(event.tests)} tests{kills})"
+            f"[green]{event.origin}: accepted {event.file}[/] "
+            f"({len(event.tests)} tests{took}{kills})"
         )
 
     def on_test_rejected(self, event: TestRejected) -> None:

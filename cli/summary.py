@@ -182,8 +182,10 @@ def writers_summary(report: dict) -> list[str]:
     for t in report.get("tests", []):
         if t.get("origin") in ("stage1", "stage2", "probe"):
             kills = ", ".join(t["kills"]) or "nothing"
+            took = f" ({t['original_s']:.2f} s on the original)" if "original_s" in t else ""
             lines.append(
-                f"[green]{t['origin']}[/] {t['file']}::{t['name'].split('::')[-1]} kills {kills}"
+                f"[green]{t['origin']}[/] {t['file']}::{t['name'].split('::')[-1]}{took} "
+                f"kills {kills}"
             )
     probe = (report.get("writers") or {}).get("probe")
     if probe and probe.get("survivors"):

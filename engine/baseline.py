@@ -117,9 +117,10 @@ def _selection_leaves_cases(ctx: StageContext, result: JobResult) -> None:
 
 
 def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
-    """The original with every check; sets ``ctx.baseline``, ``timeout_s`` (and in project
-    mode ``coverage``). Returns (result, served from the cache). ``on_progress``: each
-    progress report of its checks (pytest: cases collected, each case through)."""
+    """The original with every check; sets ``ctx.baseline``, ``timeout_s`` and (the test
+    cases' launches and times) ``coverage``. Returns (result, served from the cache).
+    ``on_progress``: each progress report of its checks (pytest: cases collected, each
+    case through)."""
     settings, kernel = ctx.settings, ctx.kernel
     job = ctx.job_for(None, settings.timeout_s)
     if job.mode == "interpret":
@@ -144,13 +145,14 @@ def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
         result = _other_configs(ctx, result)
     if kernel.project is not None:
         _each_test_file_reaches_the_module(kernel, result.extra.get("coverage"))
-    if kernel.project is not None and settings.select_tests:
-        ctx.coverage = result.extra.get("coverage", {})
+    ctx.baseline = result
+    ctx.timeout_s = ctx.mutant_timeout(result.duration_s)
+    ctx.measured(result)
+    if ctx.coverage is not None and (kernel.project is not None or ctx.coverage):
+        # each mutant runs the test cases that launch its kernel (``StageContext.job_for``)
         ctx.ledger.put_section(
             "selection", {"suite_cases": len(ctx.coverage), "cases_run": 0, "mutants": 0}
         )
-    ctx.baseline = result
-    ctx.timeout_s = ctx.mutant_timeout(result.duration_s)
     if job.trace_races:
         ctx.ledger.put_section("races", race_record(result))
     return result, cached

@@ -98,6 +98,7 @@ class TestAccepted:
     tests: tuple[str, ...]  # its test functions
     mutant_id: str | None = None  # the survivor it was written for (stage 2, probe)
     kills: tuple[str, ...] = ()  # mutant ids it killed
+    duration_s: float | None = None  # its time on the original (its proof's slowest run)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from .errors import BadInput
@@ -37,6 +37,9 @@ class TestFile:
     data: tuple[tuple[str, str], ...] = ()
     #: the cases given by node id (``--tests tests/test_x.py::test_case``); empty: all
     select: tuple[str, ...] = ()
+    #: a written test's cases as its proof on the original ran them: {case: {"duration_s":
+    #: slowest run, "functions": the jit functions it launched, None when unknown}}
+    cases: dict[str, dict] | None = field(default=None, compare=False)
 
 
 def split_node_id(arg: str) -> tuple[str, str]:

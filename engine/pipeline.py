@@ -33,7 +33,7 @@ from .events import (
     RunStarted,
 )
 from .jobs import JobRunner
-from .kernel_file import KernelFile, TestFile, load_kernel_file
+from .kernel_file import EXTRA_TESTS, KernelFile, TestFile, load_kernel_file
 from .load_memo import load_key
 from .modes import auto_recheck_stage, compare_modes_stage
 from .project import jit_callers
@@ -45,6 +45,8 @@ from .settings import RunSettings
 from .stage import BEFORE_MUTANTS, Stage, StageContext
 from .verdicts import Ledger, decide
 from .writers import ModelSession, stage2_stage, writer_stages
+
+TESTS = EXTRA_TESTS + "::"  # the outcome names of a test file's cases
 
 
 def load(
@@ -361,16 +363,14 @@ class Run:
         ctx = self.ctx
         assert ctx is not None
         configs = ctx.configs
-        jobs = {
-            f"{m.id}@{c}": ctx.job_for(m.source, ctx.timeout_s, function=m.function, config=c)
-            for m in mutants
-            for c in range(configs)
-        }
+        jobs = {f"{m.id}@{c}": ctx.mutant_job(m, c) for m in mutants for c in range(configs)}
         selection = self.ledger.sections().get("selection")
         if selection is not None:
             for m in mutants:
-                cases = sum(len(c.select) for c in jobs[f"{m.id}@0"].checks)
+                job = jobs[f"{m.id}@0"]
+                cases = sum(len(c.select) for c in job.checks)
                 self.ledger.put_row(m.id, "tests_selected", cases)
+                self.ledger.put_row(m.id, "timeout_s", job.timeout_s)
                 selection["cases_run"] += cases
                 selection["mutants"] += 1
         by_id = {m.id: m for m in mutants}
@@ -400,6 +400,10 @@ class Run:
                 stage=self.plan.stage,
                 note=note,
             )
+            if selection is not None:  # the cases its job ran, to the first kill
+                outcomes = ordered[chosen][0].outcomes
+                ran = [o.name.split("::", 1)[1] for o in outcomes if o.name.startswith(TESTS)]
+                self.ledger.put_row(mutant_id, "tests_run", ran)
             yield MutantFinished(mutant, outcome, done, total)
 
     # -- what the faces may ask of a running or finished run -----------------------------
@@ -452,7 +456,7 @@ class Run:
         ctx = self.ctx
         assert ctx is not None
         mutant = next(m for m in ctx.mutants if m.id == mutant_id)
-        job = ctx.job_for(mutant.source, ctx.timeout_s, function=mutant.function)
+        job = ctx.mutant_job(mutant)
         yield MutantStarted(mutant)
         if force:
             result, cached = self.sandbox.run(job), False

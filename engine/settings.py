@@ -51,6 +51,11 @@ class WriterSettings:
     #: the probe's trigger kinds (``writers/probe_inputs.TRIGGERS``); empty: all of them
     probe_triggers: tuple[str, ...] = ()
     write_tests: str | None = None  # directory for accepted tests (the CLI writes them)
+    #: a written test (each test function) may take at most ``factor`` times the own
+    #: check's time on the original, and never less than ``min_s`` is asked of it; a
+    #: slower one goes back to the model with its time. A factor of 0: no budget
+    test_budget_factor: float = 3.0
+    test_budget_min_s: float = 2.0
     llm: LLMSettings = field(default_factory=LLMSettings)
 
     @property
@@ -118,7 +123,7 @@ class RunSettings:
     sanitize: bool = False  # compiled mode under compute-sanitizer memcheck
     compare_modes: bool = False  # run every mutant in both modes
     project_root: str | None = None  # project mode: where the tests run from (default: found)
-    select_tests: bool = True  # project mode: run only the test cases that reach a mutant
+    select_tests: bool = True  # run only the test cases that launch a mutant's kernel
     #: pytest's own selection for the given test files (``-k EXPR``, ``-m EXPR``); node
     #: ids ride in ``tests`` (``tests/test_x.py::test_case``)
     keyword: str | None = None

@@ -14,14 +14,14 @@ order on the mutants whose verdict they apply to, after every mutant is judged.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from mutant_gate.cache import Store
 
 from .events import Event, MutantUpdated
 from .jobs import JobRunner
-from .kernel_file import OWN_CHECK, KernelFile, TestFile
+from .kernel_file import EXTRA_TESTS, OWN_CHECK, KernelFile, TestFile
 from .project import jit_callers
 from .records import Mutant, MutantOutcome, Verdict
 from .sandbox import Sandbox
@@ -73,8 +73,13 @@ class StageContext:
         self.baseline: JobResult | None = None
         #: each mutant's time limit, from the baseline
         self.timeout_s: float = settings.timeout_s
-        #: project mode: the original's test cases {nodeid: {functions, duration_s}}
+        #: the test cases a mutant may be spared: {nodeid: {functions, duration_s}}, which
+        #: jit functions each launched on the original and how long it took. Project mode:
+        #: the baseline's; a kernel file's own tests: the baseline's, and each written
+        #: test's proof on the original (``add_tests``). None: run every test (no record).
         self.coverage: dict[str, dict] | None = None
+        #: the nodeids of ``coverage`` the baseline's run measured (part of its time)
+        self.baseline_cases: frozenset[str] = frozenset()
         #: ``--all-configs``: how many autotune configs each mutant runs under
         self.configs = 1
 
@@ -92,6 +97,26 @@ class StageContext:
         """A mutant's limit from the original's time: ``factor * time + base``."""
         return original_s * self.settings.timeout_factor + self.settings.timeout_base_s
 
+    def original_s(self, checks: tuple[Check, ...]) -> float:
+        """The original's time on ``checks`` (a mutant's selection): the baseline's time
+        less its test cases, plus the cases ``checks`` run, each at its time on the
+        original. The baseline's whole time where a test file's cases are unknown."""
+        baseline = self.baseline
+        if baseline is None:
+            return self.settings.timeout_s
+        if self.coverage is None:
+            return baseline.duration_s
+        cases = self.coverage
+        total = baseline.duration_s - sum(cases[n]["duration_s"] for n in self.baseline_cases)
+        for check in checks:
+            if check.name != EXTRA_TESTS:
+                continue
+            mine = file_cases(self.kernel, check, cases)
+            if not mine:
+                return baseline.duration_s
+            total += sum(mine[n]["duration_s"] for n in check.select or mine if n in mine)
+        return max(total, 0.0)
+
     # -- jobs ------------------------------------------------------------------------
     def job_for(
         self,
@@ -104,7 +129,7 @@ class StageContext:
     ) -> Job:
         """The checks' job for the original (``source`` None) or a mutant of ``function``.
 
-        In project mode a mutant runs only the test cases that reach its function
+        A mutant runs its own check, then only the test cases that launch its function
         (``select_tests``), fastest first; the original runs every case, to the end.
         """
         kernel = self.kernel
@@ -126,10 +151,11 @@ class StageContext:
 
     def checks_for(self, function: str | None) -> tuple[Check, ...]:
         """The checks of a job for the original (``function`` None) or a mutant of
-        ``function``: pytest's own selection, then in project mode ``select_tests``."""
+        ``function``: pytest's own selection, then the cases that launch it
+        (``select_tests``, from the original's record)."""
         kernel = self.kernel
         checks = with_pytest_selection(kernel, kernel.checks, self.settings)
-        if kernel.project is not None and function is not None and self.coverage is not None:
+        if function is not None and self.coverage is not None:
             checks = select_tests(kernel, checks, self.coverage, function)
         return checks
 
@@ -149,6 +175,15 @@ class StageContext:
                 cases += [node for node in ran if node.split("::", 1)[0] == rel]
         return cases
 
+    def mutant_job(self, mutant: Mutant, config: int = 0) -> Job:
+        """A mutant's job: the tests that launch its function (all, for a launcher
+        mutant), and a limit from the original's time on exactly those (``original_s``)."""
+        function = None if mutant.in_launcher else mutant.function
+        job = self.job_for(mutant.source, self.timeout_s, function=function, config=config)
+        if self.coverage is None:
+            return job
+        return replace(job, timeout_s=round(self.mutant_timeout(self.original_s(job.checks)), 1))
+
     def execute(
         self, job: Job, sandbox: Sandbox | None = None, on_progress: Callable | None = None
     ) -> tuple[JobResult, bool]:
@@ -162,8 +197,44 @@ class StageContext:
 
     # -- what a stage records -------------------------------------------------------------
     def add_tests(self, tests: list[TestFile]) -> None:
-        """Tests a writer proved: from now on part of every job ``job_for`` builds."""
+        """Tests a writer proved: from now on part of every job ``job_for`` builds (for a
+        mutant, the cases that launch its function, known from the test's proof)."""
         self.kernel = replace(self.kernel, tests=self.kernel.tests + tuple(tests))
+        self._proved(tests)
+
+    def _proved(self, tests: Iterable[TestFile]) -> None:
+        """The cases of written tests as their proofs on the original recorded them."""
+        if self.coverage is None:
+            return
+        for test in tests:
+            for case, info in (test.cases or {}).items():
+                if info.get("functions") is not None:
+                    self.coverage.setdefault(f"{test.name}::{case}", info)
+
+    def measured(self, baseline: JobResult) -> None:
+        """The test cases beside the own check as the original's run ran them (their
+        launches and times), then the written tests' proofs for the others. Project mode
+        keeps the record as it came; a kernel file's own run takes each case's time with
+        its setup and teardown (the outcome's)."""
+        found = baseline.extra.get("coverage")
+        if not self.settings.select_tests or (found is None and self.kernel.project is None):
+            return
+        if self.kernel.project is not None:
+            self.coverage = dict(found or {})
+        else:
+            times = {
+                o.name.split("::", 1)[1]: o.duration_s for o in baseline.outcomes if "::" in o.name
+            }
+            self.coverage = {
+                nodeid: {
+                    "functions": list(info.get("functions", [])),
+                    "duration_s": times.get(nodeid.split("::", 1)[1], info.get("duration_s", 0.0)),
+                }
+                for nodeid, info in found.items()
+                if nodeid.split("::", 1)[0] != self.kernel.name  # the own check always runs
+            }
+        self.baseline_cases = frozenset(self.coverage)
+        self._proved(self.kernel.tests)
 
     def updated(self, mutant: Mutant, outcome: MutantOutcome | None) -> Iterator[Event]:
         """The event for a verdict the ledger changed (nothing when it refused)."""
@@ -187,20 +258,40 @@ def with_pytest_selection(
     )
 
 
+def file_cases(kernel: KernelFile, check: Check, coverage: dict[str, dict]) -> dict[str, dict]:
+    """The recorded cases of ``check``'s test file: {case: {functions, duration_s}}."""
+    rel = os.path.relpath(check.path, kernel.project.root) if kernel.project else check.path
+    return {
+        nodeid.split("::", 1)[1]: info
+        for nodeid, info in coverage.items()
+        if nodeid.split("::", 1)[0] == rel
+    }
+
+
 def select_tests(
     kernel: KernelFile, checks: tuple[Check, ...], coverage: dict[str, dict], function: str
 ) -> tuple[Check, ...]:
-    """Each test file's cases that launch ``function`` (or a kernel calling it), fastest first."""
-    assert kernel.project is not None
+    """The own check, then each test file's cases that launch ``function`` (or a kernel
+    calling it), fastest first, files too. A test file of a kernel file's own run with
+    no record (a result cached before launches were recorded) runs whole, last."""
     reach = jit_callers(kernel.source, function)
-    chosen = []
-    for check in checks:
-        rel = os.path.relpath(check.path, kernel.project.root)
+    own: list[Check] = []
+    chosen: list[tuple[float, int, Check]] = []
+    for n, check in enumerate(checks):
+        if check.name != EXTRA_TESTS:
+            own.append(check)
+            continue
+        known = file_cases(kernel, check, coverage)
+        if not known:
+            if kernel.project is None:  # unknown: run it (the project's record is whole)
+                chosen.append((float("inf"), n, check))
+            continue
         cases = sorted(
-            (info["duration_s"], nodeid.split("::", 1)[1])
-            for nodeid, info in coverage.items()
-            if nodeid.split("::", 1)[0] == rel and reach & set(info["functions"])
+            (info["duration_s"], name)
+            for name, info in known.items()
+            if reach & set(info["functions"])
         )
         if cases:
-            chosen.append(replace(check, select=tuple(name for _, name in cases)))
-    return tuple(chosen)
+            seconds = sum(d for d, _ in cases)
+            chosen.append((seconds, n, replace(check, select=tuple(name for _, name in cases))))
+    return (*own, *(check for *_, check in sorted(chosen, key=lambda c: c[:2])))

@@ -48,6 +48,10 @@ def main_block(source: str) -> str | None:
     return None
 
 
+#: where a test was written (its proof on the original timed it)
+WRITTEN = ("stage1", "stage2", "probe")
+
+
 def _function_of(node: str) -> str:
     return node.split("[", 1)[0]
 
@@ -65,9 +69,24 @@ def report_tests(
     ]
     own_functions = find_test_functions(kernel.source)
     index: dict[str, tuple[str, str, str]] = {}  # function -> (file, origin, source)
+    cases: dict[str, dict] = {}  # a written test's cases on the original (its proof)
     for test in kernel.tests:
         for name, text in find_test_functions(test.source).items():
             index.setdefault(name, (test.name, test.origin, text))
+        cases.update(test.cases or {})
+
+    def proved(case: str) -> dict:
+        """A written test's time and launches in its proof on the original."""
+        found = [info for c, info in cases.items() if c == case or _function_of(c) == case]
+        if not found:
+            return {}
+        launched = [info.get("functions") for info in found]
+        return {
+            "original_s": round(sum(info["duration_s"] for info in found), 4),
+            "launches": None
+            if any(f is None for f in launched)
+            else sorted(set().union(*map(set, launched))),
+        }
 
     own_nodes = [
         o.name.split("::", 1)[1] for o in baseline.outcomes if o.name.startswith(OWN_CHECK + "::")
@@ -108,6 +127,7 @@ def report_tests(
                 "file": file,
                 "source": source,
                 "kills": kills_of(name),
+                **(proved(name.split("::", 1)[1]) if origin in WRITTEN else {}),
             }
         )
     # Tests accepted after the mutants ran (killer tests): verified on their own. A given
@@ -126,6 +146,7 @@ def report_tests(
                     "file": test.name,
                     "source": source,
                     "kills": kills_of(name),
+                    **proved(function),
                 }
             )
     return entries

@@ -212,7 +212,9 @@ ROW_SECTIONS = frozenset(
         "big_index",  # big-index check: the replays past 2^31 elements
         "oracle",  # diff-oracle: the sentence and the numbers
         "modes",  # --compare-modes: both modes' verdicts
-        "tests_selected",  # project mode: test cases run for the mutant
+        "tests_selected",  # test cases (beside the own check) that launch its kernel
+        "tests_run",  # those its job ran, fastest first, to the first kill
+        "timeout_s",  # its limit: from the original's time on the own check and those cases
         "reached",  # false: no check launches its kernel (no job ran, no evidence either way)
         "accepted",  # the baseline file accepts this survivor (engine/accepted.py)
     }

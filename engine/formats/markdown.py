@@ -119,6 +119,18 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
             f"{r.get('line')}: {(r.get('accepted') or {}).get('reason', '')}"
             for r in accepted
         ]
+    written = [
+        t for t in report.get("tests", []) if t.get("origin") in ("stage1", "stage2", "probe")
+    ]
+    if written:
+        out += ["", f"### Tests the writers added ({len(written)}, proved in the sandbox)", ""]
+        for t in written[:max_rows]:
+            took = f", {t['original_s']:.2f} s on the original" if "original_s" in t else ""
+            kills = ", ".join(f"`{k}`" for k in t.get("kills", [])) or "nothing"
+            out.append(
+                f"- `{t.get('file')}::{str(t.get('name', '')).split('::')[-1]}` "
+                f"({t.get('origin')}{took}): kills {kills}"
+            )
     predicted = predictions.lines(report.get("predictions"))
     if predicted:
         out += ["", "### Predictions", ""] + [f"- {line}" for line in predicted]

@@ -21,7 +21,7 @@ from typing import Any
 from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
 
 from . import bounds, null_run, shims
-from .project import launched, record_launches
+from .project import Coverage, launched, record_launches
 
 TAIL_CHARS = 4000
 #: Set by the sandbox for a job whose progress someone follows (the original's run):
@@ -359,6 +359,10 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
             return JobResult(
                 JobStatus.FAILED, (failure,), failure.message, time.perf_counter() - start
             )
+    elif any(c.kind is CheckKind.PYTEST for c in job.checks):
+        # Each test case's launches and time: a written test runs only for the mutants of
+        # the kernels it launches, fastest first (``stage.select_tests``).
+        coverage = Coverage()
     for check in job.checks:
         if check.kind is CheckKind.MAIN:
             outcomes.append(_run_main(check, workdir))

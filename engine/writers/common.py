@@ -3,7 +3,8 @@
 Nothing here runs generated code in this process: ``ast`` reads it, the sandbox runs it.
 A test is believed only from sandbox results:
 - ``prove_on_original``: it passes the original ``runs`` times in a row, each with a
-  fresh job seed (flaky tests fail here);
+  fresh job seed (flaky tests fail here), each test function within its time budget
+  (``time_budget``); its cases' times and launches are kept (``Proof.cases``);
 - ``prove_killer``: that, and it fails the mutant, with a time limit scaled from its
   time on the original (a slow test is not a kill by timeout);
 - ``kill_others``: an accepted killer test is run against the other survivors too.
@@ -15,15 +16,16 @@ import ast
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..checks.diff_oracle import compare, oracle_job
 from ..events import Event, TestAccepted
-from ..kernel_file import EXTRA_TESTS, TestFile
+from ..kernel_file import EXTRA_TESTS, OWN_CHECK, TestFile
+from ..project import jit_callers
 from ..records import Mutant
 from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
 from ..stage import StageContext
-from ..testlist import find_test_functions
+from ..testlist import WRITTEN, find_test_functions
 from ..verdicts import RULES, attribute, decide, kill_evidence, summarize_error
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
@@ -238,6 +240,123 @@ class Proof:
     mutant: JobResult | None = None
     cached: bool = False
     runs: list[JobResult] = field(default_factory=list)
+    #: the test's cases on the original: {case: {duration_s (slowest run), functions}}
+    cases: dict[str, dict] = field(default_factory=dict)
+    #: test functions over the time budget: {function: seconds on the original}
+    slow: dict[str, float] = field(default_factory=dict)
+
+
+def own_check_s(ctx: StageContext) -> float | None:
+    """The own check's time in the original's run (None before the baseline)."""
+    if ctx.baseline is None:
+        return None
+    own = [
+        o.duration_s
+        for o in ctx.baseline.outcomes
+        if o.name == OWN_CHECK or o.name.startswith(OWN_CHECK + "::")
+    ]
+    return sum(own)
+
+
+def time_budget(ctx: StageContext) -> tuple[float, str] | None:
+    """The most a written test function may take on the original, and how it was set
+    (None: no budget, or no baseline yet)."""
+    s = ctx.settings.writers
+    own = own_check_s(ctx)
+    if s.test_budget_factor <= 0 or own is None:
+        return None
+    budget = max(s.test_budget_factor * own, s.test_budget_min_s)
+    how = (
+        f"{s.test_budget_factor:g}x the own check's {own:.2f} s on the original, "
+        f"at least {s.test_budget_min_s:g} s"
+    )
+    return budget, how
+
+
+def case_record(test: TestFile, runs: list[JobResult]) -> dict[str, dict]:
+    """``test``'s cases in its runs on the original: the slowest run's time (setup and
+    teardown included) and the jit functions each launched (None: no launch record)."""
+    functions = set(find_test_functions(test.source))
+    cases: dict[str, dict] = {}
+    for result in runs:
+        launches = result.extra.get("coverage")
+        for o in result.outcomes:
+            if not o.name.startswith(EXTRA_TESTS + "::"):
+                continue
+            case = o.name.split("::", 1)[1]
+            if case.split("[", 1)[0] not in functions:
+                continue  # the own check's, another test file's
+            entry = cases.setdefault(case, {"duration_s": 0.0, "functions": None})
+            entry["duration_s"] = round(max(entry["duration_s"], o.duration_s), 4)
+            launched = (launches or {}).get(f"{test.name}::{case}")
+            if launched is not None:
+                seen = set(entry["functions"] or ()) | set(launched.get("functions", ()))
+                entry["functions"] = sorted(seen)
+    return cases
+
+
+def function_times(cases: dict[str, dict]) -> dict[str, float]:
+    """Seconds per test function (its parametrised cases added up)."""
+    times: dict[str, float] = {}
+    for case, info in cases.items():
+        function = case.split("[", 1)[0]
+        times[function] = round(times.get(function, 0.0) + info["duration_s"], 4)
+    return times
+
+
+def file_time(test: TestFile) -> float | None:
+    """A written test file's time on the original (its cases added up), if recorded."""
+    if not test.cases:
+        return None
+    return round(sum(info["duration_s"] for info in test.cases.values()), 4)
+
+
+def timing(test: TestFile) -> dict:
+    """What the report keeps of an accepted test's proof on the original: the file's time
+    and, per test function, its time and the jit functions it launched."""
+    if not test.cases:
+        return {}
+    seen: dict[str, set[str] | None] = {}
+    for case, info in test.cases.items():
+        function = case.split("[", 1)[0]
+        known = seen.get(function, set())
+        launched = info.get("functions")
+        seen[function] = None if known is None or launched is None else known | set(launched)
+    return {
+        "duration_s": file_time(test),
+        "timings": {
+            function: {
+                "duration_s": seconds,
+                "launches": sorted(seen[function]) if seen[function] is not None else None,
+            }
+            for function, seconds in function_times(test.cases).items()
+        },
+    }
+
+
+def too_slow(ctx: StageContext, proof: Proof) -> Proof:
+    """A proof on the original refused when a test function takes longer than the
+    budget (``time_budget``): every mutant it reaches runs it, so the model is told its
+    time and asked to shrink it."""
+    budget = time_budget(ctx)
+    if budget is None:
+        return proof
+    limit, how = budget
+    proof.slow = {f: s for f, s in function_times(proof.cases).items() if s > limit}
+    if not proof.slow:
+        return proof
+    times = ", ".join(f"{f} {s:.2f} s" for f, s in sorted(proof.slow.items(), key=lambda x: -x[1]))
+    proof.ok = False
+    proof.why = f"too slow on the original: {times} (budget {limit:.2f} s per test: {how})"
+    proof.feedback = (
+        f"The tests pass on the ORIGINAL kernel but are too slow: {times} on the original, "
+        f"measured in the sandbox; the budget is {limit:.2f} s per test function ({how}). "
+        "Every mutant runs these tests in Triton's interpreter on the CPU, where each "
+        "program of the grid runs as Python. Shrink the shapes (a few blocks, sizes just "
+        "off a block multiple), drop loops and repeats over inputs, and keep what each test "
+        "checks."
+    )
+    return proof
 
 
 def seeds(ctx: StageContext) -> list[int]:
@@ -267,7 +386,9 @@ def prove_on_original(ctx: StageContext, test: TestFile, *, with_checks: bool = 
         ran = [o for o in runs[0].outcomes if o.status == "passed"]
         if not ran:
             return Proof(False, "every test was skipped", "Every test was skipped.", runs=runs)
-        return Proof(True, original_s=max(r.duration_s for r in runs), runs=runs)
+        proof = Proof(True, original_s=max(r.duration_s for r in runs), runs=runs)
+        proof.cases = case_record(test, runs)
+        return too_slow(ctx, proof)
     seed, first = failed[0]
     if first.status is JobStatus.ERROR:
         return Proof(
@@ -381,7 +502,9 @@ def kill_others(
 ) -> list[tuple[Mutant, Kill]]:
     """Run an accepted killer test against the other survivors (and mutants claimed
     equivalent: a kill refutes the claim); the ones it fails."""
-    others = [m for m in others if ctx.ledger.verdict(m.id) in RULES["kill"]]
+    others = [
+        m for m in others if ctx.ledger.verdict(m.id) in RULES["kill"] and launches(ctx, test, m)
+    ]
     if not others:
         return []
     limit = mutant_limit(ctx, original_s)
@@ -398,6 +521,16 @@ def kill_others(
         for m, result in failed.values()
         if refused.get(m.id) is None
     ]
+
+
+def launches(ctx: StageContext, test: TestFile, mutant: Mutant) -> bool:
+    """Whether ``test`` may launch ``mutant``'s function: its proof on the original says
+    it launched that kernel (or one calling it), or the record is unknown."""
+    records = [info.get("functions") for info in (test.cases or {}).values()]
+    if mutant.in_launcher or not records or any(r is None for r in records):
+        return True
+    reach = jit_callers(ctx.kernel.source, mutant.function)
+    return any(reach & set(r) for r in records)
 
 
 def behaviour(
@@ -435,6 +568,7 @@ def accept_killer(
     """A proved killer test joins the run, kills its mutant, then every other mutant of
     ``pool`` it fails; ends with ``TestAccepted``."""
     assert proof.mutant is not None
+    test = replace(test, cases=proof.cases)
     ctx.add_tests([test])
     yield from record_kill(ctx, mutant, test, kill_of(test, proof.mutant, proof.cached), stage)
     kills = [mutant.id]
@@ -443,7 +577,9 @@ def accept_killer(
         kills.append(other.id)
         yield from record_kill(ctx, other, test, kill, stage)
     functions = tuple(find_test_functions(test.source))
-    yield TestAccepted(stage, test.name, functions, mutant.id, tuple(kills))
+    yield TestAccepted(
+        stage, test.name, functions, mutant.id, tuple(kills), duration_s=file_time(test)
+    )
 
 
 # -- per-mutant records ------------------------------------------------------------------
@@ -456,9 +592,6 @@ def attempts(ctx: StageContext, mutant_id: str) -> list[dict]:
 
 
 # -- writing accepted tests out ------------------------------------------------------------
-WRITTEN = ("stage1", "stage2", "probe")
-
-
 def write_tests(tests: Iterable[TestFile], directory: str) -> list[str]:
     """Write accepted tests (and their golden files) where the user can commit them."""
     os.makedirs(directory, exist_ok=True)

@@ -4,14 +4,17 @@ A reply's test file is kept only if it passes the original ``runs`` times in a r
 the sandbox (fresh seeds, after the own check and the other tests, exactly as it will
 run in every mutant's job). Otherwise the failure goes back to the model, up to
 ``attempts`` replies. If no reply passes whole, the best one is kept without the test
-functions that failed, when what is left passes every run. Accepted tests join every
-mutant's job, so the report says which of them killed what.
+functions that failed, when what is left passes every run. A test function slower on
+the original than its time budget (``common.time_budget``) is refused like a failing
+one, and its time goes back to the model. Accepted tests join the jobs of the mutants
+whose kernels they launch, so the report says which of them killed what.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..events import Event, TestAccepted, TestRejected, WriterNote
 from ..kernel_file import TestFile
@@ -69,6 +72,7 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
     messages = prompts.stage1_messages(ctx.kernel)
     name = f"{common.file_stem(ctx)}_stage1.py"
     best: tuple[int, str, set[str]] | None = None  # (passing functions, code, names)
+    slow = False  # a reply was refused for its time on the original
     for attempt in range(1, settings.attempts + 1):
         yield WriterNote(
             "stage1", f"asking {client.settings.model} for tests ({attempt}/{settings.attempts})"
@@ -101,18 +105,21 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
         test = TestFile(path="", name=name, source=code, origin="stage1")
         proof = common.prove_on_original(ctx, test, with_checks=True)
         if proof.ok:
-            yield from _accept(ctx, record, test, attempt)
+            yield from _accept(ctx, record, test, proof, attempt)
             return
-        record["attempts"].append({"attempt": attempt, "why": proof.why, "source": code})
+        entry = {"attempt": attempt, "why": proof.why, "source": code}
+        if proof.slow:  # the time each test took on the original, over the budget
+            entry["slow"] = proof.slow
+            slow = True
+        record["attempts"].append(entry)
         yield TestRejected("stage1", attempt, proof.why)
-        passing = passing_functions(proof, code)
+        passing = passing_functions(proof, code) - set(proof.slow)
         if passing and (best is None or len(passing) > best[0]):
             best = (len(passing), code, passing)
         messages.append(prompts.retry_message(proof.feedback or proof.why))
     if best is None:
-        yield WriterNote(
-            "stage1", "no test file passed the original; stage 1 added nothing", "warning"
-        )
+        why = "passed the original" if not slow else "passed the original within the time budget"
+        yield WriterNote("stage1", f"no test file {why}; stage 1 added nothing", "warning")
         return
     _, code, passing = best
     pruned = drop_functions(code, passing)
@@ -122,17 +129,25 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
         yield WriterNote(
             "stage1", f"keeping the {len(passing)} test functions that passed every run"
         )
-        yield from _accept(ctx, record, test, settings.attempts)
+        yield from _accept(ctx, record, test, proof, settings.attempts)
     else:
         record["attempts"].append({"attempt": "pruned", "why": proof.why, "source": pruned})
         yield TestRejected("stage1", settings.attempts, f"pruned file: {proof.why}")
 
 
-def _accept(ctx: StageContext, record: dict, test: TestFile, attempt: int) -> Iterator[Event]:
+def _accept(
+    ctx: StageContext, record: dict, test: TestFile, proof: common.Proof, attempt: int
+) -> Iterator[Event]:
+    test = replace(test, cases=proof.cases)
     ctx.add_tests([test])
     functions = tuple(common.find_test_functions(test.source))
-    record["accepted"] = {"file": test.name, "attempt": attempt, "tests": list(functions)}
-    yield TestAccepted("stage1", test.name, functions)
+    record["accepted"] = {
+        "file": test.name,
+        "attempt": attempt,
+        "tests": list(functions),
+        **common.timing(test),
+    }
+    yield TestAccepted("stage1", test.name, functions, duration_s=common.file_time(test))
 
 
 def stage1_kill_evidence(ctx: StageContext, killed: list[Mutant]) -> Iterator[Event]:
