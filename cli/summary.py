@@ -134,6 +134,17 @@ def summary(console: Console, report: dict) -> None:
             f"{bound['workers']} workers = {bound['bound_s']:.1f} s; took {bound['wall_s']:.1f} s",
             highlight=False,
         )
+    gpus = report["sandbox"].get("gpus") or []
+    if gpus:
+        console.print(
+            "per GPU: "
+            + "; ".join(
+                f"slot {g['slot']} (CUDA device {g['device']}): {g['jobs']} jobs, "
+                f"{g['jobs_per_s']} jobs/s, {g['busy_s']:.1f} s busy"
+                for g in gpus
+            ),
+            highlight=False,
+        )
     net = "cut" if report["sandbox"]["network_cut"] else "NOT cut (unshare refused)"
     iso = report["sandbox"].get("isolation") or {}
     if iso:

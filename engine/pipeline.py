@@ -490,12 +490,18 @@ class Run:
                 "wall_s": round(time.perf_counter() - self.started, 2),
                 # compiled mode's warm runners: one Triton cache for the pool, or why not
                 **({"triton_cache": t} if (t := self._triton_cache()) else {}),
+                # compiled mode: jobs per visible GPU (a pool is dealt over all of them)
+                **({"gpus": g} if (g := self._gpu_throughput()) else {}),
                 # workers that never started (the pool ran without them)
                 **({"start_errors": e} if (e := getattr(self.sandbox, "start_errors", [])) else {}),
             },
         )
         report["bound"] = check_bound(report)
         return report
+
+    def _gpu_throughput(self) -> list[dict]:
+        measure = getattr(self.sandbox, "gpu_throughput", None)
+        return measure(time.perf_counter() - self.started) if measure else []
 
     def _triton_cache(self) -> str:
         box = self.sandbox

@@ -256,3 +256,36 @@ def test_mode_auto_judges_masked_compiled_survivors_again_in_the_interpreter(tmp
         if row["modes"]["decided"] == "interpret":
             assert row["by"] == "bounds" and row["modes"]["compiled"]["verdict"] == "survived"
     assert any(r["modes"]["decided"] == "interpret" for r in rows)
+
+
+def test_a_pool_deals_its_workers_over_every_listed_gpu_and_counts_each(monkeypatch):
+    """Multi-GPU, as far as one GPU can show it: ``CUDA_VISIBLE_DEVICES=0,0`` lists two
+    slots; the pool's workers are dealt over both, each slot's jobs are counted, and a
+    run's report and summary give the throughput per slot."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = visible_gpus()[0]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{first},{first}")
+    with LocalSandbox(workers=2, mode="compiled") as box:
+        box.start(wait_all=True)
+        assert sorted(w.slot for w in box._all) == [0, 1]
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(box.run, [job(FAULTY.format(offset=3, expected=1.0))] * 6))
+        assert all(r.status is JobStatus.PASSED for r in results), [r.error for r in results]
+        slots = box.gpu_throughput(10.0)
+    assert [s["slot"] for s in slots] == [0, 1] and {s["device"] for s in slots} == {first}
+    assert sum(s["jobs"] for s in slots) == 6 and all(s["jobs"] > 0 for s in slots)
+    assert all(s["jobs_per_s"] == round(s["jobs"] / 10.0, 2) for s in slots)
+
+
+def test_a_compiled_run_reports_its_gpus(tmp_path):
+    proc = run_cli(
+        "run", str(EXAMPLES / "vector_add.py"), "--mode", "compiled", "--writer", "none",
+        "--no-cache", "--operators", "mask-drop", "--json", str(tmp_path / "r.json"),
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    gpus = report["sandbox"]["gpus"]
+    assert gpus and sum(g["jobs"] for g in gpus) >= len(report["mutants"])
+    assert "per GPU: slot 0" in proc.stdout
+    assert report["sandbox"]["triton_cache"].startswith("shared by the warm runners")

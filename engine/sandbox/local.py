@@ -75,8 +75,10 @@ class _Worker:
         gpu: str | None = None,
         warm: bool = False,
         triton_cache: str | None = None,
+        slot: int = 0,
     ) -> None:
         self.versions: dict = {}
+        self.slot = slot  # compiled mode: which entry of the visible GPUs it runs on
         self.scratch: str | None = None  # the worker's job directories (it reports it)
         self.runner: dict | str | None = None  # the warm runner's hello (or why it failed)
         self.gpu, self.mode, self.warm, self.triton_cache = gpu, mode, warm, triton_cache
@@ -183,6 +185,8 @@ class LocalSandbox:
         #: utilities are built once for the pool, not once per runner; children of
         #: other jobs (generated tests among them) keep a private cache each
         self.shared_cache = mode == "compiled" if shared_cache is None else shared_cache
+        #: compiled mode: {"SLOT:DEVICE": [jobs, seconds]} per visible GPU (``gpu_throughput``)
+        self.gpu_jobs: dict[str, list] = {}
         #: the shared cache's path, or why there is none (for the report and benchmarks)
         self.triton_cache: str | None = None
         self.triton_cache_note = ""
@@ -223,7 +227,13 @@ class LocalSandbox:
             self.triton_cache, self.triton_cache_note = shared_triton_cache()
         # Compiled mode: one worker pool per visible GPU, workers dealt round-robin.
         launched = [
-            _Worker(self.mode, gpus[i % len(gpus)] if gpus else None, self.warm, self.triton_cache)
+            _Worker(
+                self.mode,
+                gpus[i % len(gpus)] if gpus else None,
+                self.warm,
+                self.triton_cache,
+                i % len(gpus) if gpus else 0,
+            )
             for i in range(self.size)
         ]
         ready: queue.Queue[tuple[_Worker, SandboxStartError | None]] = queue.Queue()
@@ -282,15 +292,38 @@ class LocalSandbox:
                 error="sandbox worker died or stopped answering; it was replaced",
                 duration_s=time.monotonic() - start,
             )
+        if worker.gpu is not None:
+            with self._lock:
+                slot = self.gpu_jobs.setdefault(f"{worker.slot}:{worker.gpu}", [0, 0.0])
+                slot[0] += 1
+                slot[1] += result.duration_s
         self._idle.put(worker)
         return result
+
+    def gpu_throughput(self, wall_s: float) -> list[dict]:
+        """Compiled mode, per GPU slot of the pool (``CUDA_VISIBLE_DEVICES`` entry, in the
+        order listed): jobs run, their summed time, and jobs per second of ``wall_s``."""
+        with self._lock:
+            slots = sorted(self.gpu_jobs.items(), key=lambda kv: int(kv[0].split(":")[0]))
+        return [
+            {
+                "slot": int(key.split(":")[0]),
+                "device": key.split(":", 1)[1],
+                "jobs": jobs,
+                "busy_s": round(busy, 2),
+                "jobs_per_s": round(jobs / wall_s, 2) if wall_s > 0 else None,
+            }
+            for key, (jobs, busy) in slots
+        ]
 
     def _replace(self, worker: _Worker) -> None:
         worker.kill()
         with self._lock:
             if worker in self._all:
                 self._all.remove(worker)
-        fresh = _Worker(self.mode, worker.gpu, self.warm, self.triton_cache).wait_ready()
+        fresh = _Worker(
+            self.mode, worker.gpu, self.warm, self.triton_cache, worker.slot
+        ).wait_ready()
         with self._lock:
             self._all.append(fresh)
         self._idle.put(fresh)
