@@ -108,7 +108,7 @@ LAYER_NORM_CALL = {
 
 
 def test_a_size_changes_everywhere_it_appears():
-    c = build(LAYER_NORM_CALL, "c0", "size", 0, sizes={300: 299})
+    c = build(LAYER_NORM_CALL, "size", 0, sizes={300: 299})
     assert c is not None
     assert c.call == "layer_norm(x, (299,), weight, bias, eps=1e-05)"
     assert "x = torch.empty((23, 299)).uniform_(-4.2, 0.5)" in c.setup
@@ -135,7 +135,7 @@ def test_candidates_follow_the_family_and_stay_distinct():
 
 
 def test_a_probe_test_is_plain_python():
-    c = build(LAYER_NORM_CALL, "c0", "size", 3, sizes={300: 299}, describe="size 299", slug="s")
+    c = build(LAYER_NORM_CALL, "size", 3, sizes={300: 299}, describe="size 299", slug="s")
     outputs = {"result": {"kind": "tensor", "dtype": "float32", "shape": [1], "values": [1.0]}}
     source = render_test(
         module="layer_norm",
@@ -176,7 +176,7 @@ def test_a_big_output_keeps_a_sample_that_still_tells_the_mutant_apart():
     assert golden(original, mutant, budget=1000) == value  # seeded
     assert golden(original, budget=10**6)["kind"] == "tensor"  # under the budget: whole
 
-    c = build(LAYER_NORM_CALL, "c0", "base", 3)
+    c = build(LAYER_NORM_CALL, "base", 3)
     source = render_test(
         module="m", kernel_name="m.py", candidate=c, outputs={"result": value},
         golden_name="g.json", test_name="test_m", why="",
