@@ -468,7 +468,7 @@ def _probe(
             and s.hit is None
             and s.hang is None
             and ctx.ledger.verdict(s.mutant.id) is Verdict.SURVIVED
-            and s.batch(unusable if share else {})
+            and s.batch(unusable)
         ]
         if not active:
             break
@@ -502,10 +502,7 @@ def _probe(
             originals = _original_jobs(ctx, list(ahead.values())) if ahead else {}
         else:
             groups, originals = [[s] for s in active], {}
-        entries = {
-            str(i): [(s, s.batch(unusable if share else {})) for s in g]
-            for i, g in enumerate(groups)
-        }
+        entries = {str(i): [(s, s.batch(unusable)) for s in g] for i, g in enumerate(groups)}
         jobs = {
             key: _compare_job(ctx, [(s.mutant, b) for s, b in group], known if share else {})
             for key, group in entries.items()
