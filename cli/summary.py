@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mutant_gate.engine import predictions
+from mutant_gate.engine.formats.common import probe_spend
 from mutant_gate.engine.prices import price_words
 from mutant_gate.engine.report import by_operator
 from mutant_gate.engine.vocabulary import ORDER, STYLES, Verdict
@@ -207,6 +208,9 @@ def writers_summary(report: dict) -> list[str]:
             f"probe: {killed} of {probe['survivors']} survivors killed"
             + (f" (by trigger: {by})" if by else "")
         )
+        spend = probe_spend(probe.get("spend"))
+        if spend:
+            lines.append(f"probe spend: {spend}")
     claims = [
         (m["id"], c)
         for m in report["mutants"]

@@ -50,6 +50,10 @@ class WriterSettings:
     probes: int = 24  # probe inputs tried per survivor
     #: the probe's trigger kinds (``writers/probe_inputs.TRIGGERS``); empty: all of them
     probe_triggers: tuple[str, ...] = ()
+    #: the probe shares the original's runs on a candidate among the survivors and batches
+    #: several survivors per job (``writers/probe``); off: one job per survivor, the
+    #: original beside the mutant on every candidate (an internal switch, for benchmarks)
+    probe_share: bool = True
     write_tests: str | None = None  # directory for accepted tests (the CLI writes them)
     #: a written test (each test function) may take at most ``factor`` times the own
     #: check's time on the original, and never less than ``min_s`` is asked of it; a

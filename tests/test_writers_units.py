@@ -108,7 +108,7 @@ LAYER_NORM_CALL = {
 
 
 def test_a_size_changes_everywhere_it_appears():
-    c = build(LAYER_NORM_CALL, "c0", "size", 0, sizes={300: 299})
+    c = build(LAYER_NORM_CALL, "size", 0, sizes={300: 299})
     assert c is not None
     assert c.call == "layer_norm(x, (299,), weight, bias, eps=1e-05)"
     assert "x = torch.empty((23, 299)).uniform_(-4.2, 0.5)" in c.setup
@@ -135,7 +135,7 @@ def test_candidates_follow_the_family_and_stay_distinct():
 
 
 def test_a_probe_test_is_plain_python():
-    c = build(LAYER_NORM_CALL, "c0", "size", 3, sizes={300: 299}, describe="size 299", slug="s")
+    c = build(LAYER_NORM_CALL, "size", 3, sizes={300: 299}, describe="size 299", slug="s")
     outputs = {"result": {"kind": "tensor", "dtype": "float32", "shape": [1], "values": [1.0]}}
     source = render_test(
         module="layer_norm",
@@ -176,7 +176,7 @@ def test_a_big_output_keeps_a_sample_that_still_tells_the_mutant_apart():
     assert golden(original, mutant, budget=1000) == value  # seeded
     assert golden(original, budget=10**6)["kind"] == "tensor"  # under the budget: whole
 
-    c = build(LAYER_NORM_CALL, "c0", "base", 3)
+    c = build(LAYER_NORM_CALL, "base", 3)
     source = render_test(
         module="m", kernel_name="m.py", candidate=c, outputs={"result": value},
         golden_name="g.json", test_name="test_m", why="",
@@ -537,3 +537,39 @@ def test_probe_wraps_public_callables_and_can_leave_the_module_check_out(tmp_pat
     assert wrapped == [] and len(errors) == 1 and "NameError" in errors[0]
     assert not hasattr(module, "checked")
     assert module.scale(torch.ones(3)).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_probe_candidates_are_keyed_by_what_runs_and_reordered_by_the_run_kills():
+    from mutant_gate.engine.records import Mutant
+    from mutant_gate.engine.writers.probe import _Search
+
+    masks = candidates([LAYER_NORM_CALL], "masks", 12)
+    arith = candidates([LAYER_NORM_CALL], "arith", 12)
+    # the same input planned for two families has one id: its original's run is shared
+    shared = {c.id for c in masks} & {c.id for c in arith}
+    assert shared and all(
+        a.setup == b.setup for a in masks for b in arith if a.id == b.id and a.id in shared
+    )
+    assert len({c.id for c in masks}) == len(masks)
+    search = _Search(Mutant.__new__(Mutant), masks)
+    assert [c.kind for c in search.pending][:2] == ["base", "size"]  # the family's prior
+    search.reorder({"dtype": 1, "values": 2})
+    kinds = [c.kind for c in search.pending]
+    first = [k for k in kinds if k in ("dtype", "values")]
+    assert kinds[: len(first)] == sorted(first, key=lambda k: k != "values")  # most kills first
+    rest = [c.id for c in search.pending if c.kind not in ("dtype", "values")]
+    assert rest == [c.id for c in masks if c.kind not in ("dtype", "values")]  # as planned
+
+
+def test_probe_digest_is_exact():
+    import torch
+
+    from mutant_gate.engine.harness.probe import digest
+
+    x = torch.tensor([1.0, float("nan"), -0.0])
+    assert digest({"result": x}) == digest({"result": x.clone()})
+    assert digest({"result": x}) != digest({"result": torch.tensor([1.0, float("nan"), 0.0])})
+    assert digest({"result": x}) != digest({"result": x.double()})
+    assert digest({"result": x}) != digest({"y": x})
+    assert digest({"result": (x, 3, None)}) != digest({"result": (x, 3.0, None)})
+    assert digest({"result": object()}) is None

@@ -152,3 +152,18 @@ def gate(report: dict) -> tuple[bool | None, str]:
             f"by {threshold - adjusted:.1f} points",
         )
     return True, f"adjusted score {adjusted:.1f}% meets --fail-under {threshold:g}%"
+
+
+def probe_spend(spend: dict | None) -> str:
+    """The probe's budget and what it spent, in one line ("" when nothing was planned)."""
+    if not spend or not spend.get("planned"):
+        return ""
+    cached = f", {spend['cached_jobs']} from the cache" if spend.get("cached_jobs") else ""
+    retried = f"; {spend['retried']} survivors ran again" if spend.get("retried") else ""
+    return (
+        f"{spend['planned']} inputs planned, {spend.get('mutant_runs', 0)} runs on mutants, "
+        f"{spend.get('original_runs', 0)} on the original ({spend.get('originals_saved', 0)} "
+        f"saved by sharing), {spend.get('unusable', 0)} inputs left out (the original "
+        f"rejects or varies on them), {spend.get('jobs', 0)} jobs{cached}, "
+        f"{spend.get('seconds', 0):.1f} s{retried}"
+    )

@@ -18,6 +18,7 @@ from .common import (
     kernel_name,
     oracle_sentence,
     percent,
+    probe_spend,
     tool_version,
 )
 
@@ -158,6 +159,15 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
     if errors:
         out += ["", f"### Harness errors ({len(errors)}, never counted as killed)", ""]
         out += [f"- `{r['id']}` {r.get('operator')}: {r.get('reason', '')}" for r in errors]
+    probe = (report.get("writers") or {}).get("probe") or {}
+    if probe.get("survivors"):
+        killed = sum((probe.get("kills_by_trigger") or {}).values())
+        spend = probe_spend(probe.get("spend"))
+        out += [
+            "",
+            f"Probe writer: {killed} of {probe['survivors']} survivors killed"
+            + (f"; spend: {spend}." if spend else "."),
+        ]
     toolchain = report.get("toolchain") or {}
     out += [
         "",

@@ -11,22 +11,30 @@ made, their integer constexprs (block sizes) and grids (in the interpreter), and
 duration.
 
 ``compare``: for each candidate input (a seeded setup snippet and a call, written by
-the tool), run the original and the mutant module on identical inputs and compare
+the tool), run the original and each mutant module of the request (several survivors
+share one job, each loaded under its own module name) on identical inputs and compare
 every output (the return value and any tensor argument the original changed) with
 ``torch.testing.assert_close``'s dtype-aware defaults; a bounds violation or an
-exception only on the mutant side is a difference too. For one difference the
-original's outputs come back as golden values: one whose outputs can be kept
-(serialisable, at most ``MAX_GOLDEN_ELEMENTS`` values) before any other, then values
-before exceptions before bounds, then the first; where no difference's outputs can be
-kept, the golden entry names the best one and says why (``error``). Before each side
-starts a marker line is printed, so that when the job times out or crashes the
-output tail says which candidate on which side did it.
+exception only on the mutant side is a difference too. The original's run on a
+candidate does not depend on the mutant: a job without mutants runs it once and
+returns its digest (``digest``: the outputs' exact bytes), and later jobs get it with
+the request; a mutant whose outputs are bit-identical to it is the same without the
+original running again, and otherwise the original runs beside it as before (in the
+interpreter, a digest that then differs from the shipped one means the original itself
+varies on that input: no evidence either way). A mutant stops at its first difference
+whose outputs can be kept; for it the original's outputs come back as golden values
+(else for the best difference: values before exceptions before bounds, then the
+first; where no difference's outputs can be kept, the golden entry names the best one
+and says why, ``error``). Before each side starts a marker line is printed (candidate
+id, then ``original`` or the mutant's module), so that when the job times out or
+crashes the output tail says which candidate on which side did it.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import importlib
 import inspect
 import math
@@ -42,7 +50,7 @@ from .main_guard import is_main_guard
 # ``bounds`` (numpy) is imported where a job uses it: the tool's process imports this
 # module for ``VERSION`` and ``MARKER`` only, and a cached run never needs numpy.
 
-VERSION = "4"
+VERSION = "5"
 MARKER = "mutant-gate-probe:"
 MAX_CALLS = 64
 MAX_GOLDEN_ELEMENTS = 1 << 16
@@ -596,25 +604,69 @@ def _definitions(module: str, workdir: str) -> Any:
     return importlib.import_module(module)
 
 
-def compare(request: dict, workdir: str) -> dict:
-    """Run every candidate on the original and (if given) the mutant module."""
+def _feed(h: Any, value: Any) -> bool:
+    """Feed ``value`` exactly (dtype, shape, bytes) into the hash ``h``; False where it
+    has no exact form (an object the compare could only judge by ``==``)."""
     import torch
 
-    original = _definitions(request["module"], workdir)
-    mutant = (
-        _definitions(request["mutant_module"], workdir) if request.get("mutant_module") else None
-    )
-    results: list[dict] = []
-    # (whole: 0 where every output fits as golden values, rank, order, outputs)
-    best: tuple[int, int, int, dict] | None = None
-    for order, candidate in enumerate(request["candidates"]):
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu().contiguous().reshape(-1)
+        h.update(f"T{_dtype_name(value.dtype)}{tuple(value.shape)}:".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes())
+        return True
+    if isinstance(value, tuple | list):
+        h.update(f"S{len(value)}:".encode())
+        return all(_feed(h, v) for v in value)
+    if value is None or isinstance(value, bool | int | float | str):
+        h.update(f"V{type(value).__name__}:{value!r};".encode())
+        return True
+    return False
+
+
+def digest(outputs: dict) -> str | None:
+    """An exact fingerprint of a run's outputs: equal digests mean bit-identical outputs
+    (no tolerance needed to call them the same); None where one cannot be taken."""
+    h = hashlib.sha256()
+    for name in sorted(outputs):
+        h.update(f"{name}=".encode())
+        if not _feed(h, outputs[name]):
+            return None
+    return h.hexdigest()[:32]
+
+
+class _Originals:
+    """The original's runs in this job: outputs kept per candidate (and checked against
+    their digest before each reuse: a mutant's stray write cannot change what it is
+    compared with), and what was learned, for the tool to share with later jobs."""
+
+    def __init__(self, module: Any, known: dict, exact: bool) -> None:
+        self.module = module
+        self.known = known  # cid -> {"status", "digest", "kept"} from an earlier job
+        self.exact = exact  # same input, same bits (the interpreter on the CPU)
+        self.held: dict[str, tuple[dict, str | None]] = {}
+        self.learned: dict[str, dict] = {}
+        self.runs = 0
+
+    def run(self, candidate: dict) -> tuple[dict | None, str]:
+        """(the original's kept outputs, "") or (None, why it cannot be compared)."""
+        import torch
+
         cid = candidate["id"]
+        if cid in self.held:
+            outputs, sealed = self.held[cid]
+            if sealed is not None and digest(outputs) == sealed:
+                return outputs, ""
+        elif cid in self.learned and self.learned[cid]["status"] != "ok":
+            return None, self.learned[cid]["detail"]
         print(f"{MARKER} {cid} original", flush=True)
-        outputs, error, violation = _execute(original, candidate)
+        self.runs += 1
+        start = time.perf_counter()
+        outputs, error, violation = _execute(self.module, candidate)
+        seconds = time.perf_counter() - start
         if outputs is None:
-            why = error or (violation or {}).get("message", "bounds")
-            results.append({"id": cid, "status": "original_error", "detail": why[:300]})
-            continue
+            why = (error or (violation or {}).get("message", "bounds"))[:300]
+            self.learned[cid] = {"status": "error", "detail": why}
+            return None, why
         # Only what the original returned or changed is an output.
         namespace: dict = {"torch": torch, "math": math}
         exec(candidate["setup"], namespace)
@@ -622,44 +674,139 @@ def compare(request: dict, workdir: str) -> dict:
         for name in candidate["tensors"]:
             if name in outputs and _changed(namespace.get(name), outputs[name]):
                 kept[name] = outputs[name]
-        if mutant is None:
-            status, detail = "original_only", ""
-        else:
-            print(f"{MARKER} {cid} mutant", flush=True)
-            m_outputs, m_error, m_violation = _execute(mutant, candidate)
-            if m_outputs is not None:
-                m_outputs = {name: m_outputs.get(name) for name in kept}
-            if m_violation is not None:
-                status, detail = "bounds", m_violation.get("message", "out of bounds")
-            elif m_error is not None:
-                status, detail = "mutant_error", f"the mutant raises {m_error}"
-            else:
-                assert m_outputs is not None
-                diffs = [
-                    f"{name}: {why}"
-                    for name in kept
-                    if (why := _difference(kept[name], m_outputs.get(name)))
-                ]
-                status, detail = ("differs", "; ".join(diffs)) if diffs else ("same", "")
-        results.append({"id": cid, "status": status, "detail": detail[:600]})
-        rank = 0 if mutant is None else RANK.get(status)
-        if rank is None:
+        sealed = digest(kept)
+        before = self.known.get(cid)
+        if (
+            self.exact
+            and before is not None
+            and before.get("digest")
+            and (sealed != before["digest"] or sorted(kept) != sorted(before.get("kept", ())))
+        ):
+            why = "the original's outputs on this input differ from one run to the next"
+            self.learned[cid] = {"status": "unstable", "detail": why}
+            return None, why
+        self.held[cid] = (kept, sealed)
+        self.learned[cid] = {
+            "status": "ok",
+            "digest": sealed,
+            "kept": sorted(kept),
+            "seconds": round(seconds, 4),
+        }
+        return kept, ""
+
+
+def _against(
+    originals: _Originals, candidate: dict, module: Any
+) -> tuple[str, str, dict | None, dict | None]:
+    """One candidate on one mutant: (status, detail, the original's kept outputs, the
+    mutant's). The original runs only where its outputs are needed: not yet known, or
+    the mutant's are not bit-identical to them (then compared with tolerance), or a hit
+    (its outputs become the golden values)."""
+    cid = candidate["id"]
+    known = originals.known.get(cid)
+    kept = None
+    if known is None or not known.get("digest"):
+        kept, why = originals.run(candidate)
+        if kept is None:
+            status = "original_unstable" if originals.learned[cid]["status"] == "unstable" else ""
+            return status or "original_error", why, None, None
+        names = list(kept)
+    else:
+        names = list(known.get("kept", ["result"]))
+    print(f"{MARKER} {cid} {module.__name__}", flush=True)
+    m_outputs, m_error, m_violation = _execute(module, candidate)
+    if m_outputs is not None:
+        m_outputs = {name: m_outputs.get(name) for name in names}
+        if kept is None and known is not None and digest(m_outputs) == known["digest"]:
+            return "same", "", None, m_outputs  # bit for bit the original's
+    if kept is None:
+        kept, why = originals.run(candidate)
+        if kept is None:
+            status = "original_unstable" if originals.learned[cid]["status"] == "unstable" else ""
+            return status or "original_error", why, None, None
+    if m_violation is not None:
+        return "bounds", m_violation.get("message", "out of bounds"), kept, None
+    if m_error is not None:
+        return "mutant_error", f"the mutant raises {m_error}", kept, None
+    assert m_outputs is not None
+    diffs = [
+        f"{name}: {why}" for name in kept if (why := _difference(kept[name], m_outputs.get(name)))
+    ]
+    return (
+        ("differs", "; ".join(diffs), kept, m_outputs) if diffs else ("same", "", kept, m_outputs)
+    )
+
+
+def _expected(found: dict | None) -> dict | None:
+    """The golden entry for the chosen difference (``found``: id, outputs, mutant)."""
+    if found is None:
+        return None
+    try:
+        values = _golden_outputs(found["outputs"], found["mutant"])
+    except TypeError as exc:
+        return {"id": found["id"], "error": str(exc)}
+    size = sum(_elements(v) for v in values.values())
+    if size > MAX_GOLDEN_ELEMENTS:
+        return {"id": found["id"], "error": f"{size} expected values: too many"}
+    return {"id": found["id"], "outputs": values}
+
+
+def _probe_mutant(originals: _Originals, module: Any, candidates: list[dict]) -> dict:
+    """A mutant's candidates in order, until the first hit whose outputs can be kept
+    whole (a later hit cannot give a better test); hits that cannot are ranked as
+    before: values before exceptions before bounds, then the first."""
+    results: list[dict] = []
+    best: tuple[int, int, dict] | None = None  # (rank, order, found)
+    for order, candidate in enumerate(candidates):
+        status, detail, kept, m_outputs = _against(originals, candidate, module)
+        results.append({"id": candidate["id"], "status": status, "detail": detail[:600]})
+        rank = RANK.get(status)
+        if rank is None or kept is None:
             continue
-        key = (0 if _fits(kept) else 1, rank, order)
-        if best is None or key < best[:3]:
-            mutant_outputs = m_outputs if mutant is not None else None
-            best = (*key, {"id": cid, "outputs": kept, "mutant": mutant_outputs})
-    expected = None
-    if best is not None:
-        found = best[3]
+        found = {"id": candidate["id"], "outputs": kept, "mutant": m_outputs}
+        if _fits(kept):
+            best = (-1, order, found)
+            break
+        if best is None or (rank, order) < best[:2]:
+            best = (rank, order, found)
+    return {"results": results, "golden": _expected(best[2] if best else None)}
+
+
+def compare(request: dict, workdir: str) -> dict:
+    """Candidates on the original and on each mutant of the request (``mutants``: module
+    names, each with the ids of its candidates, in order). ``originals`` holds what
+    earlier jobs learned of the original on some candidates (digest, kept outputs):
+    there the original runs again only when needed (``_against``). Without mutants, the
+    original runs on every candidate: what it learned comes back (``originals``), and
+    with ``golden`` its outputs on the first one it accepts."""
+    original = _definitions(request["module"], workdir)
+    by_id = {c["id"]: c for c in request["candidates"]}
+    originals = _Originals(original, request.get("originals") or {}, bool(request.get("exact")))
+    answer: dict = {"version": VERSION, "mutants": {}}
+    mutant_runs = 0
+    for entry in request.get("mutants") or ():
         try:
-            values = _golden_outputs(found["outputs"], found["mutant"])
-        except TypeError as exc:
-            expected = {"id": found["id"], "error": str(exc)}
-        else:
-            size = sum(_elements(v) for v in values.values())
-            if size <= MAX_GOLDEN_ELEMENTS:
-                expected = {"id": found["id"], "outputs": values}
-            else:
-                expected = {"id": found["id"], "error": f"{size} expected values: too many"}
-    return {"version": VERSION, "results": results, "golden": expected}
+            module = _definitions(entry["module"], workdir)
+        except BaseException as exc:  # noqa: BLE001 - this mutant's failure, not the job's
+            answer["mutants"][entry["module"]] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            continue
+        chosen = [by_id[cid] for cid in entry["candidates"]]
+        answer["mutants"][entry["module"]] = found = _probe_mutant(originals, module, chosen)
+        mutant_runs += sum(
+            1
+            for r in found["results"]
+            if r["status"] not in ("original_error", "original_unstable")
+        )
+    if not request.get("mutants"):
+        results, first = [], None
+        for candidate in request["candidates"]:
+            kept, why = originals.run(candidate)
+            status = "original_only" if kept is not None else "original_error"
+            results.append({"id": candidate["id"], "status": status, "detail": why})
+            if kept is not None and first is None:
+                first = {"id": candidate["id"], "outputs": kept, "mutant": None}
+        answer["results"] = results
+        answer["golden"] = _expected(first) if request.get("golden", True) else None
+    answer["originals"] = originals.learned
+    answer["runs"] = {"original": originals.runs, "mutant": mutant_runs}
+    return answer

@@ -2,11 +2,22 @@
 
 1. capture: one sandbox job runs the own check with the kernel module's public
    functions wrapped (``harness/probe.capture``): which function, what arguments.
-2. search: per survivor, candidates near those calls (``probe_inputs``) run on the
-   original and the mutant side by side, in batches, all survivors in parallel
-   (``harness/probe.compare``). A difference beyond the dtype's tolerance, an
-   exception only the mutant raises, or a bounds violation is a hit; the original's
-   outputs on that input come back as golden values.
+2. search: per survivor, candidates near those calls (``probe_inputs``) planned up
+   to ``--probes``, run in rounds of ``BATCH`` (``harness/probe.compare``). The
+   original's run on a candidate does not depend on the survivor: it runs once per
+   candidate (keyed by the candidate's request), in jobs of its own, and its digest
+   is shipped to the mutants' jobs, where a mutant bit-identical to it needs no
+   original run (otherwise the original runs beside it and the two are compared with
+   tolerance, as before). A candidate the original rejects, or on which it varies
+   between runs, is run by no survivor. Several survivors share a compare job (each
+   mutant under its own module name; ``_groups`` keeps at least as many jobs as
+   workers), and each stops at its first hit; a job that hangs or crashes names the
+   guilty side in its output tail (``_failed_job``): the others run again. Between
+   rounds the kinds that killed in this run move to the front of every survivor's
+   remaining candidates. A difference beyond the dtype's tolerance, an exception only
+   the mutant raises, or a bounds violation is a hit; the original's outputs on that
+   input come back as golden values. What it cost is the run's
+   ``writers.probe.spend``.
 3. prove: the hit becomes an ordinary pytest file (+ a golden JSON file) that must
    pass the original on every seed and fail the mutant in the sandbox, like any
    killer test; then it runs against the other survivors too.
@@ -20,7 +31,9 @@ too, and the note says that it differs: no equivalence claim then.
 from __future__ import annotations
 
 import json
+import math
 import re
+import time
 from collections.abc import Iterator
 
 from ..events import Event, TestAccepted, TestRejected, WriterNote
@@ -35,14 +48,19 @@ from . import common
 from .probe_inputs import Candidate, candidates, describe_call, golden_text, render_test
 
 BATCH = 8
+#: survivors sharing one compare job at most: a hang costs the whole job's time limit
+#: (and a retry of the others), and more jobs than workers keep every worker busy
+PER_JOB = 4
 REQUEST = "_mg_probe.json"
 MUTANT_MODULE = "_mg_mutant"
-_MARKER = re.compile(re.escape(harness.MARKER) + r" (\S+) (original|mutant)")
+_MARKER = re.compile(re.escape(harness.MARKER) + r" (\S+) (\S+)")
 _WHY = {
     "differs": "its outputs differ",
     "mutant_error": "it raises where the original does not",
     "bounds": "it accesses memory out of bounds",
 }
+#: what a candidate is worth nothing on: the original rejects it, or varies on it
+_UNUSABLE = ("original_error", "original_unstable")
 
 
 def _harness_job(ctx: StageContext, request: dict, files: tuple, timeout_s: float) -> Job:
@@ -93,30 +111,56 @@ def capture(ctx: StageContext) -> tuple[list[dict], str]:
     return calls, f"learned {len(calls)} wrapper calls from the own check: {shown}{more}"
 
 
-def _compare_job(
-    ctx: StageContext,
-    mutant: Mutant | None,
-    batch: list[Candidate],
-    module_source: str | None = None,
-) -> Job:
-    kernel = ctx.kernel
-    request = {
+def module_name(mutant: Mutant) -> str:
+    """The module a mutant's file is loaded as in a compare job (one per survivor)."""
+    return f"{MUTANT_MODULE}_{mutant.id}"
+
+
+def _limit(ctx: StageContext, work_s: float, mutants: int) -> float:
+    return min(
+        max(10.0, work_s * ctx.settings.timeout_factor + ctx.settings.timeout_base_s + 2.0),
+        max(ctx.settings.timeout_s, 10.0) * max(1, mutants),
+    )
+
+
+def _request(ctx: StageContext, batch: list[Candidate]) -> dict:
+    return {
         "entry": "probe:compare",
         "version": harness.VERSION,
-        "module": kernel.module,
-        "mutant_module": MUTANT_MODULE if mutant is not None else None,
+        "module": ctx.kernel.module,
+        "exact": ctx.settings.mode == "interpret",
         "candidates": [c.request() for c in batch],
     }
-    files: tuple = ((kernel.name, kernel.source),)
-    if mutant is not None:
-        files += ((MUTANT_MODULE + ".py", mutant.source),)
-    sides = 2 if mutant is not None else 1
-    work = sum(c.est_s for c in batch) * sides
-    limit = min(
-        max(10.0, work * ctx.settings.timeout_factor + ctx.settings.timeout_base_s + 2.0),
-        max(ctx.settings.timeout_s, 10.0),
-    )
-    return _harness_job(ctx, request, files, limit)
+
+
+def _original_job(ctx: StageContext, batch: list[Candidate], golden: bool) -> Job:
+    """The original alone on ``batch``: what it does there (digests), shared by every
+    survivor probing those candidates; with ``golden`` its outputs on the first."""
+    request = {**_request(ctx, batch), "mutants": [], "golden": golden}
+    work = sum(c.est_s for c in batch)
+    files = ((ctx.kernel.name, ctx.kernel.source),)
+    return _harness_job(ctx, request, files, _limit(ctx, work, 1))
+
+
+def _compare_job(
+    ctx: StageContext, entries: list[tuple[Mutant, list[Candidate]]], known: dict[str, dict]
+) -> Job:
+    """Several survivors' next candidates in one job, each mutant under its own module
+    name, against the original's runs ``known`` from earlier jobs (where it is not
+    known, it runs in this job, once per candidate)."""
+    union = list({c.id: c for _, batch in entries for c in batch}.values())
+    request = {
+        **_request(ctx, union),
+        "mutants": [
+            {"module": module_name(m), "candidates": [c.id for c in batch]} for m, batch in entries
+        ],
+        "originals": {c.id: known[c.id] for c in union if c.id in known},
+    }
+    files: tuple = ((ctx.kernel.name, ctx.kernel.source),)
+    files += tuple((module_name(m) + ".py", m.source) for m, _ in entries)
+    # each mutant on its candidates, the original at most once per candidate
+    work = sum(c.est_s for _, batch in entries for c in batch) + sum(c.est_s for c in union)
+    return _harness_job(ctx, request, files, _limit(ctx, work, len(entries)))
 
 
 class _Search:
@@ -124,12 +168,14 @@ class _Search:
 
     def __init__(self, mutant: Mutant, queue: list[Candidate]) -> None:
         self.mutant = mutant
-        self.queue = queue
-        self.next = 0
+        self.queue = queue  # the planned candidates, in the prior's order
+        self.pending = list(queue)  # those not run yet, in the order they will run
+        self.ran: list[Candidate] = []
         self.probes = 0  # candidates the original accepted and both sides ran
         self.hit: tuple[Candidate, dict, str] | None = None  # candidate, outputs, why
         self.hang: tuple[Candidate, str] | None = None  # needs the original's outputs
         self.done = False
+        self.solo = False  # its shared job failed with no culprit named: run it alone
         self.note = ""
         self.differs = 0  # probes on which the mutant differed (a hit or not)
         self.first: str = ""  # what the first of them showed
@@ -151,56 +197,171 @@ class _Search:
         )
         return f"{text}; then {self.note}" if self.note else text
 
-    def batch(self) -> list[Candidate]:
-        return self.queue[self.next : self.next + BATCH]
+    def batch(self, unusable: dict[str, str]) -> list[Candidate]:
+        """The next candidates to run: none the original is known to reject."""
+        self.pending = [c for c in self.pending if c.id not in unusable]
+        return self.pending[:BATCH]
+
+    def consume(self, batch: list[Candidate]) -> None:
+        ids = {c.id for c in batch}
+        self.pending = [c for c in self.pending if c.id not in ids]
+        self.ran += batch
+
+    def reorder(self, kills: dict[str, int]) -> None:
+        """Kinds that killed in this run first (most kills first), the rest as planned."""
+        if kills:
+            order = {c.id: i for i, c in enumerate(self.queue)}
+            self.pending.sort(
+                key=lambda c: (
+                    (0, -kills[c.kind], order[c.id]) if kills.get(c.kind) else (1, 0, order[c.id])
+                )
+            )
 
 
-def _read_compare(
+def _read_mutant(
     search: _Search,
     batch: list[Candidate],
-    result: JobResult,
+    answer: dict,
     kernel_name: str,
-    tried: dict[str, int] | None = None,
+    tried: dict[str, int],
 ) -> None:
-    """Read one compare job into ``search``; ``tried`` counts the probes run (both sides)
-    by trigger kind."""
+    """One mutant's part of a compare job's answer into ``search``; ``tried`` counts the
+    probes run (both sides) by trigger kind."""
     by_id = {c.id: c for c in batch}
-    search.next += len(batch)
+    search.consume(batch)
+    if answer.get("error"):
+        search.note = f"probe job failed: {answer['error']}"
+        search.done = True
+        return
+    module = module_name(search.mutant) + ".py"
+    statuses = answer.get("results", [])
+    for r in statuses:
+        if r["status"] not in _UNUSABLE and r["id"] in by_id:
+            search.probes += 1
+            kind = by_id[r["id"]].kind
+            tried[kind] = tried.get(kind, 0) + 1
+    golden = answer.get("golden") or {}
+    unkept = ""
+    if golden.get("error"):
+        unkept = (
+            "no differing input was small enough to keep its expected values"
+            if "too many" in golden["error"]
+            else "the original's outputs could not be kept as expected values"
+        ) + f" ({golden['error'][:200]})"
+    whys = {}
+    for status in statuses:
+        if status["status"] in _WHY:
+            detail = status["detail"].replace(module, kernel_name)
+            whys[status["id"]] = f"{_WHY[status['status']]}: {detail}"
+            search.differed(whys[status["id"]], unkept)
+    if golden.get("outputs") and golden.get("id") in whys:
+        search.hit = (by_id[golden["id"]], golden["outputs"], whys[golden["id"]])
+
+
+def _failed_job(
+    result: JobResult,
+    entries: list[tuple[_Search, list[Candidate]]],
+    unusable: dict[str, str],
+    spend: dict,
+) -> None:
+    """A compare job that timed out, crashed or failed: the marker lines say which
+    candidate on which side did it. That side alone pays: a mutant that hangs or
+    crashes has its finding (``hang``), a candidate the original cannot run is left
+    out; the other survivors of the job run their candidates again. With no side
+    named, each survivor of a shared job runs again alone; one alone is done."""
+    by_module = {module_name(s.mutant): (s, batch) for s, batch in entries}
+    markers = _MARKER.findall(result.error) if result.status in _LOST else []
+    what = "hangs" if result.status is JobStatus.TIMEOUT else "crashes"
+    culprit = None
+    if markers:
+        cid, side = markers[-1]
+        if side == "original":
+            unusable[cid] = f"the original {what} on this input"
+            culprit = "original"
+        elif side in by_module and any(c.id == cid for c in by_module[side][1]):
+            search, batch = by_module[side]
+            candidate = next(c for c in batch if c.id == cid)
+            search.consume(batch)
+            search.hang = (candidate, f"the mutant {what} on this input")
+            search.probes += 1
+            search.differed(f"the mutant {what} on {candidate.call}")
+            culprit = side
+    if culprit is None and len(entries) == 1:
+        search = entries[0][0]
+        search.note = f"probe job failed: {summarize_error(result.error) or result.status.value}"
+        search.done = True
+        return
+    for search, _ in entries:
+        if module_name(search.mutant) != culprit:
+            search.solo = search.solo or culprit is None
+            spend["retried"] += 1
+
+
+_LOST = (JobStatus.TIMEOUT, JobStatus.CRASH)
+
+
+def _groups(searches: list[_Search], workers: int, est: dict[str, float]) -> list[list[_Search]]:
+    """Survivors into compare jobs: at most ``PER_JOB`` each, at least as many jobs as
+    workers (a multiple of them where there are enough survivors), the estimated work
+    balanced (longest first, onto the lightest job)."""
+    alone = [[s] for s in searches if s.solo]
+    rest = [s for s in searches if not s.solo]
+    if not rest:
+        return alone
+    n = max(math.ceil(len(rest) / PER_JOB), min(workers, len(rest)))
+    n = min(len(rest), math.ceil(n / workers) * workers)
+    groups: list[list[_Search]] = [[] for _ in range(n)]
+    loads = [0.0] * n
+    for s in sorted(rest, key=lambda s: -est[s.mutant.id]):
+        i = min(range(n), key=lambda i: (len(groups[i]) >= PER_JOB, loads[i]))
+        groups[i].append(s)
+        loads[i] += est[s.mutant.id]
+    return alone + [g for g in groups if g]
+
+
+def _original_jobs(ctx: StageContext, needed: list[Candidate]) -> dict[str, tuple[Job, list]]:
+    """The original on candidates not run yet, once each, split over the workers."""
+    n = min(len(needed), ctx.jobs.workers)
+    chunks: list[list[Candidate]] = [[] for _ in range(n)]
+    for i, c in enumerate(needed):
+        chunks[i % n].append(c)
+    return {
+        f"original-{i}": (_original_job(ctx, chunk, golden=False), chunk)
+        for i, chunk in enumerate(chunks)
+    }
+
+
+def _read_original(
+    result: JobResult, chunk: list[Candidate], known: dict[str, dict], unusable: dict[str, str]
+) -> None:
+    """What the original did on ``chunk`` into ``known`` (digests), or ``unusable``."""
     data = _data(result)
     if data is not None:
-        statuses = data.get("results", [])
-        search.probes += sum(1 for r in statuses if r["status"] != "original_error")
-        for r in statuses:
-            if r["status"] != "original_error" and r["id"] in by_id and tried is not None:
-                kind = by_id[r["id"]].kind
-                tried[kind] = tried.get(kind, 0) + 1
-        golden = data.get("golden") or {}
-        unkept = ""
-        if golden.get("error"):
-            unkept = (
-                "no differing input was small enough to keep its expected values"
-                if "too many" in golden["error"]
-                else "the original's outputs could not be kept as expected values"
-            ) + f" ({golden['error'][:200]})"
-        whys = {}
-        for status in statuses:
-            if status["status"] in _WHY:
-                detail = status["detail"].replace(MUTANT_MODULE + ".py", kernel_name)
-                whys[status["id"]] = f"{_WHY[status['status']]}: {detail}"
-                search.differed(whys[status["id"]], unkept)
-        if golden.get("outputs") and golden.get("id") in whys:
-            search.hit = (by_id[golden["id"]], golden["outputs"], whys[golden["id"]])
+        for cid, record in (data.get("originals") or {}).items():
+            if record.get("status") == "ok":
+                known[cid] = {k: record[k] for k in ("digest", "kept") if k in record}
+            else:
+                unusable[cid] = record.get("detail") or record.get("status", "")
         return
-    if result.status in (JobStatus.TIMEOUT, JobStatus.CRASH):
-        markers = _MARKER.findall(result.error)
-        if markers and markers[-1][1] == "mutant" and markers[-1][0] in by_id:
-            what = "hangs" if result.status is JobStatus.TIMEOUT else "crashes"
-            search.hang = (by_id[markers[-1][0]], f"the mutant {what} on this input")
-            search.probes += 1
-            search.differed(f"the mutant {what} on {by_id[markers[-1][0]].call}")
+    markers = _MARKER.findall(result.error) if result.status in _LOST else []
+    what = "hangs" if result.status is JobStatus.TIMEOUT else "crashes"
+    if markers and markers[-1][1] == "original":
+        unusable[markers[-1][0]] = f"the original {what} on this input"
+    else:
+        why = summarize_error(result.error) or result.status.value
+        for c in chunk:
+            unusable.setdefault(c.id, f"probe job failed: {why}")
+
+
+def _spent(spend: dict, result: JobResult, cached: bool) -> None:
+    """A compare job into the spend: jobs, and (run now, not from the cache) the runs."""
+    spend["jobs"] += 1
+    if cached:
+        spend["cached_jobs"] += 1
         return
-    search.note = f"probe job failed: {summarize_error(result.error) or result.status.value}"
-    search.done = True
+    runs = (_data(result) or {}).get("runs") or {}
+    spend["original_runs"] += int(runs.get("original", 0))
+    spend["mutant_runs"] += int(runs.get("mutant", 0))
 
 
 def _test_for(ctx: StageContext, search: _Search) -> TestFile:
@@ -235,7 +396,37 @@ def _test_for(ctx: StageContext, search: _Search) -> TestFile:
 
 def probe_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
     """Separate each survivor from the original with an input the own check never tried."""
+    start = time.perf_counter()
+    summary = _summary(ctx)
+    spend = summary.setdefault("spend", dict.fromkeys(SPEND, 0))
+    for key in SPEND:
+        spend.setdefault(key, 0)
+    try:
+        yield from _probe(ctx, survivors, summary, spend)
+    finally:
+        spend["originals_saved"] = max(0, spend["mutant_runs"] - spend["original_runs"])
+        spend["seconds"] = round(spend["seconds"] + time.perf_counter() - start, 2)
+
+
+#: the probe's spend in the run's ``writers.probe.spend``
+SPEND = (
+    "planned",  # candidates planned, all survivors together (up to --probes each)
+    "mutant_runs",  # candidate runs on a mutant
+    "original_runs",  # candidate runs on the original
+    "originals_saved",  # mutant runs with no original run of their own
+    "unusable",  # candidates the original rejects or varies on: no survivor runs them
+    "jobs",  # compare jobs (the proofs of hits not counted)
+    "cached_jobs",  # of them served from the cache (their runs not counted)
+    "retried",  # survivors whose candidates ran again after a shared job failed
+    "seconds",  # the probe's wall time, proofs included
+)
+
+
+def _probe(
+    ctx: StageContext, survivors: list[Mutant], summary: dict, spend: dict
+) -> Iterator[Event]:
     budget = max(1, ctx.settings.writers.probes)
+    share = ctx.settings.writers.probe_share
     yield WriterNote("probe", f"probing {len(survivors)} survivors (up to {budget} inputs each)")
     calls, note = capture(ctx)
     yield WriterNote("probe", note, "info" if calls else "warning")
@@ -263,9 +454,12 @@ def probe_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
                 reaching, m.family, budget, ctx.settings.seed, ctx.settings.writers.probe_triggers
             ),
         )
-    summary = _summary(ctx)
+        spend["planned"] += len(searches[m.id].queue)
     summary["survivors"] = summary.get("survivors", 0) + len(survivors)
     tried: dict[str, int] = summary.setdefault("probes_by_trigger", {})
+    kills: dict[str, int] = summary.setdefault("kills_by_trigger", {})
+    known: dict[str, dict] = {}  # the original's runs: candidate id -> digest, kept outputs
+    unusable: dict[str, str] = {}  # candidate id -> why no survivor runs it
     while True:
         active = [
             s
@@ -274,17 +468,72 @@ def probe_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
             and s.hit is None
             and s.hang is None
             and ctx.ledger.verdict(s.mutant.id) is Verdict.SURVIVED
-            and s.batch()
+            and s.batch(unusable)
         ]
         if not active:
             break
-        batches = {s.mutant.id: s.batch() for s in active}
-        jobs = {mid: _compare_job(ctx, searches[mid].mutant, b) for mid, b in batches.items()}
+        if share:
+            for s in active:
+                s.reorder(kills)
+            # the original first, once per candidate not run yet (all survivors share it)
+            needed = {c.id: c for s in active for c in s.batch(unusable) if c.id not in known}
+            if needed:
+                before = len(unusable)
+                originals = _original_jobs(ctx, list(needed.values()))
+                results = common.run_all(ctx, {k: job for k, (job, _) in originals.items()})
+                if len(results) < len(originals):
+                    return  # cancelled
+                for key, (result, cached) in results.items():
+                    _spent(spend, result, cached)
+                    _read_original(result, originals[key][1], known, unusable)
+                for cid in needed:
+                    if cid not in known:
+                        unusable.setdefault(cid, "the original's run on it was not recorded")
+                spend["unusable"] += len(unusable) - before
+                continue  # the batches again, without what the original rejects
+            groups = _groups(active, ctx.jobs.workers, {s.mutant.id: _work(s) for s in active})
+            # the original on the next batches too, beside this round's mutants
+            ahead = {
+                c.id: c
+                for s in active
+                for c in s.pending[BATCH : 2 * BATCH]
+                if c.id not in known and c.id not in unusable
+            }
+            originals = _original_jobs(ctx, list(ahead.values())) if ahead else {}
+        else:
+            groups, originals = [[s] for s in active], {}
+        entries = {str(i): [(s, s.batch(unusable)) for s in g] for i, g in enumerate(groups)}
+        jobs = {
+            key: _compare_job(ctx, [(s.mutant, b) for s, b in group], known if share else {})
+            for key, group in entries.items()
+        }
+        jobs.update({k: job for k, (job, _) in originals.items()})
         results = common.run_all(ctx, jobs)
         if len(results) < len(jobs):
             return  # cancelled
-        for mid, (result, _) in results.items():
-            _read_compare(searches[mid], batches[mid], result, ctx.kernel.name, tried)
+        for key, (result, cached) in results.items():
+            _spent(spend, result, cached)
+            if key in originals:
+                before = len(unusable)
+                _read_original(result, originals[key][1], known, unusable)
+                spend["unusable"] += len(unusable) - before
+                continue
+            data = _data(result)
+            if data is None:
+                before = len(unusable)
+                _failed_job(result, entries[key], unusable, spend)
+                spend["unusable"] += len(unusable) - before
+                continue
+            if share:
+                for cid, record in (data.get("originals") or {}).items():
+                    if record.get("status") in ("error", "unstable") and cid not in unusable:
+                        unusable[cid] = record.get("detail", "")
+                        spend["unusable"] += 1
+            for search, batch in entries[key]:
+                answer = (data.get("mutants") or {}).get(module_name(search.mutant)) or {
+                    "error": "the job's answer has no part for this mutant"
+                }
+                _read_mutant(search, batch, answer, ctx.kernel.name, tried)
         for search in searches.values():
             if search.hang is not None and search.hit is None:
                 yield from _golden_for_hang(ctx, search)
@@ -302,7 +551,7 @@ def probe_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
         ctx.ledger.put_row(mid, "probe", details)
         if search.probes and not search.note and not search.differs:
             # only where every probe ran both sides and none differed
-            kinds = ", ".join(dict.fromkeys(c.kind for c in search.queue[: search.next]))
+            kinds = ", ".join(dict.fromkeys(c.kind for c in search.ran))
             common.claims(ctx, mid).append(
                 {
                     "by": "probe",
@@ -314,12 +563,16 @@ def probe_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
         yield WriterNote("probe", text, "warning" if search.differs else "info", mid)
 
 
+def _work(search: _Search) -> float:
+    return sum(c.est_s for c in search.pending[:BATCH])
+
+
 def _golden_for_hang(ctx: StageContext, search: _Search) -> Iterator[Event]:
     """The mutant hung or crashed on a candidate: get the original's outputs for it."""
     assert search.hang is not None
     candidate, why = search.hang
     search.hang = None
-    job = _compare_job(ctx, None, [candidate])
+    job = _original_job(ctx, [candidate], golden=True)
     result = common.run_all(ctx, {"golden": job}).get("golden")
     data = _data(result[0]) if result else None
     golden = (data or {}).get("golden") or {}

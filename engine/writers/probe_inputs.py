@@ -41,6 +41,7 @@ compares those.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import textwrap
@@ -371,7 +372,6 @@ def _shrunk_slug(slug: str, steps: list[tuple[int, int, int | None]]) -> str:
 
 def build(
     call: dict,
-    cid: str,
     kind: str,
     seed: int,
     sizes: dict[int, int] | None = None,
@@ -439,11 +439,15 @@ def build(
         return None
     old = max(1, _elements(call, {}))
     est = float(call.get("duration_s", 0.1)) * max(1.0, elements / old)
+    setup = "\n".join(lines) + "\n"
+    call_text = f"{function}({', '.join(positional + keywords)})"
+    # keyed by what runs: survivors planning the same input share the original's run
+    content = json.dumps([function, setup, call_text, tensors]).encode()
     return Candidate(
-        id=cid,
+        id="p" + hashlib.sha256(content).hexdigest()[:12],
         function=function,
-        setup="\n".join(lines) + "\n",
-        call=f"{function}({', '.join(positional + keywords)})",
+        setup=setup,
+        call=call_text,
         tensors=tuple(tensors),
         describe=describe,
         slug=slug,
@@ -754,7 +758,7 @@ def candidates(
             while position[kind] < len(queue):  # this kind's next distinct candidate
                 ci, vi, call, kwargs = queue[position[kind]]
                 position[kind] += 1
-                candidate = build(call, f"c{ci}v{vi}", kind, seed, **kwargs)
+                candidate = build(call, kind, seed, **kwargs)
                 if candidate is None:
                     continue
                 key = (candidate.setup, candidate.call)

@@ -1,0 +1,135 @@
+"""The probe's price through the real command line and sandbox: the original's run on a
+candidate is shared by every survivor probing it, a survivor stops at its first hit,
+and one mutant hanging in a job shared with another loses nothing of the other's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import run_cli
+
+pytestmark = pytest.mark.slow
+
+# The masked-off lanes of the load are never stored: other=0.0 -> 1.0 and -> -inf are
+# equivalent, so both survive every probe, and (one family) both plan the same inputs.
+SCALE_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, x + 1.0, mask=mask)
+
+
+def shifted(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    scale_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK=64)
+    return out
+
+
+if __name__ == "__main__":
+    x = torch.rand(100)
+    torch.testing.assert_close(shifted(x), x + 1.0)
+"""
+
+
+def test_two_survivors_on_the_same_inputs_run_the_original_once_per_input(tmp_path):
+    (tmp_path / "scale.py").write_text(SCALE_KERNEL)
+    args = ["run", "scale.py", "--operators", "other-change", "--probes", "6", "-j", "2"]
+    proc = run_cli(*args, "--json", "r.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    rows = report["mutants"]
+    assert len(rows) == 2  # other=0.0 -> 1.0 and -> -inf
+    for row in rows:
+        assert row["verdict"] == "survived", row
+        assert row["probe"] == {"probes": 6, "result": "no difference found on 6 probes"}
+    spend = report["writers"]["probe"]["spend"]
+    # 6 inputs each, the same 6: the original ran once on each, the mutants 12 times
+    assert spend["planned"] == 12
+    assert spend["mutant_runs"] == 12
+    assert spend["original_runs"] == 6
+    assert spend["originals_saved"] == 6
+    assert spend["unusable"] == 0 and spend["retried"] == 0
+    assert spend["jobs"] >= 2 and spend["seconds"] > 0
+    assert "probe spend: 12 inputs planned, 12 runs on mutants, 6 on the original " in (
+        " ".join(proc.stdout.split())
+    )
+
+
+# The wrapper relaunches until no value is negative (the original never gives one).
+# abs-drop gives negatives for negative inputs, which the own check never has: on the
+# probe's all-negative input it never returns. The second kernel's add-sub (x - 1.0)
+# differs on any input, and no test of the first wrapper can see it.
+RELAUNCH_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def magnitude_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.abs(x), mask=mask)
+
+
+def magnitude(x):
+    out = torch.zeros_like(x)
+    while True:
+        magnitude_kernel[(1,)](x, out, x.numel(), BLOCK=128)
+        if not bool((out < 0).any()):
+            return out
+
+
+@triton.jit
+def shift_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + 1.0, mask=mask)
+
+
+def shifted(x):
+    out = torch.zeros_like(x)
+    shift_kernel[(1,)](x, out, x.numel(), BLOCK=128)
+    return out
+
+
+if __name__ == "__main__":
+    x = torch.rand(100)
+    assert magnitude(x).shape == shifted(x).shape  # the values are never compared
+"""
+
+
+@pytest.mark.timeout(600)
+def test_a_mutant_hanging_in_a_shared_job_loses_nothing_of_the_other(tmp_path):
+    (tmp_path / "relaunch.py").write_text(RELAUNCH_KERNEL)
+    # one worker: the two survivors share one compare job
+    args = ["run", "relaunch.py", "--operators", "abs-drop,add-sub", "--probes", "6", "-j", "1"]
+    proc = run_cli(*args, "--json", "r.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    (hang,) = [m for m in report["mutants"] if m["operator"] == "abs-drop"]
+    (sub,) = [m for m in report["mutants"] if m["after"] == "x - 1.0"]
+    assert [m for m in report["mutants"] if m["verdict"] == "survived"] == []
+    spend = report["writers"]["probe"]["spend"]
+    # the shared job timed out on abs-drop; add-sub ran its inputs again
+    assert spend["retried"] == 1, spend
+    # the hang became a test, proved like any other
+    assert hang["verdict"] == "killed" and hang["by"].startswith("test:"), hang
+    assert hang["probe"]["trigger"] == "values" and hang["probe"]["probes"] == 1
+    assert sub["verdict"] == "killed" and sub["by"].startswith("test:test_shifted_"), sub
+    assert sub["probe"]["trigger"] == "values"
+    # its first input differed: no further input of it ran
+    assert sub["probe"]["probes"] == 1
+    assert spend["mutant_runs"] == 1  # the timed-out job's runs never came back
