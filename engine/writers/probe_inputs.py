@@ -822,6 +822,8 @@ def render_test(
         "",
         "",
         "def _check(actual, value):",
+        "    if isinstance(actual, torch.Tensor):  # the expected values are on the CPU",
+        "        actual = actual.detach().cpu()",
         '    if value["kind"] == "sample":  # a big output: its values at the recorded positions',
         '        assert list(actual.shape) == value["shape"]',
         '        where = torch.tensor(value["indices"], dtype=torch.long)',
