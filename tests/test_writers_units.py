@@ -573,3 +573,38 @@ def test_probe_digest_is_exact():
     assert digest({"result": x}) != digest({"y": x})
     assert digest({"result": (x, 3, None)}) != digest({"result": (x, 3.0, None)})
     assert digest({"result": object()}) is None
+
+
+def test_a_hit_on_a_gpu_is_believed_only_if_the_original_repeats_itself():
+    """Where bits may differ between runs (compiled mode), a hit first runs the original
+    once more: an original whose outputs hold unwritten memory (here: fresh noise each
+    run) makes the input unusable instead of a test that fails the original; a stable
+    one keeps the hit, and is asked once."""
+    import types
+
+    import torch
+
+    from mutant_gate.engine.harness.probe import _against, _Originals
+
+    noisy = types.ModuleType("noisy")
+    noisy.f = lambda x: x + torch.rand_like(x)  # what unwritten output elements look like
+    steady = types.ModuleType("steady")
+    steady.f = lambda x: x * 2
+    mutant = types.ModuleType("mutant")
+    mutant.f = lambda x: x * 3
+    candidate = {"id": "c1", "function": "f", "setup": "x = torch.ones(8)", "call": "f(x)",
+                 "tensors": ["x"]}  # fmt: skip
+
+    originals = _Originals(noisy, {}, exact=False)
+    status, why, kept, _ = _against(originals, candidate, mutant)
+    assert status == "original_unstable" and kept is None
+    assert "differ from one run to the next" in why
+    assert originals.learned["c1"]["status"] == "unstable"
+
+    originals = _Originals(steady, {}, exact=False)
+    assert _against(originals, candidate, mutant)[0] == "differs"
+    runs = originals.runs
+    assert _against(originals, candidate, mutant)[0] == "differs"
+    assert originals.runs == runs  # confirmed once: the original is not asked again
+    exact = _Originals(noisy, {}, exact=True)  # the interpreter: digests judge that
+    assert _against(exact, candidate, mutant)[0] == "differs"

@@ -50,7 +50,7 @@ from .main_guard import is_main_guard
 # ``bounds`` (numpy) is imported where a job uses it: the tool's process imports this
 # module for ``VERSION`` and ``MARKER`` only, and a cached run never needs numpy.
 
-VERSION = "5"
+VERSION = "6"
 MARKER = "mutant-gate-probe:"
 MAX_CALLS = 64
 MAX_GOLDEN_ELEMENTS = 1 << 16
@@ -645,6 +645,7 @@ class _Originals:
         self.exact = exact  # same input, same bits (the interpreter on the CPU)
         self.held: dict[str, tuple[dict, str | None]] = {}
         self.learned: dict[str, dict] = {}
+        self.confirmed: set[str] = set()  # inputs the original agreed with itself on
         self.runs = 0
 
     def run(self, candidate: dict) -> tuple[dict | None, str]:
@@ -694,6 +695,33 @@ class _Originals:
         }
         return kept, ""
 
+    def confirm(self, candidate: dict, kept: dict) -> str:
+        """Where bits may differ between runs (a GPU): before a hit is believed, the
+        original runs once more on its input and must agree with ``kept`` within the
+        compare's tolerance (outputs left unwritten hold whatever memory held, and
+        differ). "" when it does; else why, and the input is unusable from then on."""
+        cid = candidate["id"]
+        if self.exact or cid in self.confirmed:
+            return ""
+        self.runs += 1
+        again, error, violation = _execute(self.module, candidate)
+        whys = (
+            [error or (violation or {}).get("message", "")]
+            if again is None
+            else [
+                f"{name}: {why}"
+                for name in kept
+                if (why := _difference(kept[name], again.get(name)))
+            ]
+        )
+        whys = [w for w in whys if w]
+        if whys:
+            why = "the original's outputs on this input differ from one run to the next: "
+            self.learned[cid] = {"status": "unstable", "detail": (why + whys[0])[:300]}
+            return self.learned[cid]["detail"]
+        self.confirmed.add(cid)
+        return ""
+
 
 def _against(
     originals: _Originals, candidate: dict, module: Any
@@ -725,16 +753,21 @@ def _against(
             status = "original_unstable" if originals.learned[cid]["status"] == "unstable" else ""
             return status or "original_error", why, None, None
     if m_violation is not None:
-        return "bounds", m_violation.get("message", "out of bounds"), kept, None
-    if m_error is not None:
-        return "mutant_error", f"the mutant raises {m_error}", kept, None
-    assert m_outputs is not None
-    diffs = [
-        f"{name}: {why}" for name in kept if (why := _difference(kept[name], m_outputs.get(name)))
-    ]
-    return (
-        ("differs", "; ".join(diffs), kept, m_outputs) if diffs else ("same", "", kept, m_outputs)
-    )
+        hit = ("bounds", m_violation.get("message", "out of bounds"), kept, None)
+    elif m_error is not None:
+        hit = ("mutant_error", f"the mutant raises {m_error}", kept, None)
+    else:
+        assert m_outputs is not None
+        diffs = [
+            f"{name}: {why}"
+            for name in kept
+            if (why := _difference(kept[name], m_outputs.get(name)))
+        ]
+        if not diffs:
+            return "same", "", kept, m_outputs
+        hit = ("differs", "; ".join(diffs), kept, m_outputs)
+    unstable = originals.confirm(candidate, kept)
+    return ("original_unstable", unstable, None, None) if unstable else hit
 
 
 def _expected(found: dict | None) -> dict | None:
