@@ -246,6 +246,9 @@ class LocalSandbox:
                 worker.wait_ready()
             except SandboxStartError as exc:
                 failure = exc
+            except Exception as exc:  # noqa: BLE001 - a garbled hello: the start still answers
+                worker.kill()
+                failure = SandboxStartError(f"sandbox worker failed to start: {exc}")
             with self._lock:
                 self._starting.remove(worker)
                 if failure is None and not self._closed:
