@@ -287,18 +287,7 @@ def html_page(report: dict) -> str:
             + ", ".join(f"{esc(e['id'])} ({esc(e['verdict'])})" for e in excluded)
             + "</p>"
         )
-    accepted = score.get("accepted") or []
-    if accepted:
-        out.append(
-            '<p class="meta">accepted survivors (not counted, never killed): '
-            + ", ".join(f"{esc(a['id'])} ({esc(a.get('reason'))})" for a in accepted)
-            + "</p>"
-        )
-    out += [
-        f'<p class="meta">{esc(line)}</p>' for line in predictions.lines(report.get("predictions"))
-    ]
-    if not report.get("complete", True):
-        out.append('<p class="gate-false">the run is incomplete: some mutants are pending</p>')
+    out += run_notes(report, score)
     out.append(
         f'<p class="meta">run {esc(report.get("run_id"))} · {esc(report.get("kernel", {}).get("path"))}'
         f" · mutant-gate {esc(tool_version())} · triton {esc(toolchain.get('triton'))} · torch "
@@ -360,3 +349,22 @@ def html_page(report: dict) -> str:
     out.append("</div></main>")
     out.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(out) + "\n"
+
+
+def run_notes(report: dict, score: dict) -> list[str]:
+    """The paragraphs under a run's score, on the page and on the site: the accepted
+    survivors, the predictions scored, and whether the run is incomplete."""
+    out = []
+    accepted = score.get("accepted") or []
+    if accepted:
+        out.append(
+            f'<p class="meta">{len(accepted)} accepted survivors (not counted, never killed): '
+            + ", ".join(f"{esc(a['id'])} ({esc(a.get('reason'))})" for a in accepted)
+            + "</p>"
+        )
+    out += [
+        f'<p class="meta">{esc(line)}</p>' for line in predictions.lines(report.get("predictions"))
+    ]
+    if not report.get("complete", True):
+        out.append('<p class="gate-false">the run is incomplete: some mutants are pending</p>')
+    return out

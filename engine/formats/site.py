@@ -20,11 +20,10 @@ import os
 import re
 from urllib.parse import urlsplit, urlunsplit
 
-from .. import predictions
 from ..settings import KEY_VARIABLES
 from ..vocabulary import GLYPHS, REPORT_STATES
 from .common import counts, gate, kernel_name, percent, tool_version
-from .html import SCRIPT, STYLE, detail_section, esc
+from .html import SCRIPT, STYLE, detail_section, esc, run_notes
 
 INDEX = "index.html"
 REMOVED = "[removed]"
@@ -116,18 +115,7 @@ def _run_section(index: int, report: dict) -> tuple[str, list[str], str]:
         f"{esc(toolchain.get('triton'))} · torch {esc(toolchain.get('torch'))} · "
         f"{esc(toolchain.get('mode', 'interpret'))} mode</p>",
     ]
-    accepted = score.get("accepted") or []
-    if accepted:
-        out.append(
-            f'<p class="meta">{len(accepted)} accepted survivors (not counted, never killed): '
-            + ", ".join(f"{esc(a['id'])} ({esc(a.get('reason'))})" for a in accepted)
-            + "</p>"
-        )
-    out += [
-        f'<p class="meta">{esc(line)}</p>' for line in predictions.lines(report.get("predictions"))
-    ]
-    if not report.get("complete", True):
-        out.append('<p class="gate-false">the run is incomplete: some mutants are pending</p>')
+    out += run_notes(report, score)
     groups: dict[str, list[dict]] = {}
     for row in rows:
         groups.setdefault(row.get("function") or "?", []).append(row)
