@@ -1,6 +1,7 @@
 """The probe's price through the real command line and sandbox: the original's run on a
 candidate is shared by every survivor probing it, a survivor stops at its first hit,
-and one mutant hanging in a job shared with another loses nothing of the other's."""
+and one mutant hanging (or faulting on the GPU) in a job shared with another loses
+nothing of the other's."""
 
 from __future__ import annotations
 
@@ -133,3 +134,37 @@ def test_a_mutant_hanging_in_a_shared_job_loses_nothing_of_the_other(tmp_path):
     # its first input differed: no further input of it ran
     assert sub["probe"]["probes"] == 1
     assert spend["mutant_runs"] == 1  # the timed-out job's runs never came back
+
+
+# As RELAUNCH_KERNEL, but abs-drop's negatives stand for a kernel that faults on a GPU:
+# the wrapper raises what torch raises after an illegal access (no GPU runs here). Every
+# run after such a fault in the same process would fail for that reason alone.
+FAULT_KERNEL = RELAUNCH_KERNEL.replace(
+    """    while True:
+        magnitude_kernel[(1,)](x, out, x.numel(), BLOCK=128)
+        if not bool((out < 0).any()):
+            return out""",
+    """    magnitude_kernel[(1,)](x, out, x.numel(), BLOCK=128)
+    if bool((out < 0).any()):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    return out""",
+)
+
+
+@pytest.mark.timeout(600)
+def test_a_mutant_that_loses_the_cuda_context_ends_its_job_and_alone_pays(tmp_path):
+    assert FAULT_KERNEL != RELAUNCH_KERNEL
+    (tmp_path / "fault.py").write_text(FAULT_KERNEL)
+    args = ["run", "fault.py", "--operators", "abs-drop,add-sub", "--probes", "6", "-j", "1"]
+    proc = run_cli(*args, "--json", "r.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    (fault,) = [m for m in report["mutants"] if m["operator"] == "abs-drop"]
+    (sub,) = [m for m in report["mutants"] if m["after"] == "x - 1.0"]
+    spend = report["writers"]["probe"]["spend"]
+    # the fault ended the shared job as a crash, blamed on abs-drop's side: the input
+    # stays usable for the others, and add-sub ran its inputs again
+    assert spend["retried"] == 1 and spend["unusable"] == 0, spend
+    assert fault["verdict"] == "killed" and fault["by"].startswith("test:"), fault
+    assert fault["probe"]["trigger"] == "values" and fault["probe"]["probes"] == 1
+    assert sub["verdict"] == "killed" and sub["by"].startswith("test:test_shifted_"), sub

@@ -4,6 +4,7 @@ interpreter, which takes the same path; the GPU side is in test_compiled_mode.py
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -134,6 +135,36 @@ def test_harness_requests_run_in_a_child_of_their_own(warm):
     result = warm.run(job)
     assert result.status is JobStatus.FAILED and "no_such_entry" in result.error
     assert "runner" not in result.extra
+
+
+def test_the_probes_compares_are_served_by_the_runner(warm):
+    """A probe compare loads the job's files and calls them, patching nothing: the
+    runner serves it (in compiled mode a child would pay a CUDA context per job)."""
+    request = {
+        "entry": "probe:compare",
+        "module": "k",
+        "candidates": [
+            {
+                "id": "c1",
+                "function": "twice",
+                "setup": "x = torch.ones(3)",
+                "call": "twice(x)",
+                "tensors": ["x"],
+            }
+        ],
+        "golden": False,
+    }
+    job = Job(
+        files=(("k.py", "def twice(x):\n    return x * 2\n"), ("req.json", json.dumps(request))),
+        checks=(Check(CheckKind.HARNESS, "req.json", "probe"),),
+        timeout_s=20.0,
+    )
+    result = warm.run(job)
+    assert result.status is JobStatus.PASSED, result.error
+    assert runner_pid(result) is not None
+    answer = result.extra["harness"]["probe"]
+    assert [r["status"] for r in answer["results"]] == ["original_only"]
+    assert answer["runs"]["original"] == 1
 
 
 SHARE_ONE_CACHE = """

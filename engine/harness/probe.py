@@ -45,6 +45,7 @@ import traceback
 import types
 from typing import Any
 
+from .cuda_fault import lost_cuda_context
 from .main_guard import is_main_guard
 
 # ``bounds`` (numpy) is imported where a job uses it: the tool's process imports this
@@ -402,8 +403,18 @@ def capture(request: dict, workdir: str) -> dict:
 
 
 # -- compare ----------------------------------------------------------------------
-def _execute(module: Any, candidate: dict) -> tuple[dict | None, str | None, dict | None]:
-    """(outputs, error, bounds violation) of one candidate on one module."""
+class ContextLost(RuntimeError):
+    """A kernel faulted on the GPU: the process's CUDA context is gone, and every run
+    after it in this job would fail for that reason alone. The job ends here; the
+    message starts with the marker of the side that did it (``side``), so the tool
+    knows whom to blame and runs the others again."""
+
+
+def _execute(
+    module: Any, candidate: dict, side: str | None = None
+) -> tuple[dict | None, str | None, dict | None]:
+    """(outputs, error, bounds violation) of one candidate on one module (``side``:
+    ``original``, else the module's name)."""
     import torch
 
     from . import bounds
@@ -425,6 +436,9 @@ def _execute(module: Any, candidate: dict) -> tuple[dict | None, str | None, dic
         if violations:
             return None, None, violations[0]
         line = (str(exc).strip().splitlines() or [""])[0]
+        if lost_cuda_context(str(exc)):
+            who = side or module.__name__
+            raise ContextLost(f"{MARKER} {candidate['id']} {who} {line}") from exc
         return None, f"{type(exc).__name__}: {line}"[:300], None
     violations = bounds.violations()
     bounds.reset()
@@ -662,7 +676,7 @@ class _Originals:
         print(f"{MARKER} {cid} original", flush=True)
         self.runs += 1
         start = time.perf_counter()
-        outputs, error, violation = _execute(self.module, candidate)
+        outputs, error, violation = _execute(self.module, candidate, "original")
         seconds = time.perf_counter() - start
         if outputs is None:
             why = (error or (violation or {}).get("message", "bounds"))[:300]
@@ -704,7 +718,7 @@ class _Originals:
         if self.exact or cid in self.confirmed:
             return ""
         self.runs += 1
-        again, error, violation = _execute(self.module, candidate)
+        again, error, violation = _execute(self.module, candidate, "original")
         whys = (
             [error or (violation or {}).get("message", "")]
             if again is None

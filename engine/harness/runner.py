@@ -21,6 +21,7 @@ from typing import Any
 from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
 
 from . import bounds, null_run, shims
+from .cuda_fault import lost_cuda_context
 from .project import Coverage, launched, record_launches
 
 TAIL_CHARS = 4000
@@ -228,21 +229,6 @@ def _run_harness(check: Check, workdir: str) -> tuple[CheckOutcome, dict | None]
     return CheckOutcome(check.name, "passed", time.perf_counter() - start), data
 
 
-#: CUDA errors after which the process's context is unusable: a crash, not a failed check.
-_CUDA_FATAL = (
-    "illegal memory access",
-    "misaligned address",
-    "unspecified launch failure",
-    "illegal instruction",
-    "CUDA error: an illegal",
-    "device-side assert triggered",
-)
-
-
-def _lost_cuda_context(message: str) -> bool:
-    return any(marker in message for marker in _CUDA_FATAL)
-
-
 def _enter_project(job: Job, workdir: str) -> tuple[CheckOutcome | None, Any]:
     """Project mode: the mutant at the module's import path, tests from the project root."""
     import importlib
@@ -380,7 +366,7 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
     first_failure = next((o for o in outcomes if o.status == "failed"), None)
     if violations:
         status, error = JobStatus.BOUNDS, violations[0]["message"]
-    elif first_failure is not None and _lost_cuda_context(first_failure.message):
+    elif first_failure is not None and lost_cuda_context(first_failure.message):
         # The kernel faulted on the GPU: the context is gone, whatever the check caught.
         status, error = JobStatus.CRASH, first_failure.message
     elif first_failure is not None:

@@ -505,10 +505,12 @@ def _result(
 # child does (no network, private filesystem, the worker's unprivileged uid, no keys in
 # its environment), makes its context, and runs job after job in its own process, each
 # in a fresh directory, with Triton's cache (keyed by source hash) kept between them.
-# Only jobs of the file's own code run there: the kernel file's own check. Generated or
-# project tests, harness requests (oracle, probe, traces, compiles: they change the
-# process for the one job), --sanitize and null runs get a child of their own, so
-# nothing a test does to the process reaches another job. The runner is ended,
+# Only jobs of the file's own code run there: the kernel file's own check, and the
+# probe's compares (the file's definitions, original and mutants, called on inputs the
+# tool wrote; they patch nothing). Generated or project tests, the other harness
+# requests (oracle, probe capture, traces, compiles: they change the process for the
+# one job), --sanitize and null runs get a child of their own, so nothing a test does
+# to the process reaches another job. The runner is ended,
 # and a fresh one forked, after a timeout, a crash, a CUDA error, memory the job left
 # allocated on the device, or RUNNER_MAX_JOBS jobs.
 
@@ -525,17 +527,34 @@ _SHARED_CACHE: str | None = None
 _RUNNER: _Runner | None = None
 
 
+#: Harness entries a warm runner may serve: they load the job's files and call them,
+#: and leave the process as they found it.
+WARM_HARNESS = frozenset({"probe:compare"})
+
+
 def warm_eligible(job_data: dict) -> bool:
     """A job a warm runner may serve: the kernel file's own check only (no test of any
-    other origin, and no harness request: those turn the interpreter off, patch
-    launches or trace, for the one process they run in), no sanitizer, no null run, no
-    project."""
+    other origin, and no harness request but ``WARM_HARNESS``: the others turn the
+    interpreter off, patch launches or trace, for the one process they run in), no
+    sanitizer, no null run, no project."""
     return (
         not job_data.get("sanitize")
         and not job_data.get("null_launches")
         and job_data.get("project") is None
-        and all(c["kind"] == "main" for c in job_data["checks"])
+        and (all(c["kind"] == "main" for c in job_data["checks"]) or _warm_harness(job_data))
     )
+
+
+def _warm_harness(job_data: dict) -> bool:
+    """One harness check whose request (a file of the job) names a ``WARM_HARNESS`` entry."""
+    if len(job_data["checks"]) != 1 or job_data["checks"][0]["kind"] != "harness":
+        return False
+    files = {name: text for name, text in job_data["files"]}
+    try:
+        request = json.loads(files[job_data["checks"][0]["path"]])
+    except (KeyError, TypeError, ValueError):
+        return False
+    return isinstance(request, dict) and request.get("entry") in WARM_HARNESS
 
 
 class _Runner:
