@@ -28,10 +28,9 @@ from ..records import Mutant
 from ..settings import WRITERS
 from ..stage import BEFORE_MUTANTS, Stage, StageContext
 from ..vocabulary import Verdict
-from .common import write_tests
 from .model import ModelSession, missing_key
 
-__all__ = ["BEFORE_BASELINE", "ModelSession", "stage2_stage", "write_tests", "writer_stages"]
+__all__ = ["BEFORE_BASELINE", "ModelSession", "stage2_stage", "writer_stages"]
 
 #: The phase of a stage the driver runs after ``RunStarted``, before the baseline.
 BEFORE_BASELINE = "before_baseline"
