@@ -19,7 +19,6 @@ from mutant_gate.cache import Store
 
 from . import accepted, predictions
 from .baseline import judge_own_check, own_check_record, run_baseline
-from .changes import changed_functions
 from .checks import ALWAYS, CHECKS
 from .errors import BadInput
 from .events import (
@@ -79,6 +78,8 @@ def load(
         store.put_load(key, {**memo, "seconds": seconds})
     changed = None
     if settings.changed_since is not None:
+        from .changes import changed_functions  # git: only for --changed-since
+
         names = [f.name for f in kernel.jit_functions]
         functions = changed_functions(kernel.path, kernel.source, names, settings.changed_since)
         mutants = [m for m in mutants if m.function in functions]
