@@ -81,3 +81,45 @@ def test_a_fully_cached_rerun_imports_nothing_heavy(tmp_path):
     changed = tmp_path / "k.py"
     changed.write_text(Path(kernel).read_text().replace("BLOCK_SIZE=1024", "BLOCK_SIZE=512"))
     assert "libcst" in imported("run", str(changed), "--cache-dir", "c", "-q", cwd=tmp_path)
+
+
+EXIT_PROBE = """
+import atexit, sys, threading, time
+from mutant_gate.cli.main import entry
+atexit.register(lambda: print("exit handler ran", flush=True))
+if sys.argv[1] == "thread":  # still running when the command ends: the exit waits for it
+    def late():
+        time.sleep(0.5)
+        with open("late.txt", "w") as fh:
+            fh.write("done")
+    threading.Thread(target=late).start()
+sys.argv = ["mutant-gate", *sys.argv[2:]]
+entry()
+"""
+
+
+@pytest.mark.parametrize("mode", ["alone", "thread"])
+def test_the_command_line_exits_with_its_code_its_whole_output_and_exit_handlers(mode, tmp_path):
+    """``entry`` skips the interpreter's teardown, nothing the ordinary exit does: the
+    output (buffered into a pipe) comes whole, exit handlers run, the code is the
+    command's, and a thread still running is waited for."""
+    report = str(Path(__file__).parent / "data" / "tui_affine_oracle_report.json")
+    expected = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=()), "report", report, "--format", "html"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    ).stdout  # fmt: skip
+    assert len(expected) > 10_000 and "</html>" in expected
+
+    def probe(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", EXIT_PROBE, mode, *argv],
+            capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+
+    ok = probe("report", report, "--format", "html")
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout == expected + "exit handler ran\n"
+    bad = probe("report", "nothere.json")
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("mutant-gate: error:") and bad.stdout == "exit handler ran\n"
+    assert (tmp_path / "late.txt").exists() == (mode == "thread")
