@@ -69,6 +69,20 @@ def test_a_run_does_import_the_engine(tmp_path):
     assert "libcst" in imported("run", "k.py", "--no-cache", cwd=tmp_path)
 
 
+def test_trace_jobs_are_built_without_numpy():
+    """A cached rerun whose probe found a kill builds trace jobs (keyed by the trace
+    version) to look its evidence up: that side of the harness needs no numpy (a cold
+    run of a file that shows it, matmul, takes most of a minute here)."""
+    from mutant_gate.engine.harness import trace
+
+    code = (
+        "import sys; from mutant_gate.engine.checks import common; "
+        "print(common.TRACE_VERSION, 'numpy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == [str(trace.TRACE_VERSION), "False"], out.stderr
+
+
 @pytest.mark.slow
 def test_a_fully_cached_rerun_imports_nothing_heavy(tmp_path):
     """The second run of the same file finds its parsed form, its mutants and every job
