@@ -148,3 +148,15 @@ def test_the_command_line_exits_with_its_code_its_whole_output_and_exit_handlers
     assert bad.returncode == 2
     assert bad.stderr.startswith("mutant-gate: error:") and bad.stdout == "exit handler ran\n"
     assert (tmp_path / "late.txt").exists() == (mode == "thread")
+
+
+def test_a_profiled_command_line_still_writes_its_profile(tmp_path):
+    """cProfile writes its numbers after the program returns: no early exit under it."""
+    report = str(Path(__file__).parent / "data" / "tui_affine_oracle_report.json")
+    argv = ["-m", "cProfile", "-o", "p.out", "-m", "mutant_gate.cli", "report", report]
+    proc = subprocess.run(
+        [sys.executable, *argv, "--format", "markdown"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "affine" in proc.stdout and (tmp_path / "p.out").stat().st_size > 0
