@@ -1,6 +1,7 @@
 """How long the commands take to start, and a run against its cached rerun, in one run.
 
-Run: ``python benchmarks/startup.py [--examples vector_add,softmax] [--repeat N] [-j N]``.
+Run: ``python benchmarks/startup.py [--examples vector_add,softmax] [--repeat N] [-j N]
+[--against PYTHON]``.
 Each item is a fresh process, timed side by side on the same machine (machines here
 are noisy: read the ratios):
 
@@ -16,6 +17,12 @@ are noisy: read the ratios):
 The cheap commands and the cached reruns run ``--repeat`` rounds, interleaved, and
 print their median; a cold run runs once. The default (every example, one round,
 ``-j 2``, no writer) takes a few minutes on 2 cores.
+
+``--against PYTHON`` times every mutant-gate item with a second interpreter too (another
+checkout's environment: the code before a change), interleaved with this one's in each
+round, each with its own cache, and prints its column and the ratio this / that.
+Whether Python writes bytecode is said on the first line: with PYTHONDONTWRITEBYTECODE
+set, every command compiles the tool's own modules from source again.
 """
 
 from __future__ import annotations
@@ -63,52 +70,74 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="rounds of the cheap items")
     parser.add_argument("-j", "--jobs", type=int, default=2, help="workers of each run")
     parser.add_argument("--writer", default="none", help="the runs' --writer (default: none)")
+    parser.add_argument(
+        "--against", metavar="PYTHON", help="also time each item with this interpreter"
+    )
     args = parser.parse_args()
     names = chosen_examples(args.examples)
+    if args.against and not os.access(args.against, os.X_OK):
+        sys.exit(f"--against: not an executable: {args.against}")
+    sides = {"this": sys.executable, **({"that": args.against} if args.against else {})}
     with tempfile.TemporaryDirectory() as tmp:
         report = json.loads(REPORT.read_text())
         with Store(f"{tmp}/c") as store:
             store.put_run(report["run_id"], {"run_id": report["run_id"], "report": report})
-        cli = [sys.executable, "-m", "mutant_gate.cli"]
-        commands = {
-            "python -c pass": [sys.executable, "-c", "pass"],
-            "import torch": [sys.executable, "-c", "import torch"],
-            "mutant-gate --help": [*cli, "--help"],
-            "cache ls": [*cli, "cache", "ls", "--cache-dir", f"{tmp}/c"],
-            "report (markdown)": [*cli, "report", "latest", "--format", "markdown",
+        commands: dict[str, dict[str, list[str]]] = {
+            "python -c pass": {"this": [sys.executable, "-c", "pass"]},
+            "import torch": {"this": [sys.executable, "-c", "import torch"]},
+        }
+        for item, argv in {
+            "mutant-gate --help": ["--help"],
+            "cache ls": ["cache", "ls", "--cache-dir", f"{tmp}/c"],
+            "report (markdown)": ["report", "latest", "--format", "markdown",
                                   "--cache-dir", f"{tmp}/c"],
-        }  # fmt: skip
-        cold: dict[str, float] = {}
+        }.items():  # fmt: skip
+            commands[item] = {
+                side: [py, "-m", "mutant_gate.cli", *argv] for side, py in sides.items()
+            }
+        cold: dict[str, dict[str, float]] = {}
         bounds: dict[str, dict] = {}
         for name in names:  # the cold run fills the cache the rerun is served from
-            argv = [*cli, "run", str(EXAMPLES[name]), "-q", "--cache-dir", f"{tmp}/runs",
-                    "--writer", args.writer, "-j", str(args.jobs), "--json", f"{tmp}/r.json"]  # fmt: skip
-            cold[name] = timed(argv, tmp)
-            bounds[name] = json.loads(Path(f"{tmp}/r.json").read_text())["bound"]
-            commands[f"cached rerun {name}"] = argv
-        times: dict[str, list[float]] = {name: [] for name in commands}
+            commands[f"cached rerun {name}"], cold[name] = {}, {}
+            for side, py in sides.items():
+                argv = [py, "-m", "mutant_gate.cli", "run", str(EXAMPLES[name]), "-q",
+                        "--cache-dir", f"{tmp}/runs-{side}", "--writer", args.writer,
+                        "-j", str(args.jobs), "--json", f"{tmp}/r.json"]  # fmt: skip
+                cold[name][side] = timed(argv, tmp)
+                if side == "this":
+                    bounds[name] = json.loads(Path(f"{tmp}/r.json").read_text())["bound"]
+                commands[f"cached rerun {name}"][side] = argv
+        times = {(item, side): [] for item, by in commands.items() for side in by}
         for _ in range(args.repeat):  # interleaved: each round sees the same machine
-            for name, argv in commands.items():
-                times[name].append(timed(argv, tmp))
-    torch_s = statistics.median(times["import torch"])
+            for item, by in commands.items():
+                for side, argv in by.items():
+                    times[item, side].append(timed(argv, tmp))
+    torch_s = statistics.median(times["import torch", "this"])
+    bytecode = "not written (PYTHONDONTWRITEBYTECODE)" if sys.dont_write_bytecode else "cached"
     print(
-        f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"runs with -j {args.jobs} --writer {args.writer}; {args.repeat} round(s), median"
+        f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"bytecode {bytecode}; runs with -j {args.jobs} --writer {args.writer}; "
+        f"{args.repeat} round(s), median"
     )
-    print(f"{'item':<34} {'seconds':>9} {'x import torch':>15}")
-    for name, values in times.items():
-        if name.startswith("cached rerun "):
-            example = name.removeprefix("cached rerun ")
-            row = f"cold run {example}"
-            print(f"{row:<34} {cold[example]:>9.3f} {cold[example] / torch_s:>15.2f}")
-        median = statistics.median(values)
-        print(f"{name:<34} {median:>9.3f} {median / torch_s:>15.2f}")
+    against = f" {'--against':>10} {'this/that':>9}" if args.against else ""
+    print(f"{'item':<34} {'seconds':>9} {'x import torch':>15}{against}")
+
+    def row(item: str, this: float, that: float | None) -> None:
+        other = f" {that:>10.3f} {this / that:>9.2f}" if that is not None else ""
+        print(f"{item:<34} {this:>9.3f} {this / torch_s:>15.2f}{other}")
+
+    for item, by in commands.items():
+        if item.startswith("cached rerun "):
+            example = item.removeprefix("cached rerun ")
+            row(f"cold run {example}", cold[example]["this"], cold[example].get("that"))
+        medians = {side: statistics.median(times[item, side]) for side in by}
+        row(item, medians["this"], medians.get("that"))
     print("cold runs against the sum of their check times (the run's own bound line):")
     for name, b in bounds.items():
         print(
             f"  {name}: {b['original_s']:.1f} s original + {b['jobs_s']:.1f} s of mutant jobs "
             f"over {b['workers']} workers = {b['bound_s']:.1f} s; took {b['wall_s']:.1f} s "
-            f"in the tool, {cold[name]:.1f} s with start-up"
+            f"in the tool, {cold[name]['this']:.1f} s with start-up"
         )
 
 

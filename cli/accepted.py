@@ -12,8 +12,9 @@ import argparse
 from rich.console import Console
 
 from mutant_gate.cache import DEFAULT_DIR
-from mutant_gate.engine import accepted, session
+from mutant_gate.engine import session
 from mutant_gate.engine.errors import EXIT_OK, BadInput
+from mutant_gate.engine.settings import DEFAULT_BASELINE
 
 
 def _say(console: Console, text: str) -> None:
@@ -35,7 +36,9 @@ def _row(report: dict, ref: str) -> dict:
 def baseline_add(args: argparse.Namespace, console: Console) -> int:
     if not args.reason or not args.reason.strip():
         raise BadInput("baseline add: --reason must say why the survivor may stay")
-    path = args.baseline or accepted.DEFAULT_FILE
+    from mutant_gate.engine import accepted  # the file's format: only for `baseline add`
+
+    path = args.baseline or DEFAULT_BASELINE
     report = session.find_report(args.run, args.cache_dir or DEFAULT_DIR)
     rows = [_row(report, ref) for ref in dict.fromkeys(args.mutant)]
     added, present = accepted.accept(report, rows, args.reason, path)
@@ -66,7 +69,7 @@ def add_commands(sub, parser_class: type[argparse.ArgumentParser]) -> None:
         "--baseline",
         metavar="PATH",
         help="the baseline file (default: baseline of [tool.mutant-gate], else "
-        f"{accepted.DEFAULT_FILE})",
+        f"{DEFAULT_BASELINE})",
     )
     add.add_argument(
         "--cache-dir",

@@ -7,9 +7,12 @@
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
 import signal
 import sys
 import threading
+from typing import NoReturn
 
 from rich.console import Console
 
@@ -343,7 +346,27 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    leave(main())
+
+
+def leave(code: int) -> NoReturn:
+    """End the process with ``code``, skipping the interpreter's teardown (freeing every
+    module and object: 13 ms here, a tenth of a cached rerun) as mypy does: exit
+    handlers run and output is flushed first. The ordinary exit where it does more: a
+    thread still running (it waits for it), a profiler, tracer or debugger watching
+    (they report after the program returns), output that cannot be flushed. In-process
+    callers use ``main``, which returns the code."""
+    watched = sys.gettrace() is not None or sys.getprofile() is not None
+    if threading.active_count() == 1 and not watched:
+        atexit._run_exitfuncs()  # what the ordinary exit runs: logging, finalizers...
+        try:
+            for stream in (sys.stdout, sys.stderr):
+                if stream is not None:
+                    stream.flush()
+        except (OSError, ValueError):
+            sys.exit(code)  # e.g. a closed pipe: said the ordinary way
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

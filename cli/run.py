@@ -13,7 +13,6 @@ from mutant_gate.cli.flags import run_settings
 from mutant_gate.cli.reporter import Reporter
 from mutant_gate.cli.summary import summary, writers_summary
 from mutant_gate.engine import session
-from mutant_gate.engine.writers import write_tests
 
 
 def open_store(directory: str, console: Console) -> Store | None:
@@ -70,6 +69,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     for line in check_lines.summary_lines(report):
         console.print(line, highlight=False)
     if args.write_tests:
+        from mutant_gate.engine.writers.common import write_tests  # only when asked
+
         written = write_tests(run.kernel.tests, args.write_tests)
         console.print(
             f"{len(written)} accepted test files written to {args.write_tests}"

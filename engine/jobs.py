@@ -14,28 +14,22 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from importlib import metadata
 
 from mutant_gate.cache import Store
 
 from .sandbox import Sandbox
 from .sandbox.job import Job, JobResult, JobStatus
+from .versions import installed_version
 
 
 def toolchain(mode: str, sandbox: Sandbox | None = None) -> dict:
     """Versions that key the cache; read without importing torch/triton. A started
     remote sandbox knows the versions its image really runs: those win."""
 
-    def version(dist: str) -> str:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return "missing"
-
     versions = {
         "python": sys.version.split()[0],
-        "torch": version("torch"),
-        "triton": version("triton"),
+        "torch": installed_version("torch") or "missing",
+        "triton": installed_version("triton") or "missing",
         "mode": mode,
     }
     remote = getattr(sandbox, "versions", None) or {}

@@ -15,6 +15,7 @@ import os
 
 from .kernel_file import split_node_id
 from .settings import RunSettings
+from .versions import installed_version
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 #: The code whose change changes what a load gives (paths under ``engine/``).
@@ -24,9 +25,7 @@ GENERATOR = ("mutate", "kernel_file.py", "own_check.py", "project.py", "records.
 
 @functools.cache
 def generator_hash() -> str:
-    from importlib.metadata import version
-
-    digest = hashlib.sha256(version("libcst").encode())
+    digest = hashlib.sha256((installed_version("libcst") or "missing").encode())
     for entry in GENERATOR:
         path = os.path.join(HERE, entry)
         files = (

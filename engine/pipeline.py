@@ -17,9 +17,8 @@ from collections.abc import Generator, Iterator
 
 from mutant_gate.cache import Store
 
-from . import accepted, predictions
+from . import predictions
 from .baseline import judge_own_check, own_check_record, run_baseline
-from .changes import changed_functions
 from .checks import ALWAYS, CHECKS
 from .errors import BadInput
 from .events import (
@@ -79,6 +78,8 @@ def load(
         store.put_load(key, {**memo, "seconds": seconds})
     changed = None
     if settings.changed_since is not None:
+        from .changes import changed_functions  # git: only for --changed-since
+
         names = [f.name for f in kernel.jit_functions]
         functions = changed_functions(kernel.path, kernel.source, names, settings.changed_since)
         mutants = [m for m in mutants if m.function in functions]
@@ -203,7 +204,11 @@ class Run:
         settings = self.settings
         self.started = time.perf_counter()
         kernel, mutants, self.generation_s, changed = load(settings, self.store)
-        entries = accepted.load(settings.accepted_path) if settings.accepted_path else None
+        entries = None
+        if settings.accepted_path:
+            from . import accepted  # the accepted survivors' file: only with --baseline
+
+            entries = accepted.load(settings.accepted_path)
         predicted = predictions.register(settings.predict_path) if settings.predict_path else None
         ctx = self.ctx = StageContext(settings, self.jobs, self.ledger, kernel, mutants)
         if changed is not None:
@@ -265,6 +270,8 @@ class Run:
                 yield from self._run_stage(stage, targets)
 
         if entries is not None:
+            from . import accepted
+
             assert settings.accepted_path is not None
             accepted.mark(
                 self.ledger, kernel.source, kernel.path, ctx.mutants, entries,

@@ -10,6 +10,7 @@ project's own pytest configuration and conftest fixtures.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 from dataclasses import asdict, dataclass
 
@@ -79,19 +80,27 @@ def jit_callers(source: str, function: str) -> set[str]:
     A test that launches any of them reaches a mutant of ``function``; launches
     record only the kernel launched, not the ``@triton.jit`` helpers it calls.
     """
-    tree = ast.parse(source)
-    bodies = {
-        node.name: {
-            call.func.id if isinstance(call.func, ast.Name) else call.func.attr
-            for call in ast.walk(node)
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name | ast.Attribute)
-        }
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef)
-    }
+    bodies = _calls(source)
     reach = {function}
     while True:
         more = {name for name, calls in bodies.items() if calls & reach} - reach
         if not more:
             return reach
         reach |= more
+
+
+@functools.lru_cache(maxsize=8)
+def _calls(source: str) -> dict[str, frozenset[str]]:
+    """Each top-level function of ``source`` -> the names it calls. Parsed once per
+    source: a run asks once per mutant, and parsing each time was most of a cached
+    rerun's time on a file with many mutants."""
+    tree = ast.parse(source)
+    return {
+        node.name: frozenset(
+            call.func.id if isinstance(call.func, ast.Name) else call.func.attr
+            for call in ast.walk(node)
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name | ast.Attribute)
+        )
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    }

@@ -15,6 +15,7 @@ from mutant_gate.cache import Store
 from mutant_gate.engine.jobs import toolchain
 from mutant_gate.engine.sandbox import job as job_module
 from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
+from mutant_gate.engine.versions import installed_version
 
 from .conftest import EXAMPLES, run_cli
 
@@ -33,6 +34,37 @@ def test_cache_key_is_content_addressed(monkeypatch):
     before = make_job().cache_key(tc)
     monkeypatch.setattr(job_module, "HARNESS_VERSION", "other")
     assert make_job().cache_key(tc) != before
+
+
+def test_versions_are_importlib_metadata_s_without_importing_it(tmp_path, monkeypatch):
+    """The toolchain's versions key every result: they must be exactly what
+    importlib.metadata says, for every installed distribution, and read without it."""
+    from importlib import metadata
+
+    names = {d.metadata["Name"] for d in metadata.distributions()}
+    assert {"torch", "triton", "libcst", "mutant-gate"} <= names
+    assert {n: installed_version(n) for n in names} == {n: metadata.version(n) for n in names}
+    assert installed_version("no-such-distribution-here") is None
+    # Name normalisation, the first match on the path wins, a missing Version header.
+    first, later = tmp_path / "first", tmp_path / "later"
+    for where, version in ((first, "1.2.post3"), (later, "9.9")):
+        (where / f"Foo_Bar-{version}.dist-info").mkdir(parents=True)
+        (where / f"Foo_Bar-{version}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: foo.bar\nVersion: {version}\n\nVersion: 0\n"
+        )
+    (first / "bare-1.0.dist-info").mkdir()
+    (first / "bare-1.0.dist-info" / "METADATA").write_text("Name: bare\n\nVersion: 2\n")
+    monkeypatch.syspath_prepend(str(later))
+    monkeypatch.syspath_prepend(str(first))
+    for name in ("foo.bar", "FOO-bar", "foo_bar", "bare"):
+        assert installed_version(name) == metadata.version(name), name
+    assert installed_version("foo-bar") == "1.2.post3"
+    probe = (
+        "import sys; from mutant_gate.engine.jobs import toolchain; tc = toolchain('interpret'); "
+        "print(tc['torch'], tc['triton'], 'importlib.metadata' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.stdout.split() == [metadata.version("torch"), metadata.version("triton"), "False"]
 
 
 def test_time_limit_is_not_part_of_the_key_but_bounds_a_cached_timeout():

@@ -25,6 +25,10 @@ def test_helpers_are_reached_through_their_callers():
     source = MODULE.read_text()
     assert jit_callers(source, "_mean_square") == {"_mean_square", "rms_norm_kernel"}
     assert jit_callers(source, "rms_norm_kernel") == {"rms_norm_kernel"}
+    # The call graph is kept per source: another source gives its own answer.
+    extra = source + "\n\ndef outer_kernel(x):\n    rms_norm_kernel(x)\n"
+    assert jit_callers(extra, "_mean_square") == {"_mean_square", "rms_norm_kernel", "outer_kernel"}
+    assert jit_callers(source, "_mean_square") == {"_mean_square", "rms_norm_kernel"}
 
 
 @pytest.mark.slow

@@ -36,7 +36,7 @@ from mutant_gate.engine.records import Mutant
 from mutant_gate.engine.report import mutant_row
 from mutant_gate.engine.sandbox import Sandbox
 from mutant_gate.engine.settings import KEY_VARIABLES, RunSettings, api_key
-from mutant_gate.engine.writers import write_tests
+from mutant_gate.engine.writers.common import write_tests
 
 NEEDS_MODEL = f"needs a model: set {' or '.join(KEY_VARIABLES)}"
 #: The survivor checks the explorer can toggle, by name.

@@ -11,15 +11,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from ..events import Event
+from ..records import Mutant
 from ..settings import DEFAULT_TARGETS, parse_targets
-from ..stage import Stage
+from ..stage import Stage, StageContext
 from ..vocabulary import Verdict
 from .big_index import big_index_stage
 from .claims import claims_stage
-from .compile_check import compile_check_stage
 from .diff_oracle import diff_oracle_stage
 
 __all__ = ["ALWAYS", "CHECKS", "DEFAULT_TARGETS", "parse_targets"]
+
+
+def compile_check_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
+    """The compile-check, imported when it runs (it is off by default)."""
+    from .compile_check import compile_check_stage as run
+
+    yield from run(ctx, survivors)
+
 
 #: The survivor checks by the name the explorer toggles them by, in the order they run:
 #: the compile-check first (claimed mutants too: a claim hides nothing from it), so the

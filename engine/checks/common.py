@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 
+from ..harness import TRACE_VERSION
 from ..kernel_file import KernelFile
 from ..records import Mutant
 from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
@@ -26,8 +27,6 @@ def checks_job(ctx: StageContext, source: str | None) -> Job:
 
 
 def harness_job(ctx: StageContext, entry: str, name: str, request: dict, timeout_s: float) -> Job:
-    from ..harness.trace import TRACE_VERSION  # numpy: imported when a check runs
-
     payload = {"entry": entry, "version": TRACE_VERSION, **request}
     return Job(
         files=((REQUEST, json.dumps(payload, sort_keys=True)),),

@@ -5,6 +5,8 @@
 mutation-testing-report-schema; ``junit`` one testcase per mutant; ``markdown`` a
 pull-request comment; ``html`` one self-contained offline page. The CLI writes them
 after a run (``--stryker PATH``...) and from a cached run (``mutant-gate report``).
+Each renderer's module is imported when that format is written: a run that writes
+none of them (most runs, and every cached rerun) does not pay for their imports.
 """
 
 from __future__ import annotations
@@ -14,10 +16,6 @@ import os
 from collections.abc import Callable
 
 from ..errors import BadInput
-from .html import html_page
-from .junit import junit_xml
-from .markdown import markdown_summary
-from .stryker import stryker_report
 
 
 def json_text(report: dict) -> str:
@@ -25,16 +23,36 @@ def json_text(report: dict) -> str:
 
 
 def stryker_text(report: dict) -> str:
+    from .stryker import stryker_report
+
     return json.dumps(stryker_report(report), indent=2) + "\n"
+
+
+def junit_text(report: dict) -> str:
+    from .junit import junit_xml
+
+    return junit_xml(report)
+
+
+def markdown_text(report: dict) -> str:
+    from .markdown import markdown_summary
+
+    return markdown_summary(report)
+
+
+def html_text(report: dict) -> str:
+    from .html import html_page
+
+    return html_page(report)
 
 
 #: format name -> renderer (report dict -> text)
 FORMATS: dict[str, Callable[[dict], str]] = {
     "json": json_text,
     "stryker": stryker_text,
-    "junit": junit_xml,
-    "markdown": markdown_summary,
-    "html": html_page,
+    "junit": junit_text,
+    "markdown": markdown_text,
+    "html": html_text,
 }
 
 

@@ -11,16 +11,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from importlib import metadata
 
+from ..versions import installed_version
 from ..vocabulary import REPORT_STATES
 
 
 def tool_version() -> str:
-    try:
-        return metadata.version("mutant-gate")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return installed_version("mutant-gate") or "unknown"
 
 
 def kernel_name(report: dict) -> str:

@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from . import TRACE_VERSION
+
 __all__ = [
     "TRACE_VERSION",
     "capture",
@@ -52,8 +54,6 @@ __all__ = [
     "uninstall",
 ]
 
-#: Part of every trace-using job's inputs: bump when traces or their use change.
-TRACE_VERSION = 1
 #: Distinct signatures kept per kernel (a parametrised check can make hundreds).
 MAX_SIGNATURES_PER_KERNEL = 16
 _MAX_ERRORS = 50

@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from .isolation import kill_uid, sandbox_uid, scrubbed_env, shared_triton_cache
 from .job import Job, JobResult, JobStatus
 
 #: How long the tool waits past a job's own timeout before giving up on a worker.
@@ -50,6 +49,8 @@ def worker_env(mode: str = "interpret") -> dict[str, str]:
         # Interpreted jobs run on the CPU even on a GPU machine: the same verdicts
         # everywhere, and no CUDA context in a worker that forks.
         extra["CUDA_VISIBLE_DEVICES"] = ""
+    from .isolation import scrubbed_env  # with the first worker: a cached run starts none
+
     env = scrubbed_env(dict(os.environ), extra)
     if mode != "interpret":
         env.pop("TRITON_INTERPRET", None)
@@ -157,6 +158,8 @@ class _Worker:
             pass
         self.proc.wait()
         if os.geteuid() == 0:
+            from .isolation import kill_uid, sandbox_uid
+
             kill_uid(sandbox_uid(self.proc.pid))
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
@@ -224,6 +227,8 @@ class LocalSandbox:
         if self.mode == "compiled" and not gpus:
             raise SandboxStartError("--mode compiled needs a CUDA device; none is visible")
         if self.warm and self.shared_cache:
+            from .isolation import shared_triton_cache
+
             self.triton_cache, self.triton_cache_note = shared_triton_cache()
         # Compiled mode: one worker pool per visible GPU, workers dealt round-robin.
         launched = [

@@ -28,10 +28,9 @@ from ..records import Mutant
 from ..settings import WRITERS
 from ..stage import BEFORE_MUTANTS, Stage, StageContext
 from ..vocabulary import Verdict
-from .common import write_tests
 from .model import ModelSession, missing_key
 
-__all__ = ["BEFORE_BASELINE", "ModelSession", "stage2_stage", "write_tests", "writer_stages"]
+__all__ = ["BEFORE_BASELINE", "ModelSession", "stage2_stage", "writer_stages"]
 
 #: The phase of a stage the driver runs after ``RunStarted``, before the baseline.
 BEFORE_BASELINE = "before_baseline"
@@ -65,12 +64,18 @@ def writer_stages(ctx: StageContext, session: ModelSession) -> list[Stage]:
 
         stages.append(Stage("stage1-evidence", stage1_kill_evidence, (Verdict.KILLED,)))
     if s.probe:
-        from .probe import probe_stage
-
-        stages.append(Stage("probe", probe_stage))
+        stages.append(Stage("probe", _probe))
     if s.stage2 and session.client is not None:
         stages.append(stage2_stage(session))
     return stages
+
+
+def _probe(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
+    """The probe writer, imported when there are survivors to probe: a run with none (a
+    cached rerun of a file whose mutants all die) never loads its inputs or harness."""
+    from .probe import probe_stage
+
+    yield from probe_stage(ctx, survivors)
 
 
 def _check_model(session: ModelSession):

@@ -268,15 +268,3 @@ class LLMClient:
     def _key(request: dict) -> str:
         blob = json.dumps(request, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()
-
-
-def no_tokens(model: str | None = None) -> dict:
-    return {
-        "prompt": 0,
-        "completion": 0,
-        "cost_usd": None,
-        "model": model,
-        "calls": 0,
-        "cached_calls": 0,
-        "retries": 0,
-    }

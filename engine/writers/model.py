@@ -9,13 +9,30 @@ before anything runs: a model stage asked for with no key is one line, exit 2.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import BadInput
 from ..events import WriterNote
 from ..settings import KEY_VARIABLES, WriterSettings, api_key
 from ..stage import StageContext
-from .llm import LLMClient, LLMError, no_tokens
+
+if TYPE_CHECKING:  # the client is imported when a run connects to a model, not before
+    from .llm import LLMClient, LLMError
 
 NO_KEY = f"no API key (set {' or '.join(KEY_VARIABLES)})"
+
+
+def no_tokens(model: str | None = None) -> dict:
+    """The report's ``tokens`` section before any model call."""
+    return {
+        "prompt": 0,
+        "completion": 0,
+        "cost_usd": None,
+        "model": model,
+        "calls": 0,
+        "cached_calls": 0,
+        "retries": 0,
+    }
 
 
 def missing_key(settings: WriterSettings) -> str | None:
@@ -77,12 +94,16 @@ class ModelSession:
         key = api_key()
         if key is None:
             return NO_KEY
+        from .llm import LLMClient
+
         self.client = LLMClient(self.settings.llm, key, self.ctx.store)
         self.ctx.ledger.put_section("tokens", self.client.tokens())
         return None
 
     def check_model(self) -> WriterNote | None:
         """The model exists at the endpoint; a bad key or model raises ``BadInput``."""
+        from .llm import LLMError
+
         assert self.client is not None
         if self.checked:
             return None
