@@ -211,6 +211,7 @@ ROW_SECTIONS = frozenset(
         "compile",  # compile-check: per target
         "big_index",  # big-index check: the replays past 2^31 elements
         "oracle",  # diff-oracle: the sentence and the numbers
+        "races",  # claims check: a claimed survivor's store trace (two programs, one address)
         "modes",  # --compare-modes: both modes' verdicts
         "tests_selected",  # test cases (beside the own check) that launch its kernel
         "tests_run",  # those its job ran, fastest first, to the first kill

@@ -527,3 +527,64 @@ def test_a_gpu_original_given_cpu_tensors_in_compiled_mode_gets_a_hint():
     assert "needs them on the GPU" in cpu_tensor_hint("compiled", error)
     assert cpu_tensor_hint("interpret", error) == ""
     assert cpu_tensor_hint("compiled", "AssertionError: Tensor-likes are not close!") == ""
+
+
+# Each program doubles every num_programs-th row. With a step of 1 (range-step-change)
+# every program doubles every row from its own on: the same values, stored again by
+# several programs. Every value check (own check, oracle, probe) sees the original.
+STRIDE_KERNEL = textwrap.dedent("""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rows_kernel(x_ptr, out_ptr, n_rows, n_cols, BLOCK: tl.constexpr):
+    start = tl.program_id(0)
+    step = tl.num_programs(0)
+    for row in tl.range(start, n_rows, step):
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n_cols
+        x = tl.load(x_ptr + row * n_cols + offs, mask=mask, other=0.0)
+        tl.store(out_ptr + row * n_cols + offs, x * 2.0, mask=mask)
+
+
+def double_rows(x):
+    out = torch.empty_like(x)
+    n_rows, n_cols = x.shape
+    rows_kernel[(4,)](x, out, n_rows, n_cols, BLOCK=triton.next_power_of_2(n_cols))
+    return out
+
+
+if __name__ == "__main__":
+    x = torch.rand(10, 30)
+    torch.testing.assert_close(double_rows(x), x * 2.0)
+""")
+
+
+@pytest.mark.slow
+def test_a_claim_on_a_survivor_that_stores_from_several_programs_is_refused(tmp_path):
+    (tmp_path / "rows.py").write_text(STRIDE_KERNEL)
+    claim = Reply("EQUIVALENT: every row is still written with the same values.")
+    with FakeOpenAI(lambda body: claim) as fake:
+        proc = run_cli(
+            "run", "rows.py", "--operators", "range-step-change", "--writer", "none",
+            "--stage2", "--base-url", fake.base_url, "--json", "r.json", cwd=tmp_path,
+            env=_env(),
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["races"]["found"] == []  # the original: one program per row
+    (one,) = [m for m in report["mutants"] if m["after"].endswith(", 1)")]
+    # every value check agrees with the claim...
+    assert one["oracle"]["identical"] is True and one["oracle"]["launches"] > 0, one
+    assert one["probe"]["probes"] > 0 and not one["probe"].get("differs"), one
+    # ...and the store trace does not
+    found = one["races"]["found"]
+    assert found and found[0]["kernel"] == "rows_kernel", one["races"]
+    (model,) = [c for c in one["claims"] if c["by"] == "stage2"]
+    evidence = model["evidence"]
+    assert evidence["backed"] is False, evidence
+    assert evidence["why"].startswith("its stores differ where the values cannot show it")
+    assert one["verdict"] == "survived"
+    assert one["id"] not in {e["id"] for e in report["score"]["excluded"]}

@@ -10,7 +10,13 @@ claim is backed only when all of these hold:
 - the diff-oracle ran the original and the mutant side by side on the checks and
   found every tensor argument identical after every launch, and identical again with
   undefined masked-off lanes poisoned;
-- the probe writer ran on the survivor and found no difference on any of its inputs.
+- the probe writer ran on the survivor and found no difference on any of its inputs;
+- where the original's own run stores each address from one program per launch (the
+  race hint found nothing), so does the survivor's: its checks run once more with the
+  interpreter's store trace (``races``). A mutant whose programs store the same values
+  to the same addresses (a grid-stride step of 1: every program walks every row)
+  gives identical outputs to every value check, oracle included, while it repeats the
+  work and races on a GPU; the trace is what tells it from the original.
 
 Then the ledger's ``claim`` rule makes the mutant ``equivalent``; otherwise it stays a
 survivor. Either way the claim records what evidence backed or refused it
@@ -21,14 +27,18 @@ evidence for a model's claim, never an exclusion by themselves.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..events import CheckFinished, CheckStarted, Event
 from ..records import Mutant
+from ..sandbox.job import JobResult, JobStatus
 from ..stage import StageContext
+from ..verdicts import summarize_error
 from .diff_oracle import CHECK as ORACLE
 from .diff_oracle import oracle_job, record
 
 CHECK = "claims"
+RACES = "races"
 
 
 def pending_claims(ctx: StageContext, mutant: Mutant) -> list[dict]:
@@ -44,8 +54,27 @@ def pending_claims(ctx: StageContext, mutant: Mutant) -> list[dict]:
     ]
 
 
-def refusal(ctx: StageContext, mutant: Mutant, oracle: dict | None) -> str | None:
-    """Why the evidence does not back an equivalence claim, or None when it does."""
+def _traced(ctx: StageContext) -> bool:
+    """Whether survivors' stores are traced: in the interpreter, where the original's
+    own run found no address stored by two programs of one launch (where it did, the
+    same finding on a survivor tells them apart by nothing)."""
+    original = ctx.ledger.sections().get(RACES)
+    return ctx.settings.mode == "interpret" and original is not None and not original["found"]
+
+
+def race_field(result: JobResult) -> dict:
+    """A survivor's ``races`` row from its traced run."""
+    if result.status is not JobStatus.PASSED:
+        why = summarize_error(result.error) or result.status.value
+        return {"found": None, "why": f"its traced run did not pass: {why}"}
+    return {"found": list(result.extra.get("races") or [])}
+
+
+def refusal(
+    ctx: StageContext, mutant: Mutant, oracle: dict | None, races: dict | None = None
+) -> str | None:
+    """Why the evidence does not back an equivalence claim, or None when it does
+    (``races``: the survivor's store trace, where one was taken)."""
     if ctx.settings.mode != "interpret":
         return "no evidence: the oracle compares outputs in the interpreter, this run is compiled"
     if not ctx.ledger.reached(mutant.id):
@@ -66,6 +95,13 @@ def refusal(ctx: StageContext, mutant: Mutant, oracle: dict | None) -> str | Non
         return f"no probe evidence: {why}"
     if probe.get("differs"):
         return f"the probe found a difference: {probe.get('result')}"
+    if races is not None and races.get("found") is None:
+        return f"no store evidence: {races['why']}"
+    if races is not None and races["found"]:
+        return (
+            f"its stores differ where the values cannot show it: {races['found'][0]['message']}"
+            " (the original's programs never store to one address)"
+        )
     return None
 
 
@@ -78,17 +114,27 @@ def claims_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
     ctx.ledger.section("checks")[CHECK] = summary
     yield CheckStarted(None, CHECK, total=len(claimed))
     oracles: dict[str, dict] = {}
+    races: dict[str, dict] = {}
     if ctx.settings.mode == "interpret":
-        jobs = {m.id: oracle_job(ctx, m) for m in claimed if ctx.ledger.reached(m.id)}
+        reached = [m for m in claimed if ctx.ledger.reached(m.id)]
+        jobs = {f"{ORACLE}:{m.id}": oracle_job(ctx, m) for m in reached}
+        if _traced(ctx):
+            for m in reached:
+                jobs[f"{RACES}:{m.id}"] = replace(ctx.mutant_job(m), trace_races=True)
         by_id = {m.id: m for m in claimed}
         for kind, key, result in ctx.run_jobs(jobs):
             if kind == "started" or result is None:
                 continue
-            field, _ = record(ctx, by_id[key], result)
-            ctx.ledger.put_row(key, ORACLE, field)
-            oracles[key] = field
+            what, _, mid = key.partition(":")
+            if what == RACES:
+                races[mid] = race_field(result)
+                ctx.ledger.put_row(mid, RACES, races[mid])
+                continue
+            field, _ = record(ctx, by_id[mid], result)
+            ctx.ledger.put_row(mid, ORACLE, field)
+            oracles[mid] = field
     for done, mutant in enumerate(claimed, 1):
-        why = refusal(ctx, mutant, oracles.get(mutant.id))
+        why = refusal(ctx, mutant, oracles.get(mutant.id), races.get(mutant.id))
         claims = pending_claims(ctx, mutant)
         reasons = "; ".join(c.get("reason", "") for c in claims)
         if why is None:
