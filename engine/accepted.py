@@ -41,10 +41,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from .errors import BadInput
-from .settings import DEFAULT_BASELINE
 from .vocabulary import Verdict
 
-DEFAULT_FILE = DEFAULT_BASELINE  # with the other defaults: the CLI's help needs no more
 VERSION = 1
 HEADER = (
     "# Survivors the team accepted: --fail-under leaves them out of the adjusted score.\n"

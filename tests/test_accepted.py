@@ -18,6 +18,7 @@ from mutant_gate.cli.main import main
 from mutant_gate.engine import accepted
 from mutant_gate.engine.errors import BadInput
 from mutant_gate.engine.report import score
+from mutant_gate.engine.settings import DEFAULT_BASELINE
 
 from .conftest import run_cli
 
@@ -141,7 +142,7 @@ def test_baseline_add_from_a_recorded_run(tmp_path, capsys, monkeypatch):
         )
         == 0
     )
-    assert len(accepted.load(str(tmp_path / accepted.DEFAULT_FILE))) == 1
+    assert len(accepted.load(str(tmp_path / DEFAULT_BASELINE))) == 1
 
 
 def test_baseline_from_the_configuration_and_a_missing_file(tmp_path, capsys, monkeypatch):

@@ -19,6 +19,7 @@ from mutant_gate.cache import Store
 from mutant_gate.engine import accepted
 from mutant_gate.engine.errors import BadInput
 from mutant_gate.engine.session import replay_lookup
+from mutant_gate.engine.settings import DEFAULT_BASELINE
 from mutant_gate.tui.app import COMMANDS, create_app
 from mutant_gate.tui.bridge import Progress
 from mutant_gate.tui.model import Filters, RunModel
@@ -204,7 +205,7 @@ async def test_accept_a_survivor_writes_the_baseline_file(report, tmp_path, monk
     monkeypatch.chdir(tmp_path)
     report["kernel"]["source"] = (EXAMPLES / "layer_norm.py").read_text()
     app = create_app(report=report)
-    path = tmp_path / accepted.DEFAULT_FILE
+    path = tmp_path / DEFAULT_BASELINE
     one = survivors(report)[0]
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -216,7 +217,7 @@ async def test_accept_a_survivor_writes_the_baseline_file(report, tmp_path, monk
         grid.select(one)
         await pilot.press("a")
         await pilot.pause()
-        assert isinstance(app.screen, AcceptScreen) and accepted.DEFAULT_FILE in app.screen.path
+        assert isinstance(app.screen, AcceptScreen) and DEFAULT_BASELINE in app.screen.path
         await pilot.press("enter")  # no reason: refused on the spot
         await pilot.pause()
         assert isinstance(app.screen, AcceptScreen) and not path.exists()

@@ -24,7 +24,7 @@ from mutant_gate.cache import CacheUnavailable, Store
 from mutant_gate.engine import accepted, session
 from mutant_gate.engine.errors import BadInput
 from mutant_gate.engine.sandbox import Sandbox
-from mutant_gate.engine.settings import RunSettings
+from mutant_gate.engine.settings import DEFAULT_BASELINE, RunSettings
 from mutant_gate.engine.vocabulary import by_words
 from mutant_gate.tui.bridge import (
     NEEDS_MODEL,
@@ -286,7 +286,7 @@ class MutantGateApp(App[int]):
         if self.settings is not None and self.settings.accepted_path:
             return self.settings.accepted_path
         read = (self.model.report.get("accepted") or {}).get("file")
-        return read or accepted.DEFAULT_FILE
+        return read or DEFAULT_BASELINE
 
     def action_accept(self) -> None:
         current = self.explorer.grid.current
