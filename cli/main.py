@@ -63,7 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="mutant limit = factor * original time + base",
     )
     run.add_argument("--timeout-base", type=float, default=5.0, metavar="S")
-    run.add_argument("--memory-mb", type=int, default=4096, help="memory per sandbox child")
+    run.add_argument(
+        "--memory-mb",
+        type=int,
+        default=None,
+        help="address space per sandbox job, in MB (default: the machine's memory less headroom, "
+        "shared by the workers)",
+    )
     run.add_argument(
         "--operators", metavar="LIST", help="operator/family names to use; -NAME excludes"
     )

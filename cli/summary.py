@@ -151,12 +151,24 @@ def summary(console: Console, report: dict) -> None:
     if iso:
         net += f", filesystem {iso.get('filesystem', '?')}, user {iso.get('user', '?')}"
     cached = sum(1 for m in report["mutants"] if m["cached"])
+    box = report["sandbox"]
+    memory = ""
+    if box.get("memory_mb"):
+        source = "sized to the machine" if box.get("memory_from") == "machine" else "--memory-mb"
+        memory = f"memory {box['memory_mb']} MB per job ({source}), "
     console.print(
-        f"[dim]sandbox: {report['sandbox']['backend']} x{report['sandbox']['workers']}, network {net}, "
-        f"mutant timeout {report['sandbox']['mutant_timeout_s']} s; {cached} results from cache; "
+        f"[dim]sandbox: {box['backend']} x{box['workers']}, network {net}, {memory}"
+        f"mutant timeout {box['mutant_timeout_s']} s; {cached} results from cache; "
         f"run {report['run_id']}[/]",
         highlight=False,
     )
+    kills = box.get("kills_by_limit") or {}
+    if kills:
+        console.print(
+            "killed by a sandbox limit (the original fit in it): "
+            + ", ".join(f"{limit} {n}" for limit, n in sorted(kills.items())),
+            highlight=False,
+        )
 
 
 def accepted_lines(report: dict) -> list[str]:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from .errors import BadInput
 from .events import Event, OwnCheckJudged
 from .kernel_file import OWN_CHECK, KernelFile
+from .limits import describe
 from .own_check import NOTHING_ASSERTED
 from .sandbox.job import JobResult, JobStatus
 from .stage import StageContext
@@ -66,6 +67,29 @@ def _each_test_file_reaches_the_module(kernel: KernelFile, coverage: dict | None
                 f"{test.path}: none of its {len(cases)} test cases launches a kernel of "
                 f"{kernel.project.module}, so it cannot kill its mutants"
             )
+
+
+def interpreter_failure(result: JobResult, mode: str) -> str | None:
+    """The one line for an original whose check failed because a launch raised inside
+    Triton's interpreter (``harness.parity`` records it): the real exception, the kernel
+    and its line, and the way on; None when the failure is not that (an assert of the
+    test's stays what it is)."""
+    records = result.extra.get("interpreter_errors") or []
+    failing = result.first_failure
+    if mode != "interpret" or not records or failing is None:
+        return None
+    if "InterpreterError" not in failing.message:
+        return None
+    first = records[0]
+    where = os.path.basename(first.get("file") or "") or "?"
+    source = f": {first['source']}" if first.get("source") else ""
+    case = f" (in {failing.name.split('::', 1)[1]})" if "::" in failing.name else ""
+    return (
+        f"the original fails inside Triton's interpreter, not in an assert of its checks{case}: "
+        f"{first['exception']} in kernel {first['kernel']} at {where}:{first.get('line')}"
+        f"{source}; the interpreter cannot run this kernel as a GPU would: run it compiled "
+        "with --mode compiled on a CUDA machine"
+    )
 
 
 #: slow cases a timeout of the original names
@@ -134,6 +158,14 @@ def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
         failing = result.first_failure
         if failing is not None and failing.name == "import":
             raise BadInput(f"{name}: {summarize_error(failing.message)}")
+        limit = result.extra.get("limit")
+        if limit:
+            said = limit.get("said") or why
+            case = f"{failing.name.split('::', 1)[1]}: " if failing and "::" in failing.name else ""
+            raise BadInput(f"{name}: the original hit {describe(limit)} ({case}{said})")
+        interpreted = interpreter_failure(result, job.mode)
+        if interpreted is not None:
+            raise BadInput(f"{name}: {interpreted}")
         if failing is not None and "::" in failing.name:
             why = f"{failing.name.split('::', 1)[1]}: {why}"
         raise BadInput(

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from mutant_gate.cache import Store
 
+from .limits import hit
 from .sandbox import Sandbox
 from .sandbox.job import Job, JobResult, JobStatus
 from .versions import installed_version
@@ -65,10 +66,18 @@ class JobRunner:
         return result if result is not None and result.valid_for(job) else None
 
     def store_result(self, job: Job, result: JobResult) -> None:
-        """Keep what a sandbox returned, the moment it arrives (never a harness error)."""
+        """Keep what a sandbox returned, the moment it arrives (never a harness error),
+        with the limit it hit, if one did (``limits.hit``), and the limits it ran under."""
+        limit = hit(job, result)
+        if limit is not None:
+            result.extra["limit"] = limit
         if self.store is not None and result.status is not JobStatus.ERROR:
             data = result.to_json()
-            data["extra"] = {**data.get("extra", {}), "timeout_s": job.timeout_s}
+            data["extra"] = {
+                **data.get("extra", {}),
+                "timeout_s": job.timeout_s,
+                "memory_mb": job.memory_mb,
+            }
             self.store.put_result(job.cache_key(self.toolchain), data)
 
     def execute(

@@ -13,7 +13,9 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Generator, Iterator
+from dataclasses import replace
 
 from mutant_gate.cache import Store
 
@@ -33,6 +35,7 @@ from .events import (
 )
 from .jobs import JobRunner
 from .kernel_file import EXTRA_TESTS, KernelFile, TestFile, load_kernel_file
+from .limits import machine_memory_mb, sized_memory_mb
 from .load_memo import load_key
 from .modes import auto_recheck_stage, compare_modes_stage
 from .project import jit_callers
@@ -162,10 +165,14 @@ class Run:
         fresh: bool = False,
         extra_stages: tuple[Stage, ...] = (),
     ) -> None:
-        self.settings = settings
         self.sandbox = sandbox
         self.store = store if settings.use_cache else None
         self.jobs = JobRunner(sandbox, self.store, settings.mode, settings.workers, fresh=fresh)
+        #: no --memory-mb: each job's memory is the machine's share of a worker
+        self.memory_sized = settings.memory_mb is None
+        if self.memory_sized:
+            settings = replace(settings, memory_mb=sized_memory_mb(self.jobs.workers))
+        self.settings = settings
         self.ledger = Ledger()
         self.plan = plan or Plan()
         self.other_sandbox = other_sandbox
@@ -492,6 +499,7 @@ class Run:
                 "network_cut": baseline.network_cut,
                 "isolation": baseline.extra.get("isolation", {}),
                 "mutant_timeout_s": round(ctx.timeout_s, 2),
+                **self._memory_record(),
                 "mutant_generation_s": round(self.generation_s, 4),
                 "original_s": round(self.original_s, 4),
                 "wall_s": round(time.perf_counter() - self.started, 2),
@@ -505,6 +513,20 @@ class Run:
         )
         report["bound"] = check_bound(report)
         return report
+
+    def _memory_record(self) -> dict:
+        """Each job's memory limit and where it came from, and the kills by a limit."""
+        details = [self.ledger.details(m.id).get("limit") for m in self.ctx.mutants]
+        kills = Counter(limit for limit in details if limit)
+        memory: dict = {
+            "memory_mb": self.settings.memory_mb,
+            "memory_from": "machine" if self.memory_sized else "--memory-mb",
+        }
+        if self.memory_sized:
+            memory["machine_memory_mb"] = machine_memory_mb()
+        if self.settings.mode != "interpret":
+            memory["memory_from"] += " (interpreted jobs only: compiled jobs are not bounded)"
+        return {**memory, **({"kills_by_limit": dict(kills)} if kills else {})}
 
     def _gpu_throughput(self) -> list[dict]:
         measure = getattr(self.sandbox, "gpu_throughput", None)

@@ -113,7 +113,9 @@ class RunSettings:
     timeout_s: float = 120.0  # limit for the original's own check
     timeout_factor: float = 3.0  # mutant limit = factor * original time + base
     timeout_base_s: float = 5.0
-    memory_mb: int = 4096
+    #: each job's address-space limit (interpreted jobs); None: sized to the machine and
+    #: the workers when the run starts (``limits.sized_memory_mb``)
+    memory_mb: int | None = None
     seed: int = 0
     cache_dir: str = ".mutant-gate"
     use_cache: bool = True

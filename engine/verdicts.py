@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass, replace
 
 from .kernel_file import EXTRA_TESTS, OWN_CHECK
+from .limits import describe
 from .records import MutantOutcome, Verdict
 from .sandbox.job import JobResult, JobStatus
 
@@ -114,7 +115,16 @@ def crash_reason(text: str) -> str:
 
 
 def decide(result: JobResult) -> tuple[Verdict, str | None, str]:
-    """(verdict, by, reason) for a mutant's job result."""
+    """(verdict, by, reason) for a mutant's job result. A kill by a sandbox limit (the
+    original fit in it: it passed) says which limit first (``limits.describe``)."""
+    verdict, by, reason = _decide(result)
+    limit = result.extra.get("limit")
+    if verdict is Verdict.KILLED and limit:
+        reason = f"hit {describe(limit)}: {reason}"
+    return verdict, by, reason
+
+
+def _decide(result: JobResult) -> tuple[Verdict, str | None, str]:
     status = result.status
     if status in (JobStatus.FAILED, JobStatus.CRASH):
         message = compile_error(result.error) or next(
@@ -218,6 +228,7 @@ ROW_SECTIONS = frozenset(
         "timeout_s",  # its limit: from the original's time on the own check and those cases
         "reached",  # false: no check launches its kernel (no job ran, no evidence either way)
         "accepted",  # the baseline file accepts this survivor (engine/accepted.py)
+        "limit",  # killed by a sandbox limit (memory, cpu time, output, open files)
     }
 )
 #: Run-level report sections (the report's top-level fields beside the core ones).
@@ -342,10 +353,15 @@ class Ledger:
         if note and verdict is not Verdict.SURVIVED:
             reason = f"{reason} ({note})"
         outcome = MutantOutcome(mutant_id, verdict, by, reason, result.duration_s, cached)
+        limit = result.extra.get("limit") if verdict is Verdict.KILLED else None
         with self._lock:
             if mutant_id in self._outcomes:
                 self._record(mutant_id, stage, outcome, reason)
             self._outcomes[mutant_id] = outcome
+            if limit:
+                self._details.setdefault(mutant_id, {})["limit"] = limit["limit"]
+            else:
+                self._details.get(mutant_id, {}).pop("limit", None)
         return outcome
 
     def unreached(

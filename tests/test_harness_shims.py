@@ -118,6 +118,8 @@ def test_tutorial_style_file_runs_on_cpu(report):
         "torch.cuda.get_device_capability",
         "triton.autotune",
         "compiled-kernel-stand-ins",
+        "scalar-arguments",
+        "libdevice",
         "cuda-as-cpu",
         "no-benchmarks",
     ]

@@ -20,7 +20,7 @@ from typing import Any
 
 from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
 
-from . import bounds, null_run, shims
+from . import bounds, null_run, parity, shims
 from .cuda_fault import lost_cuda_context
 from .project import Coverage, launched, record_launches
 
@@ -387,6 +387,7 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
             **({"autotune_configs": shims.autotune_configs()} if shims.autotune_configs() else {}),
             **({"null_run": {"skipped_launches": null_run.skipped()}} if job.null_launches else {}),
             **({"undefined_lanes": undefined} if undefined else {}),
+            **({"interpreter_errors": parity.failures()} if parity.failures() else {}),
             **({"races": bounds.races()} if job.trace_races and job.mode == "interpret" else {}),
             "launched": launched(),
         },

@@ -54,6 +54,7 @@ DEVICE_PROPERTIES = {  # an A100-like (sm_80) device
 CAPABILITY = (8, 0)
 
 _USED: list[str] = []
+_ABSENT = object()  # saved for an attribute the shims added: uninstall deletes it
 _APPLIED: list[str] = []
 _SAVED: dict[str, Any] = {}
 
@@ -71,6 +72,10 @@ def used() -> list[str]:
 def reset_used() -> None:
     _USED.clear()
     _AUTOTUNE_CONFIGS.clear()
+    if "scalar-arguments" in _APPLIED:
+        from . import parity
+
+        parity.reset()
 
 
 class _CpuUtils:
@@ -235,6 +240,16 @@ def _install_cuda_as_cpu(torch: Any) -> None:
     for name, fn in fake_cuda.items():
         _SAVED[f"torch.cuda.{name}"] = getattr(torch.cuda, name)
         setattr(torch.cuda, name, _noted(f"torch.cuda.{name}", fn))
+    # A library's own device helper names the device it found (``cpu`` here) and asks
+    # ``getattr(torch, device).get_device_properties(0)``: answer as torch.cuda does.
+    for name, fn in (
+        ("get_device_properties", lambda *a, **k: _CudaProperties()),
+        ("get_device_capability", lambda *a, **k: CAPABILITY),
+        ("get_device_name", lambda *a, **k: _CudaProperties.name),
+    ):
+        if not hasattr(torch.cpu, name):
+            _SAVED[f"torch.cpu.{name}"] = _ABSENT
+            setattr(torch.cpu, name, _noted(f"torch.cpu.{name}", fn))
     _install_cuda_numerics(torch)
 
 
@@ -441,8 +456,11 @@ def install() -> list[str]:
     Autotuner._bench = _first_config_bench
     _APPLIED.append("triton.autotune")
     if os.environ.get("TRITON_INTERPRET") == "1":
+        from . import parity
+
         _install_compiled_stand_ins()
         _APPLIED.append("compiled-kernel-stand-ins")
+        _APPLIED.extend(parity.install(_note))  # "scalar-arguments", "libdevice"
         if not torch.cuda.is_available():
             _install_cuda_as_cpu(torch)
             _APPLIED.append("cuda-as-cpu")
@@ -476,14 +494,21 @@ def uninstall() -> None:
         target = {
             "torch": torch,
             "torch.cuda": torch.cuda,
+            "torch.cpu": torch.cpu,
             "torch.nn.functional": torch.nn.functional,
             "Tensor": torch.Tensor,
             "triton.testing": triton.testing,
             "KernelInterface": KernelInterface,
             "GridExecutor": interpreter.GridExecutor,
         }.get(owner)
-        if target is not None:
+        if target is not None and value is _ABSENT:
+            delattr(target, attr)
+        elif target is not None:
             setattr(target, attr, value)
+    if "scalar-arguments" in _APPLIED:
+        from . import parity
+
+        parity.uninstall()
     _SAVED.clear()
     _APPLIED.clear()
     _USED.clear()

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 #: Bump when the harness changes in a way that can change a result.
-HARNESS_VERSION = "2"  # 2: private filesystem and unprivileged user
+HARNESS_VERSION = "3"  # 2: private filesystem and unprivileged user; 3: interpreter parity
 
 
 class CheckKind(StrEnum):
@@ -154,9 +154,10 @@ class Job:
 
         The time limit is left out: it is re-derived from the original's
         measured time on every run, and a result does not depend on it unless
-        it is a timeout (see ``JobResult.valid_for``).
+        it is a timeout (see ``JobResult.valid_for``). So is the memory limit (sized
+        to the machine by default): a result depends on it only through hitting it.
         """
-        canonical = {k: v for k, v in self.to_json().items() if k != "timeout_s"}
+        canonical = {k: v for k, v in self.to_json().items() if k not in ("timeout_s", "memory_mb")}
         payload = {"job": canonical, "toolchain": toolchain, "harness": HARNESS_VERSION}
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()
@@ -193,7 +194,16 @@ class JobResult:
 
     def valid_for(self, job: Job) -> bool:
         """Whether this (cached) result answers ``job``: a timeout under a
-        shorter limit than the job's says nothing about the longer one."""
+        shorter limit than the job's says nothing about the longer one; a result
+        that fit in more memory than the job may have, or hit a smaller memory
+        limit than the job's, says nothing either."""
+        memory = self.extra.get("memory_mb")
+        if memory is not None and job.mode == "interpret":
+            if (self.extra.get("limit") or {}).get("limit") == "memory":
+                if job.memory_mb > memory:  # more memory than the limit it hit: run again
+                    return False
+            elif job.memory_mb < memory:  # it fit in more than this job may have
+                return False
         if self.status is not JobStatus.TIMEOUT:
             return True
         return float(self.extra.get("timeout_s", 0.0)) >= job.timeout_s
