@@ -120,6 +120,7 @@ def test_tutorial_style_file_runs_on_cpu(report):
         "compiled-kernel-stand-ins",
         "scalar-arguments",
         "libdevice",
+        "bfloat16-arithmetic",
         "cuda-as-cpu",
         "no-benchmarks",
     ]

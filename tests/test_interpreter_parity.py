@@ -166,6 +166,46 @@ SCRIPT = textwrap.dedent(
         except Exception as exc:
             report["stub_only_error"] = repr(exc)
 
+    # -- bfloat16 arithmetic on values, not on the interpreter's bit patterns -------------
+    @triton.jit
+    def bf16_ops(a, b, prod, pick, red, n, BLOCK: tl.constexpr):
+        o = tl.arange(0, BLOCK)
+        m = o < n
+        x = tl.load(a + o, mask=m, other=0)
+        y = tl.load(b + o, mask=m, other=0)
+        tl.store(prod + o, x * y, mask=m)
+        tl.store(pick + o, tl.where(x < y, x, -y), mask=m)
+        tl.store(red, tl.sum(x, axis=0))
+        tl.store(red + 1, tl.max(x, axis=0))
+
+    @triton.jit
+    def bf16_dot(a, b, c, N: tl.constexpr):
+        i = tl.arange(0, N)
+        x = tl.load(a + i[:, None] * N + i[None, :])
+        y = tl.load(b + i[:, None] * N + i[None, :])
+        tl.store(c + i[:, None] * N + i[None, :], tl.dot(x, y))
+
+    torch.manual_seed(0)
+    ab, bb = torch.randn(16).bfloat16(), torch.randn(16).bfloat16()
+    prod, pick, red = torch.empty_like(ab), torch.empty_like(ab), torch.empty(2, dtype=torch.bfloat16)
+    bf16_ops[(1,)](ab, bb, prod, pick, red, 16, BLOCK=16)
+    A, B, C = torch.randn(16, 16).bfloat16(), torch.randn(16, 16).bfloat16(), torch.empty(16, 16)
+    bf16_dot[(1,)](A, B, C, N=16)
+    report["bf16"] = {
+        "prod": torch.equal(prod, ab * bb),
+        "pick": torch.equal(pick, torch.where(ab < bb, ab, -bb)),
+        "sum": (red[0].float() - ab.float().sum()).abs().item(),
+        "max": red[1].item() == ab.max().item(),
+        "dot": (C - A.float() @ B.float()).abs().max().item(),
+    }
+
+    # -- torch's CPU group_norm (the reference a test compares with) as precise as CUDA's ---
+    xg = torch.randn(4, 12, 64)
+    wg, bg = torch.rand(12), torch.rand(12)
+    got = torch.nn.functional.group_norm(xg, 3, wg, bg, 1e-6)
+    want = torch.nn.functional.group_norm.__wrapped__(xg.double(), 3, wg.double(), bg.double(), 1e-6)
+    report["group_norm_exact"] = torch.equal(got, want.float())
+
     # -- device queries a library's own device helper makes -------------------------------
     device = "cuda" if torch.cuda.is_available() else "cpu"
     props = getattr(torch, device).get_device_properties(0)
@@ -206,7 +246,7 @@ def report(tmp_path_factory):
 
 
 def test_minimal_case_runs(report):
-    assert "scalar-arguments" in report["applied"] and "libdevice" in report["applied"]
+    assert {"scalar-arguments", "libdevice", "bfloat16-arithmetic"} <= set(report["applied"])
     assert report["minimal_error"] < 1e-6
 
 
@@ -234,6 +274,20 @@ def test_every_libdevice_function_is_implemented_or_listed(report):
     assert report["smoke_ran"] > 60
     if report["stub_only"]:  # Triton's stubs list names its CUDA module lacks
         assert "no such function" in report["stub_only_error"]
+
+
+def test_bfloat16_arithmetic_is_on_values(report):
+    bf16 = report["bf16"]
+    assert bf16["prod"] and bf16["pick"] and bf16["max"]
+    assert bf16["sum"] < 0.02  # one bfloat16 rounding of the float32 sum
+    assert bf16["dot"] < 1e-4
+    assert (
+        "bfloat16 arithmetic on values (the interpreter computes on bit patterns)" in report["used"]
+    )
+
+
+def test_group_norm_reference_is_computed_in_float64(report):
+    assert report["group_norm_exact"] is True
 
 
 def test_device_queries_answer_for_the_device_a_library_finds(report):

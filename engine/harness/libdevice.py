@@ -51,7 +51,8 @@ def _torch_special(name: str) -> Callable[[np.ndarray], np.ndarray]:
     def call(x: np.ndarray) -> np.ndarray:
         import torch
 
-        return getattr(torch.special, name)(torch.from_numpy(np.ascontiguousarray(x))).numpy()
+        wide = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
+        return getattr(torch.special, name)(wide).numpy().astype(x.dtype)
 
     return call
 
@@ -87,18 +88,26 @@ def _directed(op: Callable[..., np.ndarray], mode: str) -> Callable[..., np.ndar
         dtype = args[0].dtype
         if mode == "rn" or dtype != np.float32:
             return op(*args).astype(dtype)
-        exact = op(*(a.astype(np.float64) for a in args))
-        near = exact.astype(np.float32)
-        back = near.astype(np.float64)
-        if mode == "rd":
-            fix, toward = back > exact, -np.inf
-        elif mode == "ru":
-            fix, toward = back < exact, np.inf
-        else:  # rz
-            fix, toward = np.abs(back) > np.abs(exact), 0.0
-        return np.where(fix, np.nextafter(near, np.float32(toward)), near)
+        return _round_to_f32(op(*(a.astype(np.float64) for a in args)), mode)
 
     return call
+
+
+def _narrowed(mode: str) -> Callable[[np.ndarray], np.ndarray]:
+    """float64 -> float32 rounded toward ``mode``."""
+    return lambda x: x.astype(np.float32) if mode == "rn" else _round_to_f32(x, mode)
+
+
+def _round_to_f32(exact: np.ndarray, mode: str) -> np.ndarray:
+    near = exact.astype(np.float32)
+    back = near.astype(np.float64)
+    if mode == "rd":
+        fix, toward = back > exact, -np.inf
+    elif mode == "ru":
+        fix, toward = back < exact, np.inf
+    else:  # rz
+        fix, toward = np.abs(back) > np.abs(exact), 0.0
+    return np.where(fix, np.nextafter(near, np.float32(toward)), near)
 
 
 def _fma(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -209,11 +218,8 @@ def _hilo(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
 def _ilogb(x: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.floor(np.log2(np.abs(x.astype(np.float64))))
-    out = np.where(
-        x == 0,
-        -(2**31) + 1,
-        np.where(np.isnan(x), 2**31 - 1, np.where(np.isinf(x), 2**31 - 1, out)),
-    )
+    # CUDA: ilogb(0) and ilogb(NaN) are INT_MIN, ilogb(inf) INT_MAX
+    out = np.where((x == 0) | np.isnan(x), -(2**31), np.where(np.isinf(x), 2**31 - 1, out))
     return out.astype(np.int32)
 
 
@@ -248,6 +254,47 @@ def _i32(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.nd
     return lambda x: fn(x).astype(np.int32)
 
 
+def _wide(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """``fn`` on float32 arguments computed in float64 and rounded once (so within
+    CUDA's own error bound of the true value); float64 arguments as they are."""
+
+    def call(*args: np.ndarray) -> np.ndarray:
+        dtype = args[0].dtype
+        wide = [a.astype(np.float64) if a.dtype == np.float32 else a for a in args]
+        return np.asarray(fn(*wide)).astype(dtype)
+
+    return call
+
+
+def _pi_times(fn: Callable[[np.ndarray], np.ndarray], zero_at: float):
+    """``sinpi`` / ``cospi``: exact zeros where the product with pi is a multiple of pi
+    (``zero_at`` 0) or of pi/2 (``zero_at`` 0.5), as CUDA gives them."""
+
+    def call(x: np.ndarray) -> np.ndarray:
+        wide = np.fmod(x.astype(np.float64), 2.0)
+        out = fn(np.pi * wide)
+        shifted = wide - zero_at
+        out = np.where(np.isfinite(wide) & (shifted == np.round(shifted)), 0.0 * np.sign(out), out)
+        return out.astype(x.dtype)
+
+    return call
+
+
+def _tgamma(x: np.ndarray) -> np.ndarray:
+    import math
+
+    def one(v: float) -> float:
+        if v == 0:
+            return math.copysign(math.inf, v)
+        try:
+            return math.gamma(v)
+        except (ValueError, OverflowError):
+            return math.nan if v < 0 or math.isnan(v) else math.inf
+
+    wide = x.astype(np.float64)
+    return np.array([one(float(v)) for v in wide.ravel()]).reshape(wide.shape).astype(x.dtype)
+
+
 _F, _D = np.float32, np.float64
 
 #: libdevice name -> numpy function of the (already cast) argument arrays.
@@ -256,8 +303,7 @@ IMPLEMENTED: dict[str, Callable[..., np.ndarray]] = {
     "abs": np.abs, "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin,
     "asinh": np.arcsinh, "atan": np.arctan, "atanh": np.arctanh, "atan2": np.arctan2,
     "cbrt": np.cbrt, "rcbrt": lambda x: 1 / np.cbrt(x), "cos": np.cos, "cosh": np.cosh,
-    "cospi": lambda x: np.cos(np.pi * x.astype(_D)).astype(x.dtype),
-    "sinpi": lambda x: np.sin(np.pi * x.astype(_D)).astype(x.dtype),
+    "cospi": _pi_times(np.cos, 0.5), "sinpi": _pi_times(np.sin, 0.0),
     "sin": np.sin, "sinh": np.sinh, "tan": np.tan, "tanh": np.tanh,
     "exp": np.exp, "exp2": np.exp2, "exp10": lambda x: np.power(x.dtype.type(10), x),
     "expm1": np.expm1, "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
@@ -284,7 +330,7 @@ IMPLEMENTED: dict[str, Callable[..., np.ndarray]] = {
     # special functions
     "erf": _torch_special("erf"), "erfc": _torch_special("erfc"), "erfinv": _torch_special("erfinv"),
     "erfcinv": lambda x: _torch_special("erfinv")(1 - x), "erfcx": _torch_special("erfcx"),
-    "lgamma": lambda x: _torch_special("gammaln")(x), "tgamma": lambda x: np.exp(_torch_special("gammaln")(x)) * np.where((x < 0) & (np.floor(x / 2) * 2 != np.floor(x)), -1, 1),
+    "lgamma": _torch_special("gammaln"), "tgamma": _tgamma,
     "normcdf": _torch_special("ndtr"), "normcdfinv": _torch_special("ndtri"),
     "cyl_bessel_i0": _torch_special("i0"), "cyl_bessel_i1": _torch_special("i1"),
     "j0": _torch_special("bessel_j0"), "j1": _torch_special("bessel_j1"),
@@ -306,6 +352,15 @@ IMPLEMENTED: dict[str, Callable[..., np.ndarray]] = {
     "hiloint2double": _hilo,
 }  # fmt: skip
 
+for _name in (
+    "acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "cbrt", "rcbrt", "cos", "cosh",
+    "sin", "sinh", "tan", "tanh", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10",
+    "log1p", "pow", "sqrt", "rsqrt", "rsqrt_rn", "hypot", "rhypot", "norm3d", "rnorm3d",
+    "norm4d", "rnorm4d", "fast_expf", "fast_exp10f", "fast_logf", "fast_log2f", "fast_log10f",
+    "fast_sinf", "fast_cosf", "fast_tanf", "fast_tanhf", "fast_powf", "fast_dividef",
+):  # fmt: skip
+    IMPLEMENTED[_name] = _wide(IMPLEMENTED[_name])
+
 for _mode in ("rn", "rz", "rd", "ru"):
     IMPLEMENTED[f"add_{_mode}"] = _directed(np.add, _mode)
     IMPLEMENTED[f"sub_{_mode}"] = _directed(np.subtract, _mode)
@@ -325,7 +380,7 @@ for _mode in ("rn", "rz", "rd", "ru"):
     for _src in ("int", "uint", "ll", "ull"):
         IMPLEMENTED[f"{_src}2float_{_mode}"] = _to_float(_F)
         IMPLEMENTED[f"{_src}2double_{_mode}"] = _to_float(_D)
-    IMPLEMENTED[f"double2float_{_mode}"] = _directed(lambda x: x, _mode)
+    IMPLEMENTED[f"double2float_{_mode}"] = _narrowed(_mode)
 IMPLEMENTED["fma"] = _directed(_fma, "rn")
 
 

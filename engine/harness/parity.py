@@ -13,6 +13,8 @@ interpreter (Triton 3.9) does not follow:
   integers and bools already are.
 * **libdevice math** (``triton.language.extra.libdevice`` and
   ``...extra.cuda.libdevice``): see ``libdevice``.
+* **bfloat16 arithmetic**: the interpreter computes on bfloat16 bit patterns as if
+  they were integers: see ``bf16``.
 * **what failed**: when a launch raises inside the interpreter, ``failures()`` keeps
   the real exception, the kernel and the kernel line it was on, so the one line a
   user reads names them (not ``interpreter.py:1515: InterpreterError``).
@@ -26,7 +28,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from . import libdevice
+from . import bf16, libdevice
 
 __all__ = ["failures", "install", "reset", "uninstall"]
 
@@ -122,13 +124,15 @@ def _install_failure_record() -> None:
 def install(note: Callable[[str], None]) -> list[str]:
     """Install the parity shims (idempotent); the names of those applied."""
     if _SAVED:
-        return [name for name in ("scalar-arguments", "libdevice") if name in _SAVED]
+        return [n for n in ("scalar-arguments", "libdevice", "bfloat16-arithmetic") if n in _SAVED]
     _install_scalar_arguments(note)
     _SAVED["scalar-arguments"] = True
     if libdevice.install(note):
         _SAVED["libdevice"] = True
+    if bf16.install(note):
+        _SAVED["bfloat16-arithmetic"] = True
     _install_failure_record()
-    return [name for name in ("scalar-arguments", "libdevice") if name in _SAVED]
+    return [n for n in ("scalar-arguments", "libdevice", "bfloat16-arithmetic") if n in _SAVED]
 
 
 def uninstall() -> None:
@@ -139,5 +143,6 @@ def uninstall() -> None:
     if "GridExecutor.__call__" in _SAVED:
         interpreter.GridExecutor.__call__ = _SAVED["GridExecutor.__call__"]
     libdevice.uninstall()
+    bf16.uninstall()
     _SAVED.clear()
     _FAILURES.clear()
