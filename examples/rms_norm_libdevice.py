@@ -1,12 +1,14 @@
 """RMS norm and a tanh GELU written the way kernel libraries write them.
 
-Three habits of real libraries that Triton's interpreter does not follow on its own,
+Four habits of real libraries that Triton's interpreter does not follow on its own,
 so this file is mutant-gate's check that its interpreter-parity shims do:
 
 * ``rsqrt`` and ``tanh`` come from ``triton.language.extra.libdevice`` (CUDA's math
   library; the interpreter has no implementation of its own);
 * ``eps`` is an ordinary float argument pinned to fp32 inside the kernel
   (``eps.to(tl.float32)``): compiled, a float argument is an fp32 scalar tensor;
+* the normalised row is multiplied by the weight in the weight's dtype, bfloat16
+  included (the interpreter alone computes on bfloat16 bit patterns);
 * the launch is sized by the SM count that the library's own device helper asks for
   (``getattr(torch, device).get_device_properties(0)``), whatever device it found.
 
@@ -35,11 +37,12 @@ def _rms_norm_fwd(X, W, Y, RSTD, stride, n_cols, eps, BLOCK: tl.constexpr):
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(W + cols, mask=mask, other=0.0)
     var = tl.sum(x * x, axis=0) / n_cols
     rstd = rsqrt(var + eps.to(tl.float32))
     tl.store(RSTD + row, rstd)
-    tl.store(Y + row * stride + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
+    y = (x * rstd).to(w.dtype) * w  # in the weight's dtype (bfloat16 too), as libraries do
+    tl.store(Y + row * stride + cols, y.to(Y.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -75,15 +78,17 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
 
 def test_rms_norm():
     torch.manual_seed(0)
-    for rows, cols, dtype in ((7, 100, torch.float32), (5, 64, torch.float16)):
+    cases = ((7, 100, torch.float32), (5, 64, torch.float16), (6, 80, torch.bfloat16))
+    for rows, cols, dtype in cases:
         x = torch.randn(rows, cols, device=DEVICE, dtype=dtype)
         w = torch.rand(cols, device=DEVICE, dtype=dtype) + 0.5
         y, rstd = rms_norm(x, w, eps=1e-3)
         xf = x.float()
         ref_rstd = torch.rsqrt(xf.pow(2).mean(-1) + 1e-3)
         torch.testing.assert_close(rstd, ref_rstd, rtol=1e-5, atol=1e-5)
-        ref = (xf * ref_rstd[:, None] * w.float()).to(dtype)
-        torch.testing.assert_close(y, ref, rtol=2e-3, atol=2e-3)
+        ref = (xf * ref_rstd[:, None]).to(dtype) * w
+        tol = 1.6e-2 if dtype == torch.bfloat16 else 2e-3  # a bfloat16 ulp is 2**-8
+        torch.testing.assert_close(y, ref, rtol=tol, atol=tol)
 
 
 def test_gelu_tanh():

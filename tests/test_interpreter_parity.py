@@ -387,3 +387,16 @@ def test_interpreter_failure_is_one_line_with_the_way_on(tmp_path):
     assert "inline_asm_elementwise" in line
     assert "--mode compiled" in line
     assert "(in test_ident)" in line
+
+
+def test_the_docs_list_what_the_interpreter_provides():
+    import re
+    from pathlib import Path
+
+    from mutant_gate.engine.harness import libdevice
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "interpreter-parity.md").read_text()
+    block = doc.split("Provided (", 1)[1].split("```", 2)[1]
+    assert sorted(block.split()) == sorted(libdevice.IMPLEMENTED)
+    not_provided = doc.split("Not provided", 1)[1].split("\n\n", 1)[0]
+    assert set(re.findall(r"`(\w+)`", not_provided)) >= set(libdevice.NOT_PROVIDED)

@@ -18,14 +18,16 @@ runs the real CUDA function with the interpreter's semantic. So argument checkin
 implicit casts, broadcasting and result types are Triton's own (an ``fp16`` argument
 is refused as on a GPU); only the arithmetic is ours, in ``IMPLEMENTED`` below.
 
-Semantics kept: float->int conversions saturate and send NaN to 0 (as ``cvt.rni``
-does); ``round`` rounds half away from zero, ``rint`` / ``nearbyint`` half to even;
+Semantics kept: float32 math is computed in float64 and rounded once (within CUDA's
+own error bound of the exact value; ``benchmarks/libdevice_parity.py`` compares with a
+GPU); float->int conversions saturate and send NaN to 0 (as ``cvt.rni`` does);
+``round`` rounds half away from zero, ``rint`` / ``nearbyint`` half to even;
 ``isnan`` / ``isinf`` / ``signbit`` / ``finitef`` answer an int32 0 or 1;
 ``remainder`` is IEEE's (``x - rint(x / y) * y``), ``fmod`` C's; the ``fast_*``
-approximations are computed exactly (a GPU's are within a few ulp of that);
-directed rounding (``_rd``, ``_ru``, ``_rz``) is exact for float32 results (the
-operation in float64, then rounded in the asked direction), nearest for float64.
-Not provided (a kernel that calls one fails with a line naming it): ``NOT_PROVIDED``.
+approximations are computed exactly; directed rounding (``_rd``, ``_ru``, ``_rz``) is
+exact for float32 results (the operation in float64, then rounded in the asked
+direction), nearest for float64 results. Not provided (a kernel that calls one fails
+with a line naming it): ``NOT_PROVIDED``. docs/interpreter-parity.md lists both.
 """
 
 from __future__ import annotations
