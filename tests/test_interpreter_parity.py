@@ -203,13 +203,17 @@ SCRIPT = textwrap.dedent(
     xg = torch.randn(4, 12, 64)
     wg, bg = torch.rand(12), torch.rand(12)
     got = torch.nn.functional.group_norm(xg, 3, wg, bg, 1e-6)
-    want = torch.nn.functional.group_norm.__wrapped__(xg.double(), 3, wg.double(), bg.double(), 1e-6)
-    report["group_norm_exact"] = torch.equal(got, want.float())
+    unshimmed = getattr(torch.nn.functional.group_norm, "__wrapped__", None)
+    report["group_norm_exact"] = None  # a CUDA machine: torch's own reference is used
+    if unshimmed is not None:
+        want = unshimmed(xg.double(), 3, wg.double(), bg.double(), 1e-6)
+        report["group_norm_exact"] = torch.equal(got, want.float())
 
     # -- device queries a library's own device helper makes -------------------------------
     device = "cuda" if torch.cuda.is_available() else "cpu"
     props = getattr(torch, device).get_device_properties(0)
     report["sms"] = props.multi_processor_count
+    report["cuda"] = torch.cuda.is_available()
     report["driver_sms"] = triton.runtime.driver.active.utils.get_device_properties(0)["multiprocessor_count"]
 
     # -- a launch that fails inside the interpreter is recorded with its kernel line -----
@@ -287,10 +291,14 @@ def test_bfloat16_arithmetic_is_on_values(report):
 
 
 def test_group_norm_reference_is_computed_in_float64(report):
+    if report["group_norm_exact"] is None:
+        pytest.skip("CUDA is available here: the shim leaves torch's CUDA references alone")
     assert report["group_norm_exact"] is True
 
 
 def test_device_queries_answer_for_the_device_a_library_finds(report):
+    if report["cuda"]:
+        pytest.skip("a real GPU answers here")
     assert report["sms"] == 108
     assert report["driver_sms"] == 108
 
@@ -360,7 +368,7 @@ ASM = textwrap.dedent(
 def test_minimal_case_gets_verdicts(tmp_path):
     (tmp_path / "eps_rsqrt.py").write_text(MINIMAL)
     proc = run_cli(
-        "run", "eps_rsqrt.py", "--json", "r.json", "--writer", "none", "-j", "2", "-q",
+        "run", "eps_rsqrt.py", "--json", "r.json", "--mode", "interpret", "--writer", "none", "-j", "2", "-q",
         "--cache-dir", str(tmp_path / "c"), cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -376,7 +384,7 @@ def test_minimal_case_gets_verdicts(tmp_path):
 def test_interpreter_failure_is_one_line_with_the_way_on(tmp_path):
     (tmp_path / "asm_kernel.py").write_text(ASM)
     proc = run_cli(
-        "run", "asm_kernel.py", "--writer", "none", "-j", "1", "-q",
+        "run", "asm_kernel.py", "--mode", "interpret", "--writer", "none", "-j", "1", "-q",
         "--cache-dir", str(tmp_path / "c"), cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 2

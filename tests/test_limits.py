@@ -114,7 +114,7 @@ ALLOCATES = textwrap.dedent(
 def test_original_over_the_memory_limit_is_one_line_naming_it(tmp_path):
     (tmp_path / "alloc_kernel.py").write_text(ALLOCATES.replace("SIZE", "1500"))
     proc = run_cli(
-        "run", "alloc_kernel.py", "--memory-mb", "600", "--writer", "none", "-j", "1", "-q",
+        "run", "alloc_kernel.py", "--memory-mb", "600", "--mode", "interpret", "--writer", "none", "-j", "1", "-q",
         "--cache-dir", str(tmp_path / "c"), cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 2
@@ -128,7 +128,7 @@ def test_original_over_the_memory_limit_is_one_line_naming_it(tmp_path):
 def test_mutant_over_the_memory_limit_is_a_kill_that_names_it(tmp_path):
     (tmp_path / "alloc_kernel.py").write_text(ALLOCATES.replace("SIZE", "2"))
     proc = run_cli(
-        "run", "alloc_kernel.py", "--memory-mb", "600", "--writer", "none", "-j", "2", "-q",
+        "run", "alloc_kernel.py", "--memory-mb", "600", "--mode", "interpret", "--writer", "none", "-j", "2", "-q",
         "--json", "r.json", "--cache-dir", str(tmp_path / "c"), cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -148,7 +148,7 @@ def test_mutant_over_the_memory_limit_is_a_kill_that_names_it(tmp_path):
 def test_default_memory_is_sized_and_printed(tmp_path):
     (tmp_path / "alloc_kernel.py").write_text(ALLOCATES.replace("SIZE", "2"))
     proc = run_cli(
-        "run", "alloc_kernel.py", "--writer", "none", "-j", "2", "--operators", "add-sub",
+        "run", "alloc_kernel.py", "--mode", "interpret", "--writer", "none", "-j", "2", "--operators", "add-sub",
         "--json", "r.json", "--cache-dir", str(tmp_path / "c"), cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
