@@ -108,16 +108,28 @@ class KernelFile:
         """The own check first, then extra test files."""
         if self.project is not None:  # the project's tests, read where they lie
             return tuple(
-                Check(CheckKind.PYTEST, t.path, EXTRA_TESTS, select=t.select) for t in self.tests
+                Check(
+                    CheckKind.PYTEST,
+                    t.path,
+                    EXTRA_TESTS,
+                    select=t.select,
+                    trusted=t.origin == "given",
+                )
+                for t in self.tests
             )
         checks: list[Check] = []
         if self.has_main or self.module_check:
             checks.append(Check(CheckKind.MAIN, self.name, OWN_CHECK))
         if self.test_functions:
-            checks.append(Check(CheckKind.PYTEST, self.name, OWN_CHECK))
+            checks.append(Check(CheckKind.PYTEST, self.name, OWN_CHECK, trusted=True))
         checks.extend(
             Check(
-                CheckKind.PYTEST, t.name, EXTRA_TESTS, select=t.select, preload=self.preload_for(t)
+                CheckKind.PYTEST,
+                t.name,
+                EXTRA_TESTS,
+                select=t.select,
+                preload=self.preload_for(t),
+                trusted=t.origin == "given",
             )
             for t in self.tests
         )

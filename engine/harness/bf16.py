@@ -47,6 +47,15 @@ def encode(values: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(f), np.uint16(0x7FC0), rounded.astype(np.uint16))
 
 
+def _erf(interpreter: Any, x: np.ndarray) -> np.ndarray:
+    exact = getattr(interpreter, "np_erf_fp32", None)
+    if exact is not None:
+        return exact(x)
+    import math
+
+    return np.vectorize(math.erf, otypes=[np.float32])(x)
+
+
 def _is_bf16(handle: Any) -> bool:
     dtype = getattr(getattr(handle, "dtype", None), "scalar", None)
     return getattr(dtype, "name", "") == "bf16" and np.asarray(handle.data).dtype == np.uint16
@@ -70,6 +79,10 @@ def install(note: Callable[[str], None]) -> bool:
     from triton.runtime import interpreter
 
     builder = interpreter.InterpreterBuilder
+    needed = ("binary_op", "unary_op", "ternary_op", "create_fma", "create_rsqrt", "create_erf",
+              "create_dot")  # fmt: skip
+    if not all(hasattr(builder, n) for n in needed) or not hasattr(interpreter, "ReduceOps"):
+        return False  # another Triton's interpreter: left as it is
     handle_type = interpreter.TensorHandle
     said = "bfloat16 arithmetic on values (the interpreter computes on bit patterns)"
     binary, unary, ternary = builder.binary_op, builder.unary_op, builder.ternary_op
@@ -127,7 +140,7 @@ def install(note: Callable[[str], None]) -> bool:
     _save(builder, "ternary_op", ternary_op)
     _save(builder, "create_fma", create_fma)
     _save(builder, "create_rsqrt", one(rsqrt, lambda x: 1 / np.sqrt(x)))
-    _save(builder, "create_erf", one(erf, lambda x: interpreter.np_erf_fp32(x)))
+    _save(builder, "create_erf", one(erf, lambda x: _erf(interpreter, x)))
     _save(builder, "create_dot", create_dot)
     _install_reductions(interpreter, note, said)
     return True

@@ -43,6 +43,10 @@ class Check:
     #: pytest's own selection (``-k EXPR``, ``-m EXPR``) for a given test file
     keyword: str = ""
     marker: str = ""
+    #: the user's own code (the own check's ``test_*``, ``--tests`` files, a project's
+    #: tests), trusted as the own check is: a warm runner may serve it. A test a writer
+    #: generated is not, and always runs in a process of its own.
+    trusted: bool = False
 
     def to_json(self) -> dict:
         data = {
@@ -57,6 +61,8 @@ class Check:
             data["keyword"] = self.keyword
         if self.marker:
             data["marker"] = self.marker
+        if self.trusted:
+            data["trusted"] = True
         return data
 
     @staticmethod
@@ -69,6 +75,7 @@ class Check:
             data.get("preload", ""),
             data.get("keyword", ""),
             data.get("marker", ""),
+            bool(data.get("trusted", False)),
         )
 
 

@@ -314,7 +314,7 @@ def run_job(job_data: dict, parent_fd: int | None = None, on_progress=None) -> d
     killed mid-job leaves nothing running. With warm runners on (``--warm``), a job
     that may share a process goes to the worker's runner instead. ``on_progress``:
     called with each progress report of the job's checks as it comes (forked jobs)."""
-    if _WARM and warm_eligible(job_data):
+    if _WARM and on_progress is None and warm_eligible(job_data):
         return run_warm(job_data, parent_fd)
     base = tempfile.mkdtemp(prefix="mg-job-")
     workdir = os.path.join(base, "work")
@@ -533,16 +533,26 @@ WARM_HARNESS = frozenset({"probe:compare"})
 
 
 def warm_eligible(job_data: dict) -> bool:
-    """A job a warm runner may serve: the kernel file's own check only (no test of any
-    other origin, and no harness request but ``WARM_HARNESS``: the others turn the
-    interpreter off, patch launches or trace, for the one process they run in), no
-    sanitizer, no null run, no project."""
+    """A job a warm runner may serve: the user's own code only (the own check, its
+    ``test_*`` functions, ``--tests`` files, a project's tests: ``Check.trusted``; no
+    test a writer generated, and no harness request but ``WARM_HARNESS``: the others
+    turn the interpreter off, patch launches or trace, for the one process they run
+    in), no sanitizer, no null run."""
     return (
         not job_data.get("sanitize")
         and not job_data.get("null_launches")
-        and job_data.get("project") is None
-        and (all(c["kind"] == "main" for c in job_data["checks"]) or _warm_harness(job_data))
+        and (all(_trusted(c) for c in job_data["checks"]) or _warm_harness(job_data))
     )
+
+
+def _trusted(check: dict) -> bool:
+    return check["kind"] == "main" or (check["kind"] == "pytest" and bool(check.get("trusted")))
+
+
+def _project_paths(job_data: dict) -> tuple[str, ...]:
+    """The project directories a job needs visible (read-only) in its sandbox."""
+    project = job_data.get("project") or {}
+    return tuple(project[k] for k in ("root", "import_root") if k in project)
 
 
 def _warm_harness(job_data: dict) -> bool:
@@ -560,15 +570,17 @@ def _warm_harness(job_data: dict) -> bool:
 class _Runner:
     """The worker's side of a warm runner: the process, its two pipes and its log."""
 
-    def __init__(self, number: int) -> None:
+    def __init__(self, number: int, keep: tuple[str, ...] = ()) -> None:
         self.log_path = os.path.join(tempfile.gettempdir(), f"runner-{number}.log")
+        #: project directories the runner's private filesystem shows (read-only)
+        self.keep = keep
         job_r, job_w = os.pipe()
         res_r, res_w = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(job_w)
             os.close(res_r)
-            _runner_main(job_r, res_w, self.log_path)  # never returns
+            _runner_main(job_r, res_w, self.log_path, keep)  # never returns
         os.close(job_r)
         os.close(res_w)
         try:
@@ -627,13 +639,17 @@ class _Runner:
 _RUNNERS_STARTED = 0
 
 
-def _runner(parent_fd: int | None) -> _Runner | dict:
-    """The worker's runner, forked (and waited for) if there is none: or an error result."""
+def _runner(parent_fd: int | None, keep: tuple[str, ...] = ()) -> _Runner | dict:
+    """The worker's runner, forked (and waited for) if there is none: or an error result.
+    A project job whose directories (``keep``) the runner's filesystem does not show
+    gets a new runner that shows them (a pool serves one project: this happens once)."""
     global _RUNNER, _RUNNERS_STARTED
-    if _RUNNER is not None:
+    if _RUNNER is not None and set(keep) <= set(_RUNNER.keep):
         return _RUNNER
+    if _RUNNER is not None:
+        _RUNNER.end()
     _RUNNERS_STARTED += 1
-    runner = _Runner(_RUNNERS_STARTED)
+    runner = _Runner(_RUNNERS_STARTED, keep)
     line = runner.read_line(time.monotonic() + RUNNER_START_S, parent_fd)
     try:
         hello = json.loads(line) if line else {}
@@ -650,7 +666,7 @@ def _runner(parent_fd: int | None) -> _Runner | dict:
 
 def run_warm(job_data: dict, parent_fd: int | None = None) -> dict:
     """Run one job in the worker's warm runner (forked first if there is none)."""
-    runner = _runner(parent_fd)
+    runner = _runner(parent_fd, _project_paths(job_data))
     if isinstance(runner, dict):
         return runner
     start = time.monotonic()
@@ -685,8 +701,9 @@ def run_warm(job_data: dict, parent_fd: int | None = None) -> dict:
     return _result(job_data, False, None, json.dumps(answer).encode(), output, "", duration)
 
 
-def _runner_main(jobs_fd: int, answers_fd: int, log_path: str) -> None:
-    """The runner (a forked child of the worker): hardens itself, then serves jobs."""
+def _runner_main(jobs_fd: int, answers_fd: int, log_path: str, keep: tuple[str, ...] = ()) -> None:
+    """The runner (a forked child of the worker): hardens itself, then serves jobs;
+    ``keep``: the project's directories, visible read-only."""
     code = 0
     out = os.fdopen(answers_fd, "w", buffering=1)
     try:
@@ -700,7 +717,7 @@ def _runner_main(jobs_fd: int, answers_fd: int, log_path: str) -> None:
         network_cut = isolation.cut_network()
         isolation.redirect_output(log_path)
         shared = (_SHARED_CACHE,) if _SHARED_CACHE else ()
-        state = _harden(isolation, (), Job.max_processes, shared)
+        state = _harden(isolation, keep, Job.max_processes, shared)
         if os.getppid() != worker:
             os._exit(1)
         import resource
@@ -778,7 +795,11 @@ def _serve(job_data: dict, root: str, env: dict, report: dict, number: int, devi
 
     _reap()  # what the last job left, killed by the worker's sweep since
     workdir = os.path.join(root, f"job-{number}")
-    saved = (list(sys.path), dict(os.environ), set(sys.modules), sys.argv[:])
+    saved = (list(sys.path), dict(os.environ), set(sys.modules), sys.argv[:], list(sys.meta_path))
+    # The job's own code is loaded afresh for every job: what it loaded from its directory
+    # and, in project mode, from the project (the mutant's package, the conftest, the test
+    # modules); the third-party world those import stays loaded (it is why runners are warm).
+    own = (workdir + os.sep, *(p.rstrip(os.sep) + os.sep for p in _project_paths(job_data)))
     sys.stdout.flush()
     sys.stderr.flush()
     os.ftruncate(1, 0)  # fd 1 and 2 share the log: this job's output starts it afresh
@@ -811,13 +832,14 @@ def _serve(job_data: dict, root: str, env: dict, report: dict, number: int, devi
         sys.stdout.flush()
         sys.stderr.flush()
         os.chdir(root)
-        sys.path[:], sys.argv[:] = saved[0], saved[3]
+        sys.path[:], sys.argv[:], sys.meta_path[:] = saved[0], saved[3], saved[4]
         os.environ.clear()
         os.environ.update(saved[1])
         for name in set(sys.modules) - saved[2]:
             origin = getattr(sys.modules.get(name), "__file__", None) or ""
-            if origin.startswith(workdir + os.sep):
+            if origin.startswith(own):
                 sys.modules.pop(name, None)
+        _reset_torch_state()
         tempfile.tempdir = root
         shutil.rmtree(workdir, ignore_errors=True)
     answer["network_cut"] = report["network_cut"]
@@ -826,6 +848,20 @@ def _serve(job_data: dict, root: str, env: dict, report: dict, number: int, devi
     extra["runner"] = {"pid": os.getpid(), "job": number}
     answer["retire"] = _retire(answer, number, device)
     return answer
+
+
+def _reset_torch_state() -> None:
+    """Process-wide torch settings a test may change and not put back: reset after every
+    warm job (seeds are set again when the next job starts)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    try:
+        torch.set_default_dtype(torch.float32)
+        torch.set_grad_enabled(True)
+        torch.use_deterministic_algorithms(False)
+    except Exception:  # noqa: BLE001 - a reset that fails leaves the runner as it was
+        pass
 
 
 def _context_lost(answer: dict) -> None:
