@@ -191,6 +191,15 @@ SCRIPT = textwrap.dedent(
     bf16_ops[(1,)](ab, bb, prod, pick, red, 16, BLOCK=16)
     A, B, C = torch.randn(16, 16).bfloat16(), torch.randn(16, 16).bfloat16(), torch.empty(16, 16)
     bf16_dot[(1,)](A, B, C, N=16)
+    @triton.jit
+    def to_bf16(a, b, n, BLOCK: tl.constexpr):
+        o = tl.arange(0, BLOCK)
+        tl.store(b + o, tl.load(a + o, mask=o < n).to(tl.bfloat16), mask=o < n)
+
+    wide = torch.randn(512)
+    narrow = torch.empty(512, dtype=torch.bfloat16)
+    to_bf16[(1,)](wide, narrow, 512, BLOCK=512)
+    report["bf16_rounding"] = torch.equal(narrow, wide.bfloat16())  # nearest even, as a GPU
     report["bf16"] = {
         "prod": torch.equal(prod, ab * bb),
         "pick": torch.equal(pick, torch.where(ab < bb, ab, -bb)),
@@ -285,6 +294,7 @@ def test_bfloat16_arithmetic_is_on_values(report):
     assert bf16["prod"] and bf16["pick"] and bf16["max"]
     assert bf16["sum"] < 0.02  # one bfloat16 rounding of the float32 sum
     assert bf16["dot"] < 1e-4
+    assert report["bf16_rounding"] is True
     assert (
         "bfloat16 arithmetic on values (the interpreter computes on bit patterns)" in report["used"]
     )

@@ -8,7 +8,8 @@ arithmetic works on those arrays as they are: ``x * y`` multiplies the bit patte
 integers, ``-x`` negates an unsigned number, ``x < y`` compares patterns (wrong for
 negative values), ``tl.sum`` / ``tl.max`` / ``tl.dot`` reduce them as integers. A kernel
 that computes in bfloat16 (``a.to(b.dtype) * b``, a bf16 ``tl.dot``) gives garbage,
-where a GPU computes in bfloat16. ``install()`` makes each of those operations decode
+where a GPU computes in bfloat16; and it converts a float to bfloat16 by truncation where
+a GPU rounds to nearest even. ``install()`` makes each of those operations decode
 bfloat16 operands to float32, compute, and round the result back to bfloat16 (nearest
 even), once per operation as a GPU does; a ``tl.dot`` of bfloat16 operands accumulates
 in its float32 accumulator as a GPU's tensor cores do.
@@ -142,8 +143,43 @@ def install(note: Callable[[str], None]) -> bool:
     _save(builder, "create_rsqrt", one(rsqrt, lambda x: 1 / np.sqrt(x)))
     _save(builder, "create_erf", one(erf, lambda x: _erf(interpreter, x)))
     _save(builder, "create_dot", create_dot)
+    _install_rounding(interpreter, builder, note)
     _install_reductions(interpreter, note, said)
     return True
+
+
+def _install_rounding(interpreter: Any, builder: Any, note: Callable[[str], None]) -> None:
+    """A float converted to bfloat16 rounds to nearest even, as a GPU's ``cvt.rn.bf16``;
+    the interpreter truncates (``x.to(tl.bfloat16)``, a store into a bf16 tensor)."""
+    handle_type = interpreter.TensorHandle
+    cast, fp_to_fp = builder.cast_impl, builder.create_fp_to_fp
+    rtz = getattr(getattr(interpreter, "_ir", None), "ROUNDING_MODE", None)
+    rtz = getattr(rtz, "RTZ", object())
+    said = "bfloat16 conversions round to nearest even (the interpreter truncates)"
+
+    def to_bf16(src: Any, dst_type: Any) -> Any:
+        values = np.asarray(src.data)
+        if _is_bf16(src) or values.dtype.kind != "f":
+            return None
+        note(said)
+        return handle_type(encode(values.astype(np.float32)), dst_type.scalar)
+
+    def cast_impl(self: Any, src: Any, dst_type: Any) -> Any:
+        if getattr(dst_type.scalar, "name", "") == "bf16":
+            out = to_bf16(src, dst_type)
+            if out is not None:
+                return out
+        return cast(self, src, dst_type)
+
+    def create_fp_to_fp(self: Any, src: Any, dst_type: Any, rounding_mode: Any) -> Any:
+        if getattr(dst_type.scalar, "name", "") == "bf16" and rounding_mode is not rtz:
+            out = to_bf16(src, dst_type)
+            if out is not None:
+                return out
+        return fp_to_fp(self, src, dst_type, rounding_mode)
+
+    _save(builder, "cast_impl", cast_impl)
+    _save(builder, "create_fp_to_fp", create_fp_to_fp)
 
 
 def _install_reductions(interpreter: Any, note: Callable[[str], None], said: str) -> None:

@@ -201,16 +201,14 @@ class JobResult:
 
     def valid_for(self, job: Job) -> bool:
         """Whether this (cached) result answers ``job``: a timeout under a
-        shorter limit than the job's says nothing about the longer one; a result
-        that fit in more memory than the job may have, or hit a smaller memory
-        limit than the job's, says nothing either."""
+        shorter limit than the job's says nothing about the longer one, nor does a
+        result that hit a smaller memory limit than the job's. A result that hit no
+        limit answers any memory limit: the default follows ``-j``, and a rerun with
+        other workers is served from the cache."""
         memory = self.extra.get("memory_mb")
-        if memory is not None and job.mode == "interpret":
-            if (self.extra.get("limit") or {}).get("limit") == "memory":
-                if job.memory_mb > memory:  # more memory than the limit it hit: run again
-                    return False
-            elif job.memory_mb < memory:  # it fit in more than this job may have
-                return False
+        hit_memory = (self.extra.get("limit") or {}).get("limit") == "memory"
+        if hit_memory and memory is not None and job.memory_mb > memory:
+            return False  # it might fit in the more memory this job may have: run again
         if self.status is not JobStatus.TIMEOUT:
             return True
         return float(self.extra.get("timeout_s", 0.0)) >= job.timeout_s
