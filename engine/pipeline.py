@@ -42,13 +42,15 @@ from .project import jit_callers
 from .records import Mutant, Verdict
 from .report import build_report, check_bound, mutant_row
 from .sandbox import Sandbox
-from .sandbox.job import JobResult
+from .sandbox.job import CheckKind, JobResult
 from .settings import RunSettings
 from .stage import BEFORE_MUTANTS, Stage, StageContext
 from .verdicts import Ledger, decide
 from .writers import ModelSession, stage2_stage, writer_stages
 
 TESTS = EXTRA_TESTS + "::"  # the outcome names of a test file's cases
+#: ``-k`` of a warm-up job: collect the user's test files, run none of their cases
+WARM_UP_SELECTS_NOTHING = "mutant_gate_warm_up_selects_no_case"
 
 
 def load(
@@ -309,7 +311,11 @@ class Run:
 
         threading.Thread(target=work, name="baseline", daemon=True).start()
         done = total = 0
+        warming = False
         while (report := reports.get()) is not None:
+            if not warming:  # the original holds its worker now: warm the others
+                warming = True
+                self._warm_up_runners(ctx)
             if report.get("status") == "running":  # a case started: kept for a timeout
                 continue
             if "collected" in report:
@@ -323,6 +329,30 @@ class Run:
         if "error" in outcome:
             raise outcome["error"]
         return outcome["value"]
+
+    def _warm_up_runners(self, ctx: StageContext) -> None:
+        """While the original runs (in a process of its own, its cases followed live),
+        the other workers' warm runners collect the user's test files, selecting no
+        case: each imports what the tests import (the project's third-party world) once,
+        before its first mutant job instead of during it. Results are not kept."""
+        box = self.sandbox
+        trusted = tuple(
+            replace(c, keyword=WARM_UP_SELECTS_NOTHING, marker="", select=())
+            for c in ctx.kernel.checks
+            if c.kind is CheckKind.PYTEST and c.trusted
+        )
+        if not trusted or not getattr(box, "warm", False) or box.name != "local":
+            return
+        job = replace(ctx.job_for(None, ctx.settings.timeout_s), checks=trusted, trace_lines=False)
+
+        def warm_up() -> None:
+            try:
+                box.run(job)
+            except Exception:  # noqa: BLE001 - a warm-up that fails costs the first job its imports
+                pass
+
+        for number in range(self.jobs.workers - 1):
+            threading.Thread(target=warm_up, name=f"warm-up-{number}", daemon=True).start()
 
     def _new_run_id(self, stamp: str) -> str:
         """``stamp`` (start second + kernel hash), or ``stamp-2``... when a run of the same
