@@ -86,7 +86,9 @@ def _cell(entry: dict | None) -> str:
         return "not run"
     if entry["rc"] in (0, 1):
         return f"passes ({entry.get('mutants', 0)} mutants judged)"
-    return "fails: " + entry["line"].replace("|", "\\|")[:220]
+    line = entry["line"].removeprefix("mutant-gate: error: ")
+    line = line.split(": ", 1)[1] if line.startswith(("/", "src/", "test/")) else line
+    return "fails: " + line.replace("|", "\\|")[:200]
 
 
 def table(before: Path, after: Path) -> str:
