@@ -26,6 +26,8 @@ HEADROOM_SHARE = 0.15
 #: No job gets less than this, however many workers share the machine.
 FLOOR_MB = 1024
 STEP_MB = 256  # rounded down to a step, so small changes of the machine keep the value
+#: A remote sandbox's jobs (another machine's memory): the fixed default of before.
+REMOTE_MEMORY_MB = 4096
 
 _MEMORY = re.compile(
     r"DefaultCPUAllocator: can't allocate memory|\bMemoryError\b|_ArrayMemoryError"

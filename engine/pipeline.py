@@ -35,7 +35,7 @@ from .events import (
 )
 from .jobs import JobRunner
 from .kernel_file import EXTRA_TESTS, KernelFile, TestFile, load_kernel_file
-from .limits import machine_memory_mb, sized_memory_mb
+from .limits import REMOTE_MEMORY_MB, machine_memory_mb, sized_memory_mb
 from .load_memo import load_key
 from .modes import auto_recheck_stage, compare_modes_stage
 from .project import jit_callers
@@ -170,10 +170,13 @@ class Run:
         self.sandbox = sandbox
         self.store = store if settings.use_cache else None
         self.jobs = JobRunner(sandbox, self.store, settings.mode, settings.workers, fresh=fresh)
-        #: no --memory-mb: each job's memory is the machine's share of a worker
-        self.memory_sized = settings.memory_mb is None
+        #: no --memory-mb: each local job's memory is the machine's share of a worker (a
+        #: remote sandbox's machine is not this one: its jobs keep the fixed default)
+        self.memory_sized = settings.memory_mb is None and sandbox.name == "local"
         if self.memory_sized:
             settings = replace(settings, memory_mb=sized_memory_mb(self.jobs.workers))
+        elif settings.memory_mb is None:
+            settings = replace(settings, memory_mb=REMOTE_MEMORY_MB)
         self.settings = settings
         self.ledger = Ledger()
         self.plan = plan or Plan()
@@ -548,10 +551,10 @@ class Run:
         """Each job's memory limit and where it came from, and the kills by a limit."""
         details = [self.ledger.details(m.id).get("limit") for m in self.ctx.mutants]
         kills = Counter(limit for limit in details if limit)
-        memory: dict = {
-            "memory_mb": self.settings.memory_mb,
-            "memory_from": "machine" if self.memory_sized else "--memory-mb",
-        }
+        source = "machine" if self.memory_sized else "--memory-mb"
+        if not self.memory_sized and self.sandbox.name != "local":
+            source = "--memory-mb or the remote default"
+        memory: dict = {"memory_mb": self.settings.memory_mb, "memory_from": source}
         if self.memory_sized:
             memory["machine_memory_mb"] = machine_memory_mb()
         if self.settings.mode != "interpret":
