@@ -184,7 +184,7 @@ def test_sigterm_and_sighup_stop_like_ctrl_c_and_the_next_run_resumes(tmp_path, 
          "none", "--cache-dir", "cache", "-q", "--json", "r.json"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    served = re.search(r"(\d+) results? from cache", again.stdout + again.stderr)
+    served = re.search(r"(\d+)\s+results?\s+from\s+cache", again.stdout + again.stderr)  # wrapped
     assert served and int(served.group(1)) >= 3, again.stdout + again.stderr
     assert '"timeout"' in (tmp_path / "r.json").read_text()
 

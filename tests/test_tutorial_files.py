@@ -100,7 +100,11 @@ def test_tutorial_layer_norm_module_level_check(tmp_path):
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["own_check"]["kinds"] == ["main"]
     assert report["own_check"]["asserts"] is True
-    assert report["baseline"]["shims"] == ["device='cuda': cuda -> cpu"]
+    # the tutorial passes eps as a float argument: an fp32 scalar, as compiled
+    assert report["baseline"]["shims"] == [
+        "device='cuda': cuda -> cpu",
+        "scalar float arguments: float32 tensors, as compiled",
+    ]
     assert "error" not in {m["verdict"] for m in report["mutants"]}
     assert any(m["by"] == "own-check" for m in report["mutants"])
 
