@@ -265,49 +265,43 @@ def _install_cuda_numerics(torch: Any) -> None:
     rms_norm and matmul were measured within rounding of float32-then-round on the
     CPU and are left alone.
     """
-    functional = torch.nn.functional
-    original = functional.layer_norm
     half = (torch.float16, torch.bfloat16)
-
-    def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,
-                   eps: float = 1e-5) -> Any:  # fmt: skip
-        if input.device.type != "cpu" or input.dtype not in half:
-            return original(input, normalized_shape, weight, bias, eps)
-        _note("torch.nn.functional.layer_norm: float16/bfloat16 computed in float32, as on CUDA")
-
-        def up(t: Any) -> Any:
-            return t.float() if t is not None else None
-
-        out = original(input.float(), normalized_shape, up(weight), up(bias), eps)
-        return out.to(input.dtype)
-
-    layer_norm.__wrapped__ = original  # type: ignore[attr-defined]
-    _SAVED["torch.nn.functional.layer_norm"] = original
-    functional.layer_norm = layer_norm
-
+    _norm_in_wider(
+        torch, "layer_norm", half, torch.float32,
+        "torch.nn.functional.layer_norm: float16/bfloat16 computed in float32, as on CUDA",
+    )  # fmt: skip
     # group_norm's CPU backward in float32 is 3-5x further from the exact gradient than
     # CUDA's (a 16x48x8192 input, 12 groups: weight and bias gradients 6.4e-4 / 3.5e-4
     # off float64 on the CPU, 1.3e-4 / 1.5e-4 on an H200), enough to fail a library's
     # own 1e-4 tolerance. Here it runs in float64 and rounds once.
-    original_group = functional.group_norm
+    _norm_in_wider(
+        torch, "group_norm", (torch.float32, *half), torch.float64,
+        "torch.nn.functional.group_norm: computed in float64 and rounded, as precise as CUDA's",
+    )  # fmt: skip
 
-    def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None,
-                   eps: float = 1e-5) -> Any:  # fmt: skip
-        if input.device.type != "cpu" or input.dtype not in (torch.float32, *half):
-            return original_group(input, num_groups, weight, bias, eps)
-        _note(
-            "torch.nn.functional.group_norm: computed in float64 and rounded, as precise as CUDA's"
-        )
+
+def _norm_in_wider(torch: Any, name: str, dtypes: tuple, wide: Any, said: str) -> None:
+    """Replace ``torch.nn.functional.NAME(input, shape_or_groups, weight, bias, eps)``:
+    on CPU inputs of ``dtypes`` it computes in ``wide`` and rounds once to the input's
+    dtype (autograd goes through the same path, so the backward does too)."""
+    functional = torch.nn.functional
+    original = getattr(functional, name)
+
+    def norm(input: Any, size: Any, weight: Any = None, bias: Any = None,
+             eps: float = 1e-5) -> Any:  # fmt: skip
+        if input.device.type != "cpu" or input.dtype not in dtypes:
+            return original(input, size, weight, bias, eps)
+        _note(said)
 
         def up(t: Any) -> Any:
-            return t.double() if t is not None else None
+            return t.to(wide) if t is not None else None
 
-        out = original_group(input.double(), num_groups, up(weight), up(bias), eps)
-        return out.to(input.dtype)
+        return original(input.to(wide), size, up(weight), up(bias), eps).to(input.dtype)
 
-    group_norm.__wrapped__ = original_group  # type: ignore[attr-defined]
-    _SAVED["torch.nn.functional.group_norm"] = original_group
-    functional.group_norm = group_norm
+    norm.__wrapped__ = original  # type: ignore[attr-defined]
+    norm.__name__ = name
+    _SAVED[f"torch.nn.functional.{name}"] = original
+    setattr(functional, name, norm)
 
 
 class _CudaProperties:
