@@ -34,7 +34,9 @@ __all__ = ["failures", "install", "reset", "uninstall"]
 
 _SAVED: dict[str, Any] = {}
 _FAILURES: list[dict] = []
-_SKIPPED: list[str] = []  # shims this Triton's interpreter has no place for
+#: the shims ``install`` applied (a name this Triton's interpreter has no place for is not)
+_APPLIED: list[str] = []
+_NAMED = ("scalar-arguments", "libdevice", "bfloat16-arithmetic")  # what ``install`` reports
 _MAX_FAILURES = 4
 SCALAR_NOTE = "scalar float arguments: float32 tensors, as compiled"
 
@@ -124,8 +126,8 @@ def _install_failure_record() -> None:
 
 def install(note: Callable[[str], None]) -> list[str]:
     """Install the parity shims (idempotent); the names of those applied."""
-    if _SAVED:
-        return [n for n in ("scalar-arguments", "libdevice", "bfloat16-arithmetic") if n in _SAVED]
+    if _APPLIED:
+        return [n for n in _APPLIED if n in _NAMED]
     # Each shim leans on the interpreter's internals: one this Triton lacks is skipped
     # (the job runs as the interpreter alone would), never a failed job.
     for name, install_one in (
@@ -136,10 +138,10 @@ def install(note: Callable[[str], None]) -> list[str]:
     ):
         try:
             if install_one():
-                _SAVED[name] = True
+                _APPLIED.append(name)
         except (AttributeError, ImportError, TypeError):
-            _SKIPPED.append(name)
-    return [n for n in ("scalar-arguments", "libdevice", "bfloat16-arithmetic") if n in _SAVED]
+            pass
+    return [n for n in _APPLIED if n in _NAMED]
 
 
 def uninstall() -> None:
@@ -152,4 +154,5 @@ def uninstall() -> None:
     libdevice.uninstall()
     bf16.uninstall()
     _SAVED.clear()
+    _APPLIED.clear()
     _FAILURES.clear()
