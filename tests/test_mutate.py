@@ -483,6 +483,7 @@ REAL_BUG_OPERATORS = [
     "block-ptr-offset-zero",
     "range-step-change",
     "guard-true",
+    "mask-bound-swap",
     "rounding-drop",
     "where-drop",
     "abs-drop",
@@ -545,6 +546,111 @@ def test_acc_init_hoist_needs_an_accumulation_and_a_loop_free_initialiser():
     assert _after(depends, "acc-init-hoist") == []  # it reads the loop variable
     scalar = HOIST.replace("tl.zeros((BLOCK,), dtype=tl.float32)", "0.0")
     assert _after(scalar, "acc-init-hoist") == []  # a scalar would change type in the loop
+
+
+SCALAR_HOIST = Example.kernel(
+    """
+    for row in range(tl.program_id(0), n, tl.num_programs(0)):
+        acc = 0.0
+        for k in range(0, n, BLOCK):
+            x = tl.load(x_ptr + row * n + k + tl.arange(0, BLOCK))
+            acc += tl.sum(x, axis=0)
+        tl.store(y_ptr + row, acc)
+    """,
+    """
+    acc = 0.0
+    for row in range(tl.program_id(0), n, tl.num_programs(0)):
+        for k in range(0, n, BLOCK):
+            x = tl.load(x_ptr + row * n + k + tl.arange(0, BLOCK))
+            acc += tl.sum(x, axis=0)
+        tl.store(y_ptr + row, acc)
+    """,
+)
+
+
+def test_acc_init_hoist_moves_a_scalar_initialiser():
+    (mutant,) = generate_mutants(SCALAR_HOIST.before, "k.py", select_operators("acc-init-hoist"))
+    assert mutant.source == SCALAR_HOIST.after
+    assert mutant.before == (
+        "    for row in range(tl.program_id(0), n, tl.num_programs(0)):\n        acc = 0.0\n"
+    )
+    assert mutant.after == (
+        "    acc = 0.0\n    for row in range(tl.program_id(0), n, tl.num_programs(0)):\n"
+    )
+    counter = SCALAR_HOIST.before.replace("acc = 0.0", "acc = 0").replace(
+        "acc += tl.sum(x, axis=0)", "acc += 1"
+    )
+    assert _after(counter, "acc-init-hoist") == [
+        "    acc = 0\n    for row in range(tl.program_id(0), n, tl.num_programs(0)):\n"
+    ]
+    running_max = SCALAR_HOIST.before.replace("acc = 0.0", 'acc = -float("inf")').replace(
+        "acc += tl.sum(x, axis=0)", "acc = tl.maximum(acc, tl.max(x, axis=0))"
+    )
+    assert _after(running_max, "acc-init-hoist") == [
+        '    acc = -float("inf")\n    for row in range(tl.program_id(0), n, tl.num_programs(0)):\n'
+    ]
+
+
+def test_acc_init_hoist_keeps_a_scalar_that_could_change_type():
+    straight = Example.kernel(
+        """
+        for row in range(tl.program_id(0), n, tl.num_programs(0)):
+            acc = 0.0
+            x = tl.load(x_ptr + row * n + tl.arange(0, BLOCK))
+            acc += tl.sum(x, axis=0)
+            tl.store(y_ptr + row, acc)
+        """,
+        "",
+    ).before
+    assert _after(straight, "acc-init-hoist") == []  # once loop-carried, it could become a block
+    block = SCALAR_HOIST.before.replace("acc += tl.sum(x, axis=0)", "acc += x")
+    assert _after(block, "acc-init-hoist") == []  # known to be a block: a type change
+    reset_only = SCALAR_HOIST.before.replace("acc += tl.sum(x, axis=0)", "acc = tl.sum(x, axis=0)")
+    assert _after(reset_only, "acc-init-hoist") == []  # nothing accumulates
+    named = SCALAR_HOIST.before.replace("acc = 0.0", "acc = start")
+    assert _after(named, "acc-init-hoist") == []  # not a literal: no scalar initialiser
+
+
+def test_rounding_drop_takes_a_dtype_expression_for_the_inner_cast():
+    kernel = Example.kernel(
+        """
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs) * 3.0
+        y = tl.load(y_ptr + offs)
+        a = x.to(y.dtype).to(tl.float32)
+        b = x.to(y_ptr.dtype.element_ty).to(tl.float32)
+        c = tl.cast(tl.cast(x, OUT_DTYPE), tl.float32)
+        """,
+        "",
+        params="x_ptr, y_ptr, n, BLOCK: tl.constexpr, OUT_DTYPE: tl.constexpr",
+    ).before
+    mutants = generate_mutants(kernel, "k.py", select_operators("rounding-drop"))
+    assert [(m.before, m.after) for m in mutants] == [
+        ("x.to(y.dtype).to(tl.float32)", "x"),
+        ("x.to(y_ptr.dtype.element_ty).to(tl.float32)", "x"),
+        ("tl.cast(tl.cast(x, OUT_DTYPE), tl.float32)", "x"),
+    ]
+    assert mutants[1].source == kernel.replace(
+        "b = x.to(y_ptr.dtype.element_ty).to(tl.float32)", "b = x"
+    )
+
+
+def test_rounding_drop_leaves_casts_that_round_nothing():
+    kernel = Example.kernel(
+        """
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs) * 3.0
+        y = tl.load(y_ptr + offs)
+        d = x.to(x.dtype).to(tl.float32)
+        e = x.to(y.dtype).to(tl.float16)
+        f = x.to(tl.float32).to(tl.float32)
+        g = x.to(y.dtype)
+        h = tl.load(y_ptr + offs).to(tl.float32)
+        """,
+        "",
+    ).before
+    # its own dtype, not back to float32, no low precision, no round trip, one cast
+    assert _after(kernel, "rounding-drop") == []
 
 
 def test_offset_term_drop_keeps_to_pointer_sums_and_scalar_terms():
@@ -624,9 +730,34 @@ def test_other_change_fills():
 
     assert fills("0.0") == ['-float("inf")', "1.0"]
     assert fills("0") == ["1"]  # an integer load gets no infinity
-    assert fills("NEG_INF") == fills("-inf") == fills("pad") == ["0.0"]
+    assert fills("1") == ["0"]
+    assert fills("1.0") == fills("-2.5") == ['-float("inf")', "0.0"]
+    assert fills("pad") == fills("-pad") == fills("INF") == ['-float("inf")', "0.0"]
     assert fills("None") == fills("True") == []
-    assert fills("-float('inf')") == fills("math.inf") == ["0.0"]
+    assert fills("float('inf')") == fills("math.inf") == ['-float("inf")', "0.0"]
+    # already minus infinity: to 0.0 only, never -inf -> -inf
+    for negative in ("NEG_INF", "-inf", "-INF", "MINUS_INF", "ninf", "-float('inf')"):
+        assert fills(negative) == ["0.0"], negative
+    assert fills("float('-inf')") == fills("-math.inf") == ["0.0"]
+    assert fills("-NEG_INF") == ['-float("inf")', "0.0"]  # plus infinity
+
+
+def test_other_change_named_fill_goes_to_minus_infinity_and_to_zero():
+    kernel = Example.kernel(
+        """
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=pad_value)
+        tl.store(y_ptr + offs, x, mask=offs < n)
+        """,
+        "",
+        params="x_ptr, y_ptr, n, pad_value, BLOCK: tl.constexpr",
+    ).before
+    mutants = generate_mutants(kernel, "k.py", select_operators("other-change"))
+    assert [m.source for m in mutants] == [
+        kernel.replace("other=pad_value", 'other=-float("inf")'),
+        kernel.replace("other=pad_value", "other=0.0"),
+    ]
+    assert len({m.id for m in mutants}) == 2
 
 
 def test_new_operators_fire_on_the_tutorial_style_kernel():
@@ -722,3 +853,90 @@ def test_accumulator_fp16_sees_a_loop_nested_in_an_if():
     ).before
     (mutant,) = generate_mutants(kernel, "k.py", select_operators("accumulator-fp16"))
     assert "acc += tl.load(x_ptr + k + tl.arange(0, BLOCK)).to(tl.float16)" in mutant.after
+
+
+CONCAT = Example.kernel(
+    """
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < a, other=0.0)
+    y = tl.load(y_ptr + offs - a, mask=(offs >= a) & (offs < a + b), other=0.0)
+    tl.store(out_ptr + offs, x + y, mask=offs < total)
+    """,
+    "",
+    params="x_ptr, y_ptr, out_ptr, a, b, total, BLOCK: tl.constexpr",
+).before
+
+
+def test_mask_bound_swap_bounds_a_mask_by_another_extent():
+    mutants = generate_mutants(CONCAT, "k.py", select_operators("mask-bound-swap"))
+    assert [(m.line, m.before, m.after) for m in mutants] == [
+        (8, "offs < a", "offs < total"),
+        (9, "(offs < a + b)", "(offs < total)"),  # not offs < a: the bound mentions a
+        (10, "offs < total", "offs < a"),
+    ]  # offs >= a is a lower bound, b is no extent: neither is swapped
+    assert mutants[1].source == CONCAT.replace("(offs < a + b)", "(offs < total)")
+
+
+def test_mask_bound_swap_offers_only_extents_in_scope():
+    kernel = Example.kernel(
+        """
+        pid = tl.program_id(0)
+        if pid >= n_rows:
+            return
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < 4, other=0.0)
+        y = tl.where(x < thresh, x, 0.0)
+        tl.store(y_ptr + offs, y, mask=offs < n_cols - 1)
+        if EVEN:
+            later = n_cols * 2
+        tl.store(y_ptr + offs, y, mask=offs < later)
+        end = n_cols + 1
+        tl.store(y_ptr + offs, y, mask=offs <= end)
+        tl.store(y_ptr + offs, y, mask=offs >= lo)
+        tl.store(y_ptr + offs, y, mask=n_cols > offs)
+        """,
+        "",
+        params="x_ptr, y_ptr, n_rows, n_cols, thresh, lo, BLOCK: tl.constexpr, EVEN: tl.constexpr",
+    ).before
+    # No swap in the scalar guard pid >= n_rows, the literal bound offs < 4, the data
+    # comparison x < thresh or the lower bound offs >= lo; lo is no extent; later (set
+    # in an if) and end (set after) are not offered to the masks before them.
+    mutants = generate_mutants(kernel, "k.py", select_operators("mask-bound-swap"))
+    assert [(m.line, m.before, m.after) for m in mutants] == [
+        (13, "offs < n_cols - 1", "offs < n_rows"),
+        (16, "offs < later", "offs < n_cols"),
+        (16, "offs < later", "offs < n_rows"),
+        (18, "offs <= end", "offs <= n_cols"),
+        (18, "offs <= end", "offs <= n_rows"),
+        (20, "n_cols > offs", "end > offs"),
+        (20, "n_cols > offs", "n_rows > offs"),
+    ]
+
+
+def test_mask_bound_swap_offers_at_most_two_extents_mask_bounds_first():
+    kernel = Example.kernel(
+        """
+        if tl.program_id(2) >= B:
+            return
+        rm = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        rn = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        for k in range(0, tl.cdiv(K, BLOCK)):
+            rk = k * BLOCK + tl.arange(0, BLOCK)
+            a = tl.load(x_ptr + rm[:, None] * K + rk[None, :], mask=rk[None, :] < K - k * BLOCK)
+        c_mask = (rm[:, None] < M) & (rn[None, :] < N)
+        tl.store(y_ptr + rm[:, None] * N + rn[None, :], 1.0, mask=c_mask)
+        """,
+        "",
+        params="x_ptr, y_ptr, B, M, N, K, BLOCK: tl.constexpr",
+    ).before
+    # Extents: M, N (what masks compare against), then B (a program id's guard) and K
+    # (tl.cdiv); two per mask, in that order.
+    mutants = generate_mutants(kernel, "k.py", select_operators("mask-bound-swap"))
+    assert [(m.line, m.before, m.after) for m in mutants] == [
+        (13, "rk[None, :] < K - k * BLOCK", "rk[None, :] < M"),
+        (13, "rk[None, :] < K - k * BLOCK", "rk[None, :] < N"),
+        (14, "(rm[:, None] < M)", "(rm[:, None] < B)"),
+        (14, "(rm[:, None] < M)", "(rm[:, None] < N)"),
+        (14, "(rn[None, :] < N)", "(rn[None, :] < B)"),
+        (14, "(rn[None, :] < N)", "(rn[None, :] < M)"),
+    ]

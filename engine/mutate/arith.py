@@ -22,7 +22,13 @@ reduce-axis-drop
 acc-init-hoist  for tile in range(pid, n_tiles, step):      acc = tl.zeros(...)
                     acc = tl.zeros(...)                -> for tile in range(pid, n_tiles, step):
                     for k in ...: acc += ...                    for k in ...: acc += ...
-                (the accumulator is not reset for the next tile of a grid-stride loop)
+                for row in range(pid, n_rows, step):        acc = 0.0
+                    acc = 0.0                          -> for row in range(pid, n_rows, step):
+                    for k in ...: acc += tl.sum(...)            for k in ...: acc += tl.sum(...)
+                (the accumulator is not reset for the next tile of a grid-stride loop; a
+                scalar initialiser, ``0.0``, ``0`` or ``-float("inf")``, moves only when the
+                loop updates it in nested loops or ifs, where Triton keeps its type, and
+                never by a value known to be a block)
 """
 
 from __future__ import annotations
@@ -529,17 +535,27 @@ class ReduceAxisDrop(Operator):
 _INITIALISERS = frozenset({"zeros", "full"})
 
 
-def _assigned_name(statement: cst.CSTNode) -> str | None:
-    """``acc = tl.zeros(...)`` / ``tl.full(...)`` alone on its line -> "acc"."""
+def _is_scalar_init(value: cst.BaseExpression) -> bool:
+    """``0.0``, ``0``, ``-1``, ``-float("inf")``, ``math.inf``: a scalar initialiser."""
+    return number_value(value) is not None or is_infinity(value)
+
+
+def _assigned_name(statement: cst.CSTNode) -> tuple[str, bool] | None:
+    """``acc = tl.zeros(...)`` / ``tl.full(...)`` alone on its line -> ("acc", False);
+    ``acc = 0.0`` (a scalar literal) -> ("acc", True)."""
     if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
         return None
     small = statement.body[0]
     if type(small) is not cst.Assign or len(small.targets) != 1:
         return None
     target = small.targets[0].target
-    if type(target) is not cst.Name or tl_call(small.value) not in _INITIALISERS:
+    if type(target) is not cst.Name:
         return None
-    return target.value
+    if tl_call(small.value) in _INITIALISERS:
+        return target.value, False
+    if _is_scalar_init(small.value):
+        return target.value, True
+    return None
 
 
 def _names_in(node: cst.CSTNode) -> set[str]:
@@ -565,10 +581,37 @@ def _assigned_names(statements) -> set[str]:
     return names
 
 
+def _updated_values(statements, name: str) -> list[cst.BaseExpression]:
+    """The values ``name`` is given in ``statements`` (``name = v`` / ``name += v``), at any depth."""
+    values = []
+    for statement in statements:
+        for found in m.findall(statement, m.AugAssign(target=m.Name(name))):
+            values.append(found.value)
+        for found in m.findall(statement, m.Assign(targets=[m.AssignTarget(m.Name(name))])):
+            values.append(found.value)
+    return values
+
+
+def _keeps_scalar_type(statements, name: str, scope: Scope | None) -> bool:
+    """May a scalar ``name`` become loop-carried across ``statements`` (the rest of a
+    loop body) without changing type? Yes when every update sits in a nested loop or
+    if (where Triton already requires its type to stay) and none is known to be a
+    block (``acc += tl.load(block)``: the original cannot compile either)."""
+    for statement in statements:
+        if type(statement) is cst.SimpleStatementLine and _updated_values([statement], name):
+            return False  # a straight-line update may turn it into a block
+    if scope is None:
+        return True
+    return not any((scope.rank(v) or 0) > 0 for v in _updated_values(statements, name))
+
+
 class AccInitHoist(Operator):
     name = "acc-init-hoist"
     family = "arith"
-    description = "move an accumulator's initialisation out of the loop it is reset in"
+    description = (
+        "move an accumulator's initialisation (tl.zeros/tl.full or a scalar such as 0.0)"
+        " out of the loop it is reset in"
+    )
     node_types = (cst.IndentedBlock,)
     examples = (
         Example.kernel(
@@ -587,9 +630,31 @@ class AccInitHoist(Operator):
                 tl.store(y_ptr + tile * BLOCK + tl.arange(0, BLOCK), acc)
             """,
         ),
+        Example.kernel(
+            """
+            for row in range(tl.program_id(0), n, tl.num_programs(0)):
+                acc = 0.0
+                for k in range(0, n, BLOCK):
+                    acc += tl.sum(tl.load(x_ptr + row * n + k + tl.arange(0, BLOCK)), axis=0)
+                tl.store(y_ptr + row, acc)
+            """,
+            """
+            acc = 0.0
+            for row in range(tl.program_id(0), n, tl.num_programs(0)):
+                for k in range(0, n, BLOCK):
+                    acc += tl.sum(tl.load(x_ptr + row * n + k + tl.arange(0, BLOCK)), axis=0)
+                tl.store(y_ptr + row, acc)
+            """,
+        ),
     )
 
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        yield from self._hoisted(node, None)
+
+    def mutations_in(self, node: cst.CSTNode, scope: Scope) -> Iterator[cst.CSTNode]:
+        yield from self._hoisted(node, scope)
+
+    def _hoisted(self, node: cst.CSTNode, scope: Scope | None) -> Iterator[cst.CSTNode]:
         if type(node) is not cst.IndentedBlock:
             return
         for position, loop in enumerate(node.body):
@@ -598,14 +663,17 @@ class AccInitHoist(Operator):
             body = loop.body.body
             local = None
             for index, statement in enumerate(body):
-                name = _assigned_name(statement)
-                if name is None or index == len(body) - 1:
+                found = _assigned_name(statement)
+                if found is None or index == len(body) - 1:
                     continue
+                name, scalar = found
                 if local is None:
                     local = _assigned_names(body) | _names_in(loop.target)
                 if _names_in(statement.body[0].value) & local:
                     continue  # its value depends on the loop: it cannot move out
                 if not _accumulates(body[index + 1 :], name):
+                    continue
+                if scalar and not _keeps_scalar_type(body[index + 1 :], name, scope):
                     continue
                 rest = (*body[:index], *body[index + 1 :])
                 moved = statement.with_changes(leading_lines=loop.leading_lines)

@@ -11,21 +11,46 @@
                     -> tl.range(pid, n_rows, 1) and tl.range(pid, n_rows, 2 * tl.num_programs(0))
                        for off in range(0, N, BLOCK): -> range(0, N, 1), range(0, N, 2 * BLOCK)
     guard-true         if EVEN_K: -> if True:     (also an elif's condition)
+    mask-bound-swap    mask = offs < a + b      -> mask = offs < total
+                       c_mask = (rm[:, None] < M) & (rn[None, :] < N)
+                    -> c_mask = (rm[:, None] < N) & (rn[None, :] < N)
 
 A loop's bounds move by its step when it has one (a shift by 1 would usually
 run the same iterations: an equivalent mutant), else by 1; integer literals are
 folded (``range(4)`` -> ``range(3)``).
+
+``mask-bound-swap`` bounds a mask by another extent of the same function: a name
+that another mask compares against (a parameter or a local assigned before the
+mask, in a block around it), or a parameter the function uses as an extent
+(a ``range`` stop, ``tl.cdiv``'s first argument, a bound of a program id). A mask
+here is a comparison ``lanes < bound`` (or ``bound > lanes``) whose lanes are a
+block of integer offsets, or that a ``mask=`` argument or a ``*mask*`` variable
+holds. At most two extents per mask, the masks' own bounds first, then the
+parameters, each in the order the function first uses them; an extent the bound
+already mentions is not offered (``offs < K - k`` does not become ``offs < K``).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 
 import libcst as cst
 from libcst import matchers as m
 
 from .base import Example, Operator
-from .syntax import TL, binop, int_value, same_whitespace, spaced, tl_attr
+from .scope import INT, Scope
+from .syntax import (
+    TL,
+    binop,
+    find_arg,
+    int_value,
+    number_value,
+    same_whitespace,
+    spaced,
+    tl_attr,
+    tl_call,
+)
 
 
 def _swap_comparisons(
@@ -348,6 +373,225 @@ class GuardTrue(Operator):
             yield node.with_changes(test=cst.Name("True"), whitespace_before_test=space)
 
 
+_LESS = (cst.LessThan, cst.LessThanEqual)
+_GREATER = (cst.GreaterThan, cst.GreaterThanEqual)
+_MASK_POSITION = {"load": 1, "store": 2}
+#: At most this many other extents per mask (the mutants stay few).
+_MAX_SWAPS = 2
+
+
+def _holds_mask(node: cst.Comparison, scope: Scope) -> bool:
+    """Is ``node`` (a term of ``&``, ``|`` or ``and`` in) a ``mask=`` argument of
+    tl.load/tl.store, or the value of a variable named ``*mask*``?"""
+    child = node
+    for parent in scope.ancestors(node):
+        kind = type(parent)
+        if (kind is cst.BinaryOperation and type(parent.operator) in (cst.BitAnd, cst.BitOr)) or (
+            kind is cst.BooleanOperation and type(parent.operator) is cst.And
+        ):
+            child = parent
+            continue
+        if kind is cst.Arg:
+            call = scope.parent(parent)
+            kind_of_call = tl_call(call)
+            if kind_of_call not in _MASK_POSITION or parent.value is not child:
+                return False
+            index = find_arg(call, "mask", _MASK_POSITION[kind_of_call])
+            return index is not None and call.args[index] is parent
+        if kind is cst.Assign:
+            return parent.value is child and any(
+                type(t.target) is cst.Name and "mask" in t.target.value.lower()
+                for t in parent.targets
+            )
+        return False
+    return False
+
+
+def _mask_bound(node: cst.CSTNode, scope: Scope) -> cst.BaseExpression | None:
+    """The bound of a mask comparison ``lanes < bound`` / ``bound > lanes``, else None.
+
+    The lanes must not be a scalar: a block of integer offsets (``offs``,
+    ``rm[:, None]``), or anything of unknown rank in a mask's place. A literal
+    bound is no extent."""
+    if type(node) is not cst.Comparison or len(node.comparisons) != 1:
+        return None
+    target = node.comparisons[0]
+    if isinstance(target.operator, _LESS):
+        lanes, bound = node.left, target.comparator
+    elif isinstance(target.operator, _GREATER):
+        lanes, bound = target.comparator, node.left
+    else:
+        return None
+    if number_value(bound) is not None:
+        return None
+    rank = scope.rank(lanes)
+    if rank == 0:
+        return None
+    if rank is not None and scope.kind(lanes) == INT:
+        return bound
+    return bound if _holds_mask(node, scope) else None
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node under ``node``, in source order."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.children))
+
+
+def _param_extents(node: cst.CSTNode, scope: Scope) -> Iterator[str]:
+    """Parameters ``node`` uses as an extent: ``range(.., n, ..)``'s stop,
+    ``tl.cdiv(n, ..)``, the right side of a scalar integer's ``pid < n`` or
+    ``pid >= n`` (not ``offs >= lo``: a block's lower bound)."""
+    names: list[cst.BaseExpression] = []
+    if type(node) is cst.Call:
+        positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        if _is_range(node) and positional:
+            names.append(positional[0] if len(positional) == 1 else positional[1])
+        elif _is_cdiv(node) and positional:
+            names.append(positional[0])
+    elif type(node) is cst.Comparison and len(node.comparisons) == 1:
+        target = node.comparisons[0]  # ``row < n``, ``if pid >= n: return``
+        upper = (cst.LessThan, cst.LessThanEqual, cst.GreaterThanEqual)
+        if isinstance(target.operator, upper) and scope.rank(node.left) == 0:
+            if scope.kind(node.left) == INT:
+                names.append(target.comparator)
+    for name in names:
+        if type(name) is cst.Name and scope.is_param(name.value):
+            yield name.value
+
+
+_EXTENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _extents(scope: Scope) -> tuple[list[str], list[str], frozenset[str]]:
+    """(names masks compare against, other parameters used as extents, every
+    parameter), the first two in the order the function first uses them; worked
+    out once per function."""
+    found = _EXTENTS.get(scope)
+    if found is None:
+        bounds: list[str] = []
+        params: list[str] = []
+        for node in _walk(scope.function.body):
+            bound = _mask_bound(node, scope) if type(node) is cst.Comparison else None
+            if type(bound) is cst.Name and bound.value not in bounds:
+                bounds.append(bound.value)
+            for name in _param_extents(node, scope):
+                if name not in params:
+                    params.append(name)
+        signature = scope.function.params
+        every = frozenset(
+            p.name.value
+            for p in (*signature.posonly_params, *signature.params, *signature.kwonly_params)
+        )
+        found = (bounds, [p for p in params if p not in bounds], every)
+        _EXTENTS[scope] = found
+    return found
+
+
+def _assigned_before(name: str, node: cst.CSTNode, scope: Scope) -> bool:
+    """Is local ``name`` assigned by a statement before ``node``, in a block around it?"""
+    statements = set()
+    for how, value in scope.assignments(name):
+        if how == "=":
+            assign = scope.parent(value)
+            line = scope.parent(assign) if assign is not None else None
+            if type(line) is cst.SimpleStatementLine:
+                statements.add(id(line))
+    child = node
+    for parent in scope.ancestors(node):
+        if type(parent) is cst.IndentedBlock:
+            for statement in parent.body:
+                if statement is child:
+                    break
+                if id(statement) in statements:
+                    return True
+        child = parent
+    return False
+
+
+class MaskBoundSwap(Operator):
+    name = "mask-bound-swap"
+    family = "boundaries"
+    description = "bound a mask by another extent of the function (offs < M -> offs < N)"
+    node_types = (cst.Comparison,)
+    examples = (
+        Example.kernel(
+            """
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < a, other=0.0)
+            y = tl.load(y_ptr + offs - a, mask=(offs >= a) & (offs < a + b), other=0.0)
+            tl.store(out_ptr + offs, x + y, mask=offs < total)
+            """,
+            """
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < a, other=0.0)
+            y = tl.load(y_ptr + offs - a, mask=(offs >= a) & (offs < total), other=0.0)
+            tl.store(out_ptr + offs, x + y, mask=offs < total)
+            """,
+            params="x_ptr, y_ptr, out_ptr, a, b, total, BLOCK: tl.constexpr",
+        ),
+        Example.kernel(
+            """
+            rm = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            rn = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+            c_mask = (rm[:, None] < M) & (rn[None, :] < N)
+            tl.store(y_ptr + rm[:, None] * N + rn[None, :], 1.0, mask=c_mask)
+            """,
+            """
+            rm = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            rn = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+            c_mask = (rm[:, None] < N) & (rn[None, :] < N)
+            tl.store(y_ptr + rm[:, None] * N + rn[None, :], 1.0, mask=c_mask)
+            """,
+            params="y_ptr, M, N, BLOCK: tl.constexpr",
+        ),
+        Example.kernel(
+            """
+            for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+                cols = tl.arange(0, BLOCK)
+                x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+                tl.store(y_ptr + row, tl.sum(x, axis=0))
+            """,
+            """
+            for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+                cols = tl.arange(0, BLOCK)
+                x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_rows, other=0.0)
+                tl.store(y_ptr + row, tl.sum(x, axis=0))
+            """,
+            params="x_ptr, y_ptr, n_rows, n_cols, BLOCK: tl.constexpr",
+        ),
+    )
+
+    def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        return iter(())  # which extents there are is a question about the function
+
+    def mutations_in(self, node: cst.CSTNode, scope: Scope) -> Iterator[cst.CSTNode]:
+        bound = _mask_bound(node, scope)
+        if bound is None:
+            return
+        bounds, params, signature = _extents(scope)
+        mentioned = {n.value for n in _walk(bound) if type(n) is cst.Name}
+        chosen = []
+        for name in (*bounds, *params):
+            if len(chosen) == _MAX_SWAPS:
+                break
+            if name in mentioned:
+                continue
+            if name in signature or _assigned_before(name, node, scope):
+                chosen.append(name)
+        target = node.comparisons[0]
+        for name in chosen:
+            if bound is target.comparator:
+                yield node.with_changes(
+                    comparisons=[target.with_changes(comparator=cst.Name(name))]
+                )
+            else:
+                yield node.with_changes(left=cst.Name(name))
+
+
 OPERATORS: tuple[Operator, ...] = (
     CompareLtLe(),
     CompareGtGe(),
@@ -355,4 +599,5 @@ OPERATORS: tuple[Operator, ...] = (
     RangeBoundShift(),
     RangeStepChange(),
     GuardTrue(),
+    MaskBoundSwap(),
 )

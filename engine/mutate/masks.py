@@ -7,7 +7,12 @@ exercises its masks; these mutants find out.
                          tl.store(p + offs, y, mask=m)        -> tl.store(p + offs, y)
     other-drop           tl.load(p, mask=m, other=-float("inf")) -> tl.load(p, mask=m)
     other-change         other=0.0 -> other=1.0 and other=-float("inf");  other=1 -> other=0;
-                         other=-float("inf") -> other=0.0;  other=NEG_INF -> other=0.0
+                         other=2.0 -> other=0.0 and other=-float("inf");
+                         other=-float("inf") -> other=0.0;  other=NEG_INF -> other=0.0;
+                         other=float("inf") -> other=0.0 and other=-float("inf");
+                         other=pad_value -> other=0.0 and other=-float("inf")
+                         (a fill that already is -inf, literally or by its name, gets
+                         no -inf; an integer literal gets none either)
     boundary-check-drop  tl.load(block_ptr, boundary_check=(0, 1)) -> tl.load(block_ptr)
     mask-and-or          (rm[:, None] < M) & (rn[None, :] < N)
                       -> (rm[:, None] < M) | (rn[None, :] < N)
@@ -17,6 +22,7 @@ exercises its masks; these mutants find out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -143,15 +149,40 @@ _NEGATIVE_INFINITY = cst.UnaryOperation(
 _NOT_FILLS = frozenset({"None", "True", "False"})
 
 
+#: A name that stands for an infinity (``inf``, ``NEG_INF``, ``MINUS_INFINITY``,
+#: ``ninf``), and one that says it is the negative one.
+_INFINITY_NAME = re.compile(r"inf(inity)?$", re.IGNORECASE)
+_NEGATIVE_NAME = re.compile(r"neg|minus|^n_?inf", re.IGNORECASE)
+
+
+def _is_negative_infinity(value: cst.BaseExpression) -> bool:
+    """``-float("inf")``, ``float("-inf")``, ``-math.inf``, ``-inf``, ``NEG_INF``,
+    ``-INF``: a fill that already is minus infinity (``-NEG_INF`` is not)."""
+    negative = False
+    while type(value) is cst.UnaryOperation and type(value.operator) in (cst.Minus, cst.Plus):
+        negative ^= type(value.operator) is cst.Minus
+        value = value.expression
+    if type(value) is cst.Name:
+        if not _INFINITY_NAME.search(value.value):
+            return False
+        return negative ^ bool(_NEGATIVE_NAME.search(value.value))
+    if not is_infinity(value):
+        return False
+    if type(value) is cst.Call:  # float("-inf")
+        negative ^= value.args[0].value.evaluated_value.strip().startswith("-")
+    return negative
+
+
 def _changed_fills(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The fills ``value`` changes to: 0 <-> 1 for a zero and a one, else 0; and
+    -inf (a sum's padding written as a max's) for any fill that could be a float
+    and is not -inf already."""
     number = number_value(value)
     is_int = isinstance(value, cst.Integer) or (
         isinstance(value, cst.UnaryOperation) and isinstance(value.expression, cst.Integer)
     )
     if number == 0:
         yield cst.Integer("1") if is_int else cst.Float("1.0")
-        if not is_int:  # a sum's padding written as a max's
-            yield _NEGATIVE_INFINITY
     elif number is not None:
         yield cst.Integer("0") if is_int else cst.Float("0.0")
     elif is_infinity(value):
@@ -159,15 +190,19 @@ def _changed_fills(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     else:
         minus = type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus
         named = value.expression if minus else value
-        if type(named) is cst.Name and named.value not in _NOT_FILLS:
-            yield cst.Float("0.0")  # other=NEG_INF, other=-inf, other=pad
+        if type(named) is not cst.Name or named.value in _NOT_FILLS:
+            return
+        yield cst.Float("0.0")  # other=NEG_INF, other=-inf, other=pad
+    if not is_int and not _is_negative_infinity(value):
+        yield _NEGATIVE_INFINITY
 
 
 class OtherChange(Operator):
     name = "other-change"
     family = "masks"
     description = (
-        "change a tl.load's other= fill value (0 <-> 1, 0.0 <-> -inf, a named fill -> 0.0)"
+        "change a tl.load's other= fill value (0 <-> 1, a fill -> 0.0, a float or named fill"
+        " -> -inf)"
     )
     node_types = (cst.Call,)
     examples = (
@@ -228,6 +263,30 @@ class OtherChange(Operator):
             x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
             """,
             params="x_ptr, n, inf, BLOCK: tl.constexpr",
+        ),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=pad_value)
+            m = tl.max(x, axis=0)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=-float("inf"))
+            m = tl.max(x, axis=0)
+            """,
+            params="x_ptr, n, pad_value, BLOCK: tl.constexpr",
+        ),
+        Example.kernel(
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=pad_value)
+            """,
+            """
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            """,
+            params="x_ptr, n, pad_value, BLOCK: tl.constexpr",
         ),
     )
 

@@ -14,7 +14,10 @@ inputs, let half-precision accumulation through; these mutants check that.
     dot-tf32          tl.dot(a, b, input_precision="ieee") -> input_precision="tf32"
                       tl.dot(a, b, allow_tf32=False)        -> allow_tf32=True
     rounding-drop     y = x.to(tl.bfloat16).to(tl.float32) -> y = x
-                      (a value meant to be rounded to the stored precision is not)
+                      y = x.to(y_ptr.dtype.element_ty).to(tl.float32) -> y = x
+                      y = x.to(out.dtype).to(tl.float32)              -> y = x
+                      (a value meant to be rounded to the stored precision is not; a
+                      dtype written as an expression is taken for a low-precision one)
 """
 
 from __future__ import annotations
@@ -332,8 +335,8 @@ _LOW_PRECISION = frozenset(
 )
 
 
-def _cast_to(node: cst.CSTNode) -> tuple[cst.BaseExpression, str] | None:
-    """``x.to(tl.T)`` / ``tl.cast(x, tl.T)`` -> (x, "T"); anything else -> None."""
+def _cast(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """``x.to(D)`` / ``tl.cast(x, D)`` -> (x, D); anything else -> None."""
     if type(node) is not cst.Call:
         return None
     if type(node.func) is cst.Attribute and node.func.attr.value == "to":
@@ -342,17 +345,40 @@ def _cast_to(node: cst.CSTNode) -> tuple[cst.BaseExpression, str] | None:
         index, value = find_arg(node, "dtype", 1), node.args[0].value
     else:
         return None
-    if index is None:
-        return None
-    dtype = tl_attr(node.args[index].value)
-    return None if dtype is None else (value, dtype)
+    return None if index is None else (value, node.args[index].value)
+
+
+def _dtype_expression(dtype: cst.BaseExpression) -> bool:
+    """A dtype the syntax does not name: ``y.dtype``, ``y_ptr.dtype.element_ty``,
+    ``OUT_DTYPE`` (a name or a chain of attributes on one, not ``tl.T``)."""
+    if tl_attr(dtype) is not None:
+        return False
+    while type(dtype) is cst.Attribute:
+        dtype = dtype.value
+    return type(dtype) is cst.Name and dtype.value not in ("tl", "triton")
+
+
+def _rounds(value: cst.BaseExpression, dtype: cst.BaseExpression) -> bool:
+    """Is casting ``value`` to ``dtype`` (on its way back to float32) a rounding?
+    ``tl.T`` for a low-precision T, or a dtype expression other than ``value``'s
+    own (``x.to(x.dtype)`` changes nothing)."""
+    name = tl_attr(dtype)
+    if name is not None:
+        return name in _LOW_PRECISION
+    if not _dtype_expression(dtype):
+        return False
+    own = dtype
+    while type(own) is cst.Attribute and own.attr.value in ("element_ty", "dtype", "type"):
+        own = own.value
+    return not own.deep_equals(value)
 
 
 class RoundingDrop(Operator):
     name = "rounding-drop"
     family = "precision"
     description = (
-        "drop a round trip through a low-precision type: x.to(tl.float16).to(tl.float32) -> x"
+        "drop a round trip through a low-precision type (or a dtype expression such as"
+        " y.dtype): x.to(tl.float16).to(tl.float32) -> x"
     )
     node_types = (cst.Call,)
     examples = (
@@ -370,14 +396,36 @@ class RoundingDrop(Operator):
             "y = tl.cast(tl.cast(tl.load(x_ptr + tl.arange(0, BLOCK)), tl.float16), tl.float32)",
             "y = tl.load(x_ptr + tl.arange(0, BLOCK))",
         ),
+        Example.kernel(
+            """
+            x = tl.load(x_ptr + tl.arange(0, BLOCK)) * 3.0
+            y = x.to(y_ptr.dtype.element_ty).to(tl.float32)
+            """,
+            """
+            x = tl.load(x_ptr + tl.arange(0, BLOCK)) * 3.0
+            y = x
+            """,
+        ),
+        Example.kernel(
+            """
+            out = tl.load(y_ptr + tl.arange(0, BLOCK))
+            x = tl.load(x_ptr + tl.arange(0, BLOCK)) * 3.0
+            y = x.to(out.dtype).to(tl.float32)
+            """,
+            """
+            out = tl.load(y_ptr + tl.arange(0, BLOCK))
+            x = tl.load(x_ptr + tl.arange(0, BLOCK)) * 3.0
+            y = x
+            """,
+        ),
     )
 
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        outer = _cast_to(node)
-        if outer is None or outer[1] != "float32":
+        outer = _cast(node)
+        if outer is None or tl_attr(outer[1]) != "float32":
             return
-        inner = _cast_to(outer[0])
-        if inner is not None and inner[1] in _LOW_PRECISION:
+        inner = _cast(outer[0])
+        if inner is not None and _rounds(*inner):
             yield inner[0]
 
 
