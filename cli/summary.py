@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mutant_gate.engine import predictions
-from mutant_gate.engine.formats.common import probe_spend
+from mutant_gate.engine.formats.common import probe_spend, shown_claims
 from mutant_gate.engine.prices import price_words
 from mutant_gate.engine.report import by_operator
 from mutant_gate.engine.vocabulary import ORDER, STYLES, Verdict
@@ -227,7 +227,7 @@ def writers_summary(report: dict) -> list[str]:
         (m["id"], c)
         for m in report["mutants"]
         if m["verdict"] == Verdict.SURVIVED
-        for c in m.get("claims", [])
+        for c in shown_claims(m)
     ]
     for mid, c in claims:
         lines.append(f"[yellow]claim[/] {mid} {c['claim']} by {c['by']}: {escape(c['reason'])}")

@@ -26,6 +26,13 @@ OWN_CHECK = "own-check"
 EXTRA_TESTS = "test"
 
 
+#: test origins a warm runner may serve (``Check.trusted``): the user's (``given``) and
+#: the probe's, which the tool writes from a template (the probe's own compare, a setup
+#: of seeded tensors, one call of the wrapper, its outputs against golden values) and
+#: which patches nothing. A model's tests always run in a process of their own.
+TRUSTED_ORIGINS = frozenset({"given", "probe"})
+
+
 @dataclass(frozen=True)
 class TestFile:
     path: str
@@ -113,7 +120,7 @@ class KernelFile:
                     t.path,
                     EXTRA_TESTS,
                     select=t.select,
-                    trusted=t.origin == "given",
+                    trusted=t.origin in TRUSTED_ORIGINS,
                 )
                 for t in self.tests
             )
@@ -129,7 +136,7 @@ class KernelFile:
                 EXTRA_TESTS,
                 select=t.select,
                 preload=self.preload_for(t),
-                trusted=t.origin == "given",
+                trusted=t.origin in TRUSTED_ORIGINS,
             )
             for t in self.tests
         )

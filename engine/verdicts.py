@@ -465,6 +465,18 @@ class Ledger:
             reason=f"its only kill was refused: {evidence}",
         )
 
+    def annotate(self, mutant_id: str, note: str) -> MutantOutcome | None:
+        """A survivor's reason gains ``note`` (once): what a check could not judge on it,
+        so that "all checks passed" does not read as if that check had looked. The
+        verdict stays; None where the mutant is no survivor."""
+        with self._lock:
+            old = self._outcomes.get(mutant_id)
+            if old is None or old.verdict is not Verdict.SURVIVED or note in old.reason:
+                return None
+            reason = f"{old.reason}; {note}" if old.reason else note
+            self._outcomes[mutant_id] = new = replace(old, reason=reason)
+            return new
+
     def restore(self, mutant_id: str, row: dict) -> None:
         """A verdict and its sections carried over from a recorded report row (a rerun
         judges some mutants again and keeps the others as they were recorded)."""

@@ -52,7 +52,13 @@ def test_two_survivors_on_the_same_inputs_run_the_original_once_per_input(tmp_pa
     assert len(rows) == 2  # other=0.0 -> 1.0 and -> -inf
     for row in rows:
         assert row["verdict"] == "survived", row
-        assert row["probe"] == {"probes": 6, "result": "no difference found on 6 probes"}
+        assert row["probe"]["probes"] == 6, row
+        # not found is not equivalent: the words say so, the budget that ran out too
+        result = row["probe"]["result"]
+        assert result.startswith("not distinguished by 6 probes (kinds base, size, "), result
+        assert "; left unprobed when its budget of 6 inputs ran out: " in result, result
+        assert "magnitude" in result.split("left unprobed")[1]  # masks try it late
+        assert not row["claims"]
     spend = report["writers"]["probe"]["spend"]
     # 6 inputs each, the same 6: the original ran once on each, the mutants 12 times
     assert spend["planned"] == 12
@@ -147,9 +153,12 @@ def test_a_mutant_hanging_or_faulting_in_a_shared_job_loses_nothing_of_the_other
     assert spend["retried"] == 1 and spend["unusable"] == 0, spend
     # the hang (the fault) became a test, proved like any other
     assert bad["verdict"] == "killed" and bad["by"].startswith("test:"), bad
-    assert bad["probe"]["trigger"] == "values" and bad["probe"]["probes"] == 1
+    # (the learned call with fresh values in [0, 1) first: the same; then large values of
+    # both signs: abs-drop's negatives)
+    assert bad["probe"]["trigger"] == "magnitude" and bad["probe"]["probes"] == 1
     assert sub["verdict"] == "killed" and sub["by"].startswith("test:test_shifted_"), sub
-    assert sub["probe"]["trigger"] == "values"
+    # abs-drop's kind killed first, so add-sub's inputs ran again with it in front
+    assert sub["probe"]["trigger"] == "magnitude", sub["probe"]
     # its first input differed: no further input of it ran
     assert sub["probe"]["probes"] == 1
     assert spend["mutant_runs"] == 1  # the lost job's runs never came back

@@ -102,7 +102,7 @@ async def test_inspector_explains_a_kill_with_the_test_that_did_it(report):
         app.explorer.grid.select(survivor)
         await pilot.pause()
         assert "Survived" in inspector.section_text("why")
-        assert "no difference found on 24 probes" in inspector.section_text("writers")
+        assert "not distinguished by 24 probes" in inspector.section_text("writers")
 
 
 @pytest.mark.anyio

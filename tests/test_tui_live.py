@@ -209,7 +209,7 @@ async def test_stage2_on_marked_survivors_probe_then_model_and_the_oracle_toggle
             app.explorer.grid.select(ids["other-drop"])
             await pilot.pause()
             writers_text = app.explorer.inspector.section_text("writers")
-            assert "probe: no difference found" in writers_text  # the probe's result ...
+            assert "probe: not distinguished by" in writers_text  # the probe's result ...
             assert "EQUIVALENT" in writers_text  # ... beside the model's claim
             # The diff-oracle, turned on now, runs at once on the survivors.
             dones = len(of(seen, RunDone))

@@ -310,7 +310,7 @@ def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_weighs_clai
         assert [(c["claim"], c["reason"]) for c in model_claims] == [("equivalent", reason)]
         evidence = model_claims[0]["evidence"]
         assert evidence["backed"] is True, evidence
-        assert evidence["probe"].startswith("no difference found on"), evidence
+        assert evidence["probe"].startswith("not distinguished by"), evidence
         assert same["probe"]["probes"] > 0 and not same["probe"].get("differs")
         assert same["oracle"]["identical"] is True and same["oracle"]["launches"] > 0
         assert [c["stage"] for c in same["changes"]][-1] == "claims"

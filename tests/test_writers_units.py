@@ -123,7 +123,10 @@ def test_candidates_follow_the_family_and_stay_distinct():
     assert len({(c.setup, c.call) for c in masks}) == len(masks)
     kinds = [c.kind for c in masks]
     assert kinds[0] == "base" and kinds[1] == "size"
-    assert precision[0].kind == "dtype" and ".to(torch.float16)" in precision[0].setup
+    # every family starts with the learned call itself, fresh values of its dtypes and shapes
+    assert precision[0].kind == "base" and precision[0].describe.startswith("the own check's")
+    assert precision[1].kind == "magnitude" and "uniform_(-100.0, 100.0)" in precision[1].setup
+    assert precision[2].kind == "dtype" and ".to(torch.float16)" in precision[2].setup
     sizes = {c.describe for c in masks}
     assert "size 299 instead of 300 (one off)" in sizes
     assert "size 127 instead of 300 (one off the block size 128)" in sizes
@@ -291,7 +294,8 @@ def test_every_trigger_kind_comes_round_robin_with_its_input():
     cs = candidates([call], "arith", 40)
     kinds = [c.kind for c in cs]
     first = kinds[: len(set(kinds))]
-    assert len(set(first)) == len(first) == 12  # every kind once before any twice
+    assert len(set(first)) == len(first) == 13  # every kind once before any twice
+    assert first[:2] == ["base", "magnitude"]  # arith: the learned call, then magnitude
     by = {}
     for c in cs:
         by.setdefault(c.kind, []).append(c)
@@ -310,10 +314,14 @@ def test_every_trigger_kind_comes_round_robin_with_its_input():
     ]
     (boundary,) = by["boundary-values"]
     assert "torch.tensor([0.0, 1.0, 0.25])[torch.randint(0, 3, (3, 16))]" in boundary.setup
+    magnitude = [c.setup.splitlines() for c in by["magnitude"]]
+    assert "x = torch.empty((3, 16)).uniform_(-100.0, 100.0)" in magnitude[0]
+    assert magnitude[1][-1] == 'x[..., 0] = float("-inf")'  # a -inf lane in every row
     ints = [c.setup for c in by["int-dtype"]]
+    # float inputs as integers: never all zeros from values in [0, 1)
+    assert any("x = torch.randint(0, 8, (3, 16), dtype=torch.int32)" in s for s in ints), ints
     assert any("torch.iinfo(torch.int32).min" in s and "dtype=torch.int32" in s for s in ints)
     assert any("dtype=torch.int64" in s for s in ints)
-    assert any("x = torch.randint(0, 2, (3, 16), dtype=torch.int32)" in s for s in ints)
     # --probe-triggers keeps only the kinds named, in the family's order
     only = candidates([call], "arith", 40, triggers=("non-contiguous", "more-rows"))
     assert [c.kind for c in only] == ["more-rows", "non-contiguous", "non-contiguous"]

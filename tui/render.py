@@ -13,6 +13,7 @@ from functools import lru_cache
 from textual.content import Content
 from textual.highlight import highlight
 
+from mutant_gate.engine.formats.common import probe_text, shown_claims
 from mutant_gate.engine.report import ROW_FIELDS
 from mutant_gate.engine.vocabulary import by_words
 
@@ -223,12 +224,14 @@ def writers_content(claims: object, attempts: object, probe: object = None) -> C
     tests tried with why each was kept or rejected (the stage-2 transcript)."""
     parts: list[Content] = []
     if isinstance(probe, dict) and probe:
-        text = str(probe.get("result") or "")
+        text = probe_text({"probe": probe})
         if probe.get("probes") is not None:
             text += f" ({probe['probes']} inputs tried)"
         parts.append(Content.assemble(("probe: ", "bold"), text))
     elif probe:
         parts.append(Content.assemble(("probe: ", "bold"), words(probe)))
+    if isinstance(claims, list):  # a probe that found nothing claims nothing
+        claims = shown_claims({"claims": claims}) + [c for c in claims if not isinstance(c, dict)]
     for claim in claims if isinstance(claims, list) else ([claims] if claims else []):
         if isinstance(claim, dict):
             who = claim.get("by") or claim.get("writer") or claim.get("origin") or "writer"

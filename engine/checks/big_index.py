@@ -4,15 +4,22 @@ An ``int64-cast-drop`` or ``int-narrow`` survivor gives the original's outputs o
 every input a test can allocate: its int32 offsets wrap only past 2^31 elements.
 This check runs the original's checks, then each such survivor's, in the
 interpreter with every kernel's first launch replayed at a size past 2^31 elements
-(``harness/bigindex.py``: only the last programs run, no memory is allocated or
-touched). For each kernel whose original replay stays inside its tensors, a
-survivor whose replay addresses memory outside them is ``killed`` by ``big-index``
-(the reason says "differs only past 2^31 elements"). A kernel whose original wraps
-too judges nothing, and says so.
+along each grid axis (``harness/bigindex.py``: only the last programs run, no memory
+is allocated or touched; the original's replay finds which integer arguments grow
+with the problem, and each survivor's is replayed the same way). For each kernel and
+axis whose original replay stays inside its tensors, a survivor whose replay
+addresses memory outside them is ``killed`` by ``big-index`` (the reason says
+"differs only past 2^31 elements").
+
+A survivor the check cannot judge says so in its reason, in one line beginning "not
+judged by the big-index check:": compiled mode (the replay needs the interpreter),
+the original's replay failed or wraps too, its kernel's replay was not kept, or its
+kernel loads integers (offsets computed from loaded indices read as zeros in the
+replay, so they were never reached). "All checks passed" never hides that the check
+did not look.
 
 Per mutant the report gets ``big_index`` (the replays); the run gets
-``checks.big_index``. In compiled mode the check is skipped (a real large-shape run
-would be the way there).
+``checks.big_index``.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..events import CheckFinished, CheckStarted, Event
+from ..project import jit_callers
 from ..records import Mutant
 from ..sandbox.job import Job, JobResult
 from ..stage import StageContext
@@ -31,9 +39,21 @@ CHECK = "big_index"
 OVERFLOW_OPERATORS = frozenset({"int64-cast-drop", "int-narrow"})
 
 
-def _job(ctx: StageContext, source: str | None) -> Job:
-    request = {"job": common.checks_job(ctx, source).to_json()}
+NOT_JUDGED = "not judged by the big-index check"
+
+
+def _job(ctx: StageContext, source: str | None, plans: dict | None = None) -> Job:
+    request: dict = {"job": common.checks_job(ctx, source).to_json()}
+    if plans is not None:
+        request["plans"] = plans
     return common.harness_job(ctx, "bigindex:run", CHECK, request, ctx.settings.timeout_s * 2)
+
+
+def _not_judged(ctx: StageContext, mutants: list[Mutant], why: str) -> Iterator[Event]:
+    """Each of ``mutants`` says in its reason that the check could not judge it."""
+    for mutant in mutants:
+        ctx.ledger.put_row(mutant.id, CHECK, {"not_judged": why})
+        yield from ctx.updated(mutant, ctx.ledger.annotate(mutant.id, f"{NOT_JUDGED}: {why}"))
 
 
 def _replays(result: JobResult) -> tuple[list[dict] | None, str | None]:
@@ -53,17 +73,23 @@ def big_index_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Even
     yield CheckStarted(None, CHECK, total=len(chosen))
     if ctx.settings.mode != "interpret":
         summary["skipped"] = "the replay past 2^31 elements runs in the interpreter only"
+        yield from _not_judged(ctx, chosen, summary["skipped"])
         yield CheckFinished(None, CHECK, f"big-index check skipped: {summary['skipped']}", 0, 0)
         return
     result, _ = ctx.execute(_job(ctx, None))
     original, why = _replays(result)
     if original is None:
         summary["skipped"] = f"the original's replay failed: {why}"
+        yield from _not_judged(ctx, chosen, summary["skipped"])
         yield CheckFinished(None, CHECK, f"big-index check skipped: {summary['skipped']}", 0, 0)
         return
     summary["original"] = original
-    clean = {r["kernel"] for r in original if r.get("factor") and not r.get("wrapped")}
-    wraps = [r["kernel"] for r in original if r.get("wrapped")]
+    clean = {
+        (r["kernel"], r.get("axis", 0)): r
+        for r in original
+        if r.get("factor") and not r.get("wrapped") and not r.get("error")
+    }
+    wraps = sorted({r["kernel"] for r in original if r.get("wrapped")} - {k for k, _ in clean})
     if wraps:
         summary["original_wraps"] = wraps
     if not clean:
@@ -71,10 +97,14 @@ def big_index_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Even
         if wraps:
             why = f"the original's offsets wrap past 2^31 elements too ({', '.join(wraps)})"
         summary["skipped"] = why
+        yield from _not_judged(ctx, chosen, why)
         yield CheckFinished(None, CHECK, f"big-index check skipped: {why}", 0, len(chosen))
         return
+    plans: dict[str, dict[str, list[str]]] = {}
+    for (kernel, axis), r in clean.items():
+        plans.setdefault(kernel, {})[str(axis)] = r.get("scaled", [])
 
-    jobs = {m.id: _job(ctx, m.source) for m in chosen}
+    jobs = {m.id: _job(ctx, m.source, plans) for m in chosen}
     by_id = {m.id: m for m in chosen}
     done = 0
     for kind, key, result in ctx.run_jobs(jobs):
@@ -87,19 +117,31 @@ def big_index_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Even
         replays, why = _replays(result)
         if replays is None:
             ctx.ledger.put_row(mutant.id, CHECK, {"error": why})
+            yield from ctx.updated(
+                mutant, ctx.ledger.annotate(mutant.id, f"{NOT_JUDGED}: its replay failed: {why}")
+            )
             yield CheckFinished(mutant, CHECK, f"big-index check failed: {why}", done, len(chosen))
             continue
         ctx.ledger.put_row(mutant.id, CHECK, {"replays": replays})
-        wrapped = next((r for r in replays if r["kernel"] in clean and r.get("wrapped")), None)
+        wrapped = next(
+            (r for r in replays if (r["kernel"], r.get("axis", 0)) in clean and r.get("wrapped")),
+            None,
+        )
         if wrapped is None:
             line = "no offset wraps in the replay past 2^31 elements"
+            blind = _blind_spot(ctx, mutant, clean, original)
+            if blind:
+                line = f"{NOT_JUDGED}: {blind}"
+                yield from ctx.updated(mutant, ctx.ledger.annotate(mutant.id, line))
             yield CheckFinished(mutant, CHECK, line, done, len(chosen))
             continue
         summary["killed"] += 1
         message = wrapped["wrapped"]["message"]
+        axis = wrapped.get("axis", 0)
         reason = (
             f"differs only past 2^31 elements: in {wrapped['kernel']} (grid "
-            f"{wrapped['grid'][0]} programs, last {wrapped['programs']} run), {message}"
+            f"{wrapped['grid'][axis]} programs along axis {axis}, last {wrapped['programs']} "
+            f"run), {message}"
         )
         evidence = (
             f"the original's replay of {wrapped['kernel']} stays inside its tensors; "
@@ -124,3 +166,23 @@ def big_index_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Even
         done,
         len(chosen),
     )
+
+
+def _blind_spot(ctx: StageContext, mutant: Mutant, clean: dict, original: list[dict]) -> str | None:
+    """Why a survivor that did not wrap may still differ past 2^31 elements, where the
+    replay could not look: its kernel's replay was not kept, or loads integers."""
+    reach = jit_callers(ctx.kernel.source, mutant.function)
+    mine = [r for r in original if r["kernel"] in reach]
+    if not mine:
+        return f"no check launches {mutant.function} (or a kernel calling it)"
+    kept = [r for r in mine if (r["kernel"], r.get("axis", 0)) in clean]
+    if not kept:
+        kernels = ", ".join(sorted({r["kernel"] for r in mine}))
+        return f"the original's replay of {kernels} wraps or failed, so it judges nothing"
+    loads = sorted({r["kernel"] for r in kept if r.get("int_loads")})
+    if loads:
+        return (
+            f"{', '.join(loads)} loads integers (indices?), which the replay reads as zeros: "
+            "offsets computed from them were never past 2^31 elements"
+        )
+    return None

@@ -20,8 +20,8 @@ claim is backed only when all of these hold:
 
 Then the ledger's ``claim`` rule makes the mutant ``equivalent``; otherwise it stays a
 survivor. Either way the claim records what evidence backed or refused it
-(``claims[].evidence``). Probe claims ("no difference found on N probes") are
-evidence for a model's claim, never an exclusion by themselves.
+(``claims[].evidence``). The probe's row ("not distinguished by N probes") is
+evidence for a model's claim, never an exclusion by itself: the probe claims nothing.
 """
 
 from __future__ import annotations

@@ -122,9 +122,28 @@ def compile_lines(row: dict) -> list[str]:
     return out
 
 
+def shown_claims(row: dict) -> list[dict]:
+    """The row's claims a face shows. A probe that found no difference claims nothing
+    (records written before it said so held that as a probe "claim": left out)."""
+    return [c for c in row.get("claims") or [] if isinstance(c, dict) and c.get("by") != "probe"]
+
+
+_OLD_PROBE_WORDS = re.compile(r"^no difference found on (\d+) probes")
+
+
+def probe_text(row: dict) -> str:
+    """What the probe did on a mutant, in words ("" where it did not run on it)."""
+    probe = row.get("probe")
+    if not isinstance(probe, dict):
+        return ""
+    text = str(probe.get("result") or "")
+    # older records said it another way; found nothing is "not distinguished"
+    return _OLD_PROBE_WORDS.sub(r"not distinguished by \1 probes", text)
+
+
 def claim_lines(row: dict) -> list[str]:
     out = []
-    for claim in row.get("claims") or []:
+    for claim in shown_claims(row):
         text = f"{claim.get('by')}: {claim.get('claim')}"
         if claim.get("reason"):
             text += f" ({claim['reason']})"

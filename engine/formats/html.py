@@ -27,6 +27,7 @@ from .common import (
     killing_tests,
     oracle_sentence,
     percent,
+    probe_text,
     tool_version,
 )
 
@@ -157,7 +158,7 @@ def verdict_tag(verdict: str) -> str:
 
 
 #: Row sections the detail shows under their own heading; ``evidence_lines`` says the rest.
-SHOWN_SECTIONS = frozenset({"claims", "oracle", "compile", "attempts", "accepted"})
+SHOWN_SECTIONS = frozenset({"claims", "oracle", "compile", "attempts", "accepted", "probe"})
 
 
 def evidence_lines(row: dict) -> list[str]:
@@ -223,6 +224,9 @@ def detail_section(report: dict, row: dict, test_ids: dict[str, str], prefix: st
         parts.append("<h3>Compile-check</h3><ul>")
         parts += [f"<li>{esc(c)}</li>" for c in compiled]
         parts.append("</ul>")
+    probe = probe_text(row)
+    if probe:
+        parts.append(f"<h3>Probe</h3><p>{esc(probe)}</p>")
     claims = claim_lines(row)
     if claims:
         parts.append("<h3>Claims</h3><ul>")

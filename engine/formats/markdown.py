@@ -19,6 +19,7 @@ from .common import (
     oracle_sentence,
     percent,
     probe_spend,
+    probe_text,
     tool_version,
 )
 
@@ -80,18 +81,18 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
             "",
             "Bugs the checks let through: each needs a test that fails on it.",
             "",
-            "| id | operator | where | change | diff-oracle |",
-            "|---|---|---|---|---|",
+            "| id | operator | where | change | probe | diff-oracle |",
+            "|---|---|---|---|---|---|",
         ]
         for r in survivors[:max_rows]:
             out.append(
                 f"| `{r['id']}` | {_cell(r.get('operator'))} | "
                 f"`{_cell(r.get('function'))}` line {r.get('line')} | "
                 f"{_cell(_code(r.get('before', '')))} → {_cell(_code(r.get('after', '')))} | "
-                f"{_cell(oracle_sentence(r) or '')} |"
+                f"{_cell(probe_text(r))} | {_cell(oracle_sentence(r) or '')} |"
             )
         if len(survivors) > max_rows:
-            out.append(f"| … | {len(survivors) - max_rows} more | | | |")
+            out.append(f"| … | {len(survivors) - max_rows} more | | | | |")
         shown = survivors[:max_diffs]
         out.append("")
         for r in shown:

@@ -8,25 +8,33 @@ An int32 offset (a program id or row index times a stride, without
 cast gives the same outputs as one that has it on every input small enough to
 allocate. This check tells them apart without allocating: after each of the first
 launches of every kernel in the checks (which run as usual), it *replays* the launch
-as if it were ``factor`` times larger along its first grid axis, running only its
-last few programs:
+as if it were ``factor`` times larger along one grid axis (each axis of more than one
+program in turn), running only the last few programs of that axis (and the last two
+of each other axis):
 
 * tensor arguments keep their memory but are given a virtual extent ``factor``
   times their own, so that the last programs' offsets lie between 2^31 and 2^32
   elements, where an int32 offset wraps to a negative one;
-* integer arguments equal to a tensor's first dimension or element count (a row
-  count, ``n_elements``) are multiplied by ``factor``; strides and widths are not;
-* program ids and ``tl.num_programs`` say the big grid (the first axis times
-  ``factor``) while only its last ``MAX_PROGRAMS`` programs run;
+* integer arguments that grow with the problem are multiplied by ``factor``. Which
+  ones do is not read off their values (a row stride can equal a weight's length):
+  the candidates are the integer arguments equal to a tensor's first dimension or
+  element count, and the original's replay tries them all scaled, then with one
+  left out, then two, ... (at most ``MAX_TRIES``), keeping the first set under which
+  the original stays inside its tensors (``scaled``). A mutant's replay scales the
+  set its original kept (``plans``), so both are replayed alike;
+* program ids and ``tl.num_programs`` say the big grid while only the last programs
+  run;
 * loads read nothing (zeros, or ``other=`` on masked-off lanes) and stores write
   nothing: the replay only looks at addresses. An active lane outside every
-  argument's virtual extent is recorded, and ends the replay.
+  argument's virtual extent is recorded, and ends the replay. A kernel that loads
+  integers may compute offsets from them (a gather, an expert index): those read as
+  zeros here, and the record says so (``int_loads``).
 
 A wrapped offset lands gigabytes before the tensor, outside every extent. The
-check counts for a kernel only when the original's replay stays inside: then a
-mutant whose replay leaves it differs from the original only past 2^31 elements.
-The interpreter's int32 arithmetic wraps as a GPU's does (numpy int32), and a
-Python integer argument is typed int32 or int64 by its value, as on a GPU.
+check counts for a kernel (and axis) only when the original's replay stays inside:
+then a mutant whose replay leaves it differs from the original only past 2^31
+elements. The interpreter's int32 arithmetic wraps as a GPU's does (numpy int32),
+and a Python integer argument is typed int32 or int64 by its value, as on a GPU.
 """
 
 from __future__ import annotations
@@ -43,8 +51,19 @@ import numpy as np
 TARGET_ELEMENTS = 3 * 2**30
 #: Programs run per replay (the last ones of the big grid's first axis).
 MAX_PROGRAMS = 8
-#: Replays per job: one per kernel, the first launches only.
-MAX_REPLAYS = 8
+#: Programs run along each axis that is not scaled (its last ones).
+OTHER_PROGRAMS = 2
+#: Replays per job: one per kernel and grid axis, the first launches only.
+MAX_REPLAYS = 12
+#: Sets of integer arguments the original's replay tries, per kernel and axis.
+MAX_TRIES = 8
+#: Seconds one replay may run: a program that loops over a scaled count (one program
+#: walking every element) would run for hours; such a set of scaled arguments is dropped.
+REPLAY_S = 5.0
+
+
+class _TooLong(Exception):
+    """A replay ran past ``REPLAY_S``."""
 
 
 class Wrapped(Exception):
@@ -58,6 +77,8 @@ class _State:
         self.replays: list[dict] = []
         self.seen: set[str] = set()
         self.errors: list[str] = []
+        self.plans: dict[str, dict[str, list[str]]] | None = None  # a mutant's: the original's
+        self.int_loads = False
         # during a replay
         self.ranges: list[tuple[int, int, str, int]] = []  # (start, end, name, itemsize)
         self.grid: tuple[int, int, int] = (1, 1, 1)
@@ -84,6 +105,7 @@ def run(request: dict, workdir: str) -> dict:
 
     _STATE.__init__()
     _STATE.on = True
+    _STATE.plans = request.get("plans")
     original = _install()
     try:
         result = run_checks(Job.from_json(request["job"]), workdir)
@@ -109,7 +131,7 @@ def _install() -> Any:
             if name not in _STATE.seen and len(_STATE.replays) < MAX_REPLAYS:
                 _STATE.seen.add(name)
                 try:
-                    _STATE.replays.append(_replay(self, args, kwargs))
+                    _STATE.replays += _replays(self, args, kwargs)
                 except Exception as exc:  # noqa: BLE001 - the check must not fail the job
                     _STATE.errors.append(f"{name}: {exc!r}"[:500])
         return out
@@ -130,36 +152,98 @@ def _tensors(values: list[Any]) -> list[Any]:
     return [v for v in values if hasattr(v, "data_ptr") and hasattr(v, "numel")]
 
 
-def _replay(executor: Any, args: tuple, kwargs: dict) -> dict:
-    """Replay one launch past 2^31 elements; what happened, as data."""
-    mod = _interp()
+def _replays(executor: Any, args: tuple, kwargs: dict) -> list[dict]:
+    """Replay one launch past 2^31 elements along each grid axis of more than one
+    program (axis 0 where there is none); what happened, as data, one record each."""
     name = getattr(executor.fn, "__name__", "?")
     tensors = _tensors([*args, *kwargs.values()])
     largest = max((int(t.numel()) for t in tensors), default=0)
-    record: dict = {"kernel": name, "factor": None, "grid": None, "programs": 0}
     if largest == 0:
-        record["skipped"] = "the launch has no tensor argument"
-        return record
+        base = {"kernel": name, "axis": 0, "factor": None, "grid": None, "programs": 0}
+        return [{**base, "skipped": "the launch has no tensor argument"}]
     factor = math.ceil(TARGET_ELEMENTS / largest)
     sizes = {int(t.numel()) for t in tensors} | {
         int(t.shape[0]) for t in tensors if t.dim() and int(t.shape[0]) > 1
     }
     constexprs = set(getattr(executor, "constexprs", ()))
     names = list(inspect.signature(executor.fn).parameters)
+    bound = inspect.getcallargs(executor.fn, *args, **kwargs)
+    # the integer arguments that may grow with the problem: equal to a tensor's length
+    candidates = [
+        key
+        for key, value in bound.items()
+        if key not in constexprs
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and value in sizes
+    ]
+    grid = executor.grid(bound) if callable(executor.grid) else executor.grid
+    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    axes = [a for a in range(3) if grid[a] > 1] or [0]
+    out = []
+    for axis in axes:
+        planned = ((_STATE.plans or {}).get(name) or {}).get(str(axis))
+        if _STATE.plans is not None:  # a mutant: replayed as its original was
+            tries = [planned] if planned is not None else []
+        else:
+            tries = _subsets(candidates)
+        record = None
+        for n, scale in enumerate(tries, 1):
+            record = _replay(executor, args, kwargs, names, grid, axis, factor, set(scale))
+            record["tried"] = n
+            if record.get("wrapped") is None and record.get("error") is None:
+                break
+        if record is None:
+            record = {"kernel": name, "axis": axis, "factor": None, "grid": None, "programs": 0}
+            record["skipped"] = "its original's replay along this axis was not kept"
+        out.append(record)
+    return out
+
+
+def _subsets(candidates: list[str]) -> list[list[str]]:
+    """All of ``candidates``, then all but one, all but two, ...: ``MAX_TRIES`` at most."""
+    import itertools
+
+    out: list[list[str]] = []
+    for k in range(len(candidates), -1, -1):
+        for kept in itertools.combinations(candidates, k):
+            out.append(list(kept))
+            if len(out) >= MAX_TRIES:
+                return out
+    return out
+
+
+def _replay(
+    executor: Any,
+    args: tuple,
+    kwargs: dict,
+    names: list[str],
+    grid: tuple[int, int, int],
+    axis: int,
+    factor: int,
+    scale: set[str],
+) -> dict:
+    """One replay of a launch ``factor`` times larger along grid ``axis``, with the
+    integer arguments named in ``scale`` multiplied by ``factor``."""
+    mod = _interp()
+    name = getattr(executor.fn, "__name__", "?")
 
     def scaled(key: str, value: Any) -> Any:
-        if key in constexprs or isinstance(value, bool) or not isinstance(value, int):
-            return value
-        return value * factor if value in sizes else value
+        return value * factor if key in scale else value
 
     big_args = tuple(scaled(names[i] if i < len(names) else "", v) for i, v in enumerate(args))
     big_kwargs = {k: scaled(k, v) for k, v in kwargs.items()}
-    bound = inspect.getcallargs(executor.fn, *args, **kwargs)
-    grid = executor.grid(bound) if callable(executor.grid) else executor.grid
-    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-    big = (grid[0] * factor, grid[1], grid[2])
-    programs = min(grid[0], MAX_PROGRAMS)
-    record.update(factor=factor, grid=list(big), programs=programs * grid[1] * grid[2])
+    big = tuple(g * factor if a == axis else g for a, g in enumerate(grid))
+    run = tuple(min(g, MAX_PROGRAMS if a == axis else OTHER_PROGRAMS) for a, g in enumerate(grid))
+    record: dict = {
+        "kernel": name,
+        "axis": axis,
+        "factor": factor,
+        "grid": list(big),
+        "programs": math.prod(run),
+        "scaled": sorted(scale),
+    }
+    _STATE.int_loads = False
 
     saved = {
         "grid": executor.grid,
@@ -191,10 +275,13 @@ def _replay(executor: Any, args: tuple, kwargs: dict) -> dict:
         raw_dim(self, *big)
 
     def set_idx(self: Any, x: int, y: int, z: int) -> None:
-        raw_idx(self, x + big[0] - programs, y, z)
+        raw_idx(self, *(i + b - r for i, b, r in zip((x, y, z), big, run, strict=True)))
 
     def load(self: Any, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
         active = _check(self, ptrs, mask, "load")
+        element = getattr(getattr(ptrs, "dtype", None), "element_ty", None)
+        if element is not None and element.is_int() and not element.is_int1():
+            _STATE.int_loads = True
         if other is not None and active is not None:
             other = mod.TensorHandle(
                 np.where(active, 0, other.data).astype(other.data.dtype), other.dtype
@@ -206,19 +293,23 @@ def _replay(executor: Any, args: tuple, kwargs: dict) -> dict:
         _check(self, ptrs, mask, "store")
 
     _STATE.replaying, _STATE.violation, _STATE.fn = True, None, executor.fn
-    executor.grid = (programs, grid[1], grid[2])
+    executor.grid = run
     mod.GridExecutor._init_args_hst = init
     mod.GridExecutor._restore_args_dev = restore
     mod.InterpreterBuilder.create_masked_load = load
     mod.InterpreterBuilder.create_masked_store = store
     mod.InterpreterBuilder.set_grid_dim = set_dim
     mod.InterpreterBuilder.set_grid_idx = set_idx
+    alarm = _alarm()
     try:
         _raw(mod, "GridExecutor.__call__", None)(executor, *big_args, **big_kwargs)
+    except _TooLong:
+        record["error"] = f"the replay ran past {REPLAY_S:g} s (a loop over a scaled count?)"
     except Exception as exc:  # noqa: BLE001
         if _STATE.violation is None:
             record["error"] = f"{type(exc).__name__}: {exc}"[:500]
     finally:
+        alarm()
         executor.grid = saved["grid"]
         mod.GridExecutor._init_args_hst = saved["init"]
         mod.GridExecutor._restore_args_dev = saved["restore"]
@@ -228,7 +319,30 @@ def _replay(executor: Any, args: tuple, kwargs: dict) -> dict:
         mod.InterpreterBuilder.set_grid_idx = saved["idx"]
         _STATE.replaying = False
     record["wrapped"] = _STATE.violation
+    if _STATE.int_loads:
+        record["int_loads"] = True
     return record
+
+
+def _alarm() -> Any:
+    """Arm ``REPLAY_S`` (main thread only); returns what disarms it."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def ring(signum: int, frame: Any) -> None:
+        raise _TooLong
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, REPLAY_S)
+
+    def disarm() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+    return disarm
 
 
 def _raw(mod: Any, key: str, fallback: Any) -> Any:

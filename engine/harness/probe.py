@@ -51,10 +51,11 @@ from .main_guard import is_main_guard
 # ``bounds`` (numpy) is imported where a job uses it: the tool's process imports this
 # module for ``VERSION`` and ``MARKER`` only, and a cached run never needs numpy.
 
-VERSION = "6"
+VERSION = "7"
 MARKER = "mutant-gate-probe:"
 MAX_CALLS = 64
-MAX_GOLDEN_ELEMENTS = 1 << 16
+MAX_GOLDEN_ELEMENTS = 1 << 14  # expected values a compare job's answer holds in all (~0.4 MB)
+MIN_GOLDEN_ELEMENTS = 1 << 12  # ... and each of its mutants at least
 
 
 # -- describing values ---------------------------------------------------------
@@ -583,9 +584,9 @@ def _golden_size(value: Any) -> int | None:
     return None
 
 
-def _fits(outputs: dict) -> bool:
+def _fits(outputs: dict, limit: int = MAX_GOLDEN_ELEMENTS) -> bool:
     sizes = [_golden_size(v) for v in outputs.values()]
-    return None not in sizes and sum(s for s in sizes if s is not None) <= MAX_GOLDEN_ELEMENTS
+    return None not in sizes and sum(s for s in sizes if s is not None) <= limit
 
 
 def _tensors(value: Any) -> int:
@@ -598,11 +599,12 @@ def _tensors(value: Any) -> int:
     return 0
 
 
-def _golden_outputs(outputs: dict, actual: dict | None) -> dict:
-    """Every output whole where they fit together, else each big tensor sampled."""
+def _golden_outputs(outputs: dict, actual: dict | None, limit: int) -> dict:
+    """Every output whole where they fit together in ``limit`` values, else each big
+    tensor sampled."""
     budget = None
-    if not _fits(outputs):
-        budget = MAX_GOLDEN_ELEMENTS // (2 * max(1, sum(_tensors(v) for v in outputs.values())))
+    if not _fits(outputs, limit):
+        budget = limit // (2 * max(1, sum(_tensors(v) for v in outputs.values())))
     return {name: golden(v, (actual or {}).get(name), budget) for name, v in outputs.items()}
 
 
@@ -784,24 +786,25 @@ def _against(
     return ("original_unstable", unstable, None, None) if unstable else hit
 
 
-def _expected(found: dict | None) -> dict | None:
-    """The golden entry for the chosen difference (``found``: id, outputs, mutant)."""
+def _expected(found: dict | None, limit: int = MAX_GOLDEN_ELEMENTS) -> dict | None:
+    """The golden entry for the chosen difference (``found``: id, outputs, mutant), of
+    at most ``limit`` values."""
     if found is None:
         return None
     try:
-        values = _golden_outputs(found["outputs"], found["mutant"])
+        values = _golden_outputs(found["outputs"], found["mutant"], limit)
     except TypeError as exc:
         return {"id": found["id"], "error": str(exc)}
     size = sum(_elements(v) for v in values.values())
-    if size > MAX_GOLDEN_ELEMENTS:
+    if size > limit:
         return {"id": found["id"], "error": f"{size} expected values: too many"}
     return {"id": found["id"], "outputs": values}
 
 
-def _probe_mutant(originals: _Originals, module: Any, candidates: list[dict]) -> dict:
+def _probe_mutant(originals: _Originals, module: Any, candidates: list[dict], limit: int) -> dict:
     """A mutant's candidates in order, until the first hit whose outputs can be kept
-    whole (a later hit cannot give a better test); hits that cannot are ranked as
-    before: values before exceptions before bounds, then the first."""
+    whole in ``limit`` values (a later hit cannot give a better test); hits that cannot
+    are ranked as before: values before exceptions before bounds, then the first."""
     results: list[dict] = []
     best: tuple[int, int, dict] | None = None  # (rank, order, found)
     for order, candidate in enumerate(candidates):
@@ -811,12 +814,12 @@ def _probe_mutant(originals: _Originals, module: Any, candidates: list[dict]) ->
         if rank is None or kept is None:
             continue
         found = {"id": candidate["id"], "outputs": kept, "mutant": m_outputs}
-        if _fits(kept):
+        if _fits(kept, limit):
             best = (-1, order, found)
             break
         if best is None or (rank, order) < best[:2]:
             best = (rank, order, found)
-    return {"results": results, "golden": _expected(best[2] if best else None)}
+    return {"results": results, "golden": _expected(best[2] if best else None, limit)}
 
 
 def compare(request: dict, workdir: str) -> dict:
@@ -831,6 +834,11 @@ def compare(request: dict, workdir: str) -> dict:
     originals = _Originals(original, request.get("originals") or {}, bool(request.get("exact")))
     answer: dict = {"version": VERSION, "mutants": {}}
     mutant_runs = 0
+    # The mutants of a job share one budget of expected values: the answer stays far
+    # below what a result may hold however many of them find a difference.
+    limit = max(
+        MIN_GOLDEN_ELEMENTS, MAX_GOLDEN_ELEMENTS // max(1, len(request.get("mutants") or ()))
+    )
     for entry in request.get("mutants") or ():
         try:
             module = _definitions(entry["module"], workdir)
@@ -838,7 +846,8 @@ def compare(request: dict, workdir: str) -> dict:
             answer["mutants"][entry["module"]] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
             continue
         chosen = [by_id[cid] for cid in entry["candidates"]]
-        answer["mutants"][entry["module"]] = found = _probe_mutant(originals, module, chosen)
+        found = _probe_mutant(originals, module, chosen, limit)
+        answer["mutants"][entry["module"]] = found
         mutant_runs += sum(
             1
             for r in found["results"]

@@ -398,6 +398,8 @@ def run_job(job_data: dict, parent_fd: int | None = None, on_progress=None) -> d
     # errors were not printed"): read it before the job's directory goes.
     head = _read_head(log_path) if job_data.get("sanitize") else ""
     shutil.rmtree(base, ignore_errors=True)
+    if size > RESULT_LIMIT and not timed_out:
+        return _too_big(size, output, duration)
     result = _result(job_data, timed_out, status, b"".join(chunks), output, head, duration)
     if timed_out and cases.seen:  # what ran before time ran out: the evidence for a timeout
         result["extra"] = {**result.get("extra", {}), "cases": cases.to_json()}
@@ -432,6 +434,17 @@ class CaseLog:
 
     def to_json(self) -> dict:
         return {"collected": self.collected, "finished": self.finished, "running": self.running}
+
+
+def _too_big(size: int, output: str, duration: float) -> dict:
+    """A job whose answer passed ``RESULT_LIMIT``: the harness's fault, not the code's.
+    Never a crash (a crash blames whichever side of a probe printed its marker last)."""
+    return {
+        "status": "error",
+        "error": f"the job's answer ({size} bytes and more) is over the {RESULT_LIMIT} "
+        f"bytes a result may hold\n{output}".strip(),
+        "duration_s": duration,
+    }
 
 
 def _result(
@@ -530,6 +543,10 @@ _RUNNER: _Runner | None = None
 #: Harness entries a warm runner may serve: they load the job's files and call them,
 #: and leave the process as they found it.
 WARM_HARNESS = frozenset({"probe:compare"})
+#: ... and in the interpreter only (a CUDA context does not survive a fork): the
+#: diff-oracle, whose two variants run (traced, patched) in forked grandchildren that
+#: exit when done; the runner itself only reads their streams.
+WARM_HARNESS_INTERPRETED = frozenset({"oracle:run"})
 
 
 def warm_eligible(job_data: dict) -> bool:
@@ -564,7 +581,11 @@ def _warm_harness(job_data: dict) -> bool:
         request = json.loads(files[job_data["checks"][0]["path"]])
     except (KeyError, TypeError, ValueError):
         return False
-    return isinstance(request, dict) and request.get("entry") in WARM_HARNESS
+    if not isinstance(request, dict):
+        return False
+    entry = request.get("entry")
+    interpreted = job_data.get("mode") == "interpret"
+    return entry in WARM_HARNESS or (interpreted and entry in WARM_HARNESS_INTERPRETED)
 
 
 class _Runner:
@@ -590,6 +611,7 @@ class _Runner:
         self.pid, self.jobs, self.answers = pid, job_w, res_r
         self.pending = b""
         self.hello: dict | None = None
+        self.too_big = 0  # the size of an answer that passed RESULT_LIMIT (then ended)
 
     def read_line(self, deadline: float, parent_fd: int | None) -> bytes | None:
         """The runner's next line; b"" when it died, None at the deadline. Raises
@@ -613,6 +635,7 @@ class _Runner:
                 return b""
             self.pending += chunk
             if len(self.pending) > RESULT_LIMIT:
+                self.too_big = len(self.pending)
                 return b""
         line, _, self.pending = self.pending.partition(b"\n")
         return line
@@ -680,9 +703,13 @@ def run_warm(job_data: dict, parent_fd: int | None = None) -> dict:
     except OSError:  # the runner died before it read the job
         line = b""
     duration = time.monotonic() - start
-    if not line:  # a timeout (None) or the runner's death (b"")
+    if not line:  # a timeout (None), an answer too big, or the runner's death (b"")
         output = _read_tail(runner.log_path)
         status = runner.end()
+        if runner.too_big:
+            result = _too_big(runner.too_big, output, duration)
+            result["extra"] = {"runner": {"pid": None, "retired": "its answer was too big"}}
+            return result
         result = _result(job_data, line is None, status, b"", output, "", duration)
         why = "the job timed out" if line is None else "the runner died"
         result.setdefault("extra", {})["runner"] = {"pid": None, "retired": why}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from ..checks.diff_oracle import compare, oracle_job
 from ..events import Event, TestAccepted
-from ..kernel_file import EXTRA_TESTS, OWN_CHECK, TestFile
+from ..kernel_file import EXTRA_TESTS, OWN_CHECK, TRUSTED_ORIGINS, TestFile
 from ..project import jit_callers
 from ..records import Mutant
 from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
@@ -213,7 +213,13 @@ def job_with_test(
         else ((kernel.name, kernel.source if source is None else source),)
     )
     files = (*own, (test.name, test.source), *test.data)
-    check = Check(CheckKind.PYTEST, test.name, EXTRA_TESTS, preload=kernel.preload_for(test))
+    check = Check(
+        CheckKind.PYTEST,
+        test.name,
+        EXTRA_TESTS,
+        preload=kernel.preload_for(test),
+        trusted=test.origin in TRUSTED_ORIGINS,
+    )
     return Job(
         files=files,
         checks=(*kernel.checks, check) if with_checks else (check,),
@@ -359,8 +365,11 @@ def too_slow(ctx: StageContext, proof: Proof) -> Proof:
     return proof
 
 
-def seeds(ctx: StageContext) -> list[int]:
-    n = max(1, ctx.settings.writers.runs)
+def seeds(ctx: StageContext, test: TestFile | None = None) -> list[int]:
+    """The seeds a test's proof on the original runs with: ``writers.runs`` of them. A
+    probe test seeds its own inputs, and the probe already ran the original twice on
+    them with the same result (``harness/probe._Originals.confirm``): one run."""
+    n = 1 if test is not None and test.origin == "probe" else max(1, ctx.settings.writers.runs)
     return [ctx.settings.seed + i for i in range(n)]
 
 
@@ -374,7 +383,7 @@ def prove_on_original(ctx: StageContext, test: TestFile, *, with_checks: bool = 
         str(seed): job_with_test(
             ctx, test, None, seed, ctx.settings.timeout_s, with_checks=with_checks
         )
-        for seed in seeds(ctx)
+        for seed in seeds(ctx, test)
     }
     results = run_all(ctx, jobs)
     ordered = [(int(k), *results[k]) for k in jobs if k in results]

@@ -19,10 +19,14 @@
    input come back as golden values. What it cost is the run's
    ``writers.probe.spend``.
 3. prove: the hit becomes an ordinary pytest file (+ a golden JSON file) that must
-   pass the original on every seed and fail the mutant in the sandbox, like any
-   killer test; then it runs against the other survivors too.
-A survivor the probe cannot separate keeps its verdict: "no difference found on N
-probes" is recorded as the probe's claim, never as equivalence. A survivor that
+   pass the original and fail the mutant in the sandbox, like any killer test (one
+   seed: the test seeds its own inputs, and the search already ran the original on
+   them twice, alike), in a warm runner (the test is the tool's, from a template:
+   ``kernel_file.TRUSTED_ORIGINS``); then it runs against the other survivors too.
+A survivor the probe cannot separate keeps its verdict, and its ``probe`` row says
+"not distinguished by N probes (kinds ...)": not found is not equivalent, and the
+probe claims nothing (only the claims check, on the evidence it names, may call a
+mutant equivalent; it reads this row as one part of that evidence). A survivor that
 differs on some probe but yields no test (no differing input small enough to keep
 its expected values, or no written test that passed the proof) keeps its verdict
 too, and the note says that it differs: no equivalence claim then.
@@ -45,9 +49,19 @@ from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
 from ..stage import StageContext
 from ..verdicts import summarize_error
 from . import common
-from .probe_inputs import Candidate, candidates, describe_call, golden_text, render_test
+from .probe_inputs import (
+    Candidate,
+    candidates,
+    describe_call,
+    golden_text,
+    kinds,
+    render_test,
+)
 
 BATCH = 8
+#: a survivor's first round: the learned call with fresh values and the next kind, where
+#: most kills are (the original runs on few inputs before the first proofs can start)
+FIRST_BATCH = 2
 #: survivors sharing one compare job at most: a hang costs the whole job's time limit
 #: (and a retry of the others), and more jobs than workers keep every worker busy
 PER_JOB = 4
@@ -166,8 +180,9 @@ def _compare_job(
 class _Search:
     """One survivor's search state."""
 
-    def __init__(self, mutant: Mutant, queue: list[Candidate]) -> None:
+    def __init__(self, mutant: Mutant, queue: list[Candidate], offered: list[str] = ()) -> None:
         self.mutant = mutant
+        self.offered = list(offered)  # every kind the calls offer it, planned or not
         self.queue = queue  # the planned candidates, in the prior's order
         self.pending = list(queue)  # those not run yet, in the order they will run
         self.ran: list[Candidate] = []
@@ -189,7 +204,19 @@ class _Search:
     def result(self) -> str:
         """What the search found, for a survivor it did not separate."""
         if not self.differs:
-            return self.note or f"no difference found on {self.probes} probes"
+            if self.note:
+                return self.note
+            tried = list(dict.fromkeys(c.kind for c in self.ran))
+            probes = "probe" if self.probes == 1 else "probes"
+            text = f"not distinguished by {self.probes} {probes}" + (
+                f" (kinds {', '.join(tried)})" if tried else ""
+            )
+            planned = {c.kind for c in self.queue}
+            left = [k for k in self.offered if k not in planned]
+            if left:
+                text += f"; left unprobed when its budget of {len(self.queue)} inputs ran out: "
+                text += ", ".join(left)
+            return text
         probes = "probe" if self.differs == 1 else "probes"
         text = (
             f"the mutant differs on {self.differs} {probes} (first: {self.first[:300]}), "
@@ -200,7 +227,7 @@ class _Search:
     def batch(self, unusable: dict[str, str]) -> list[Candidate]:
         """The next candidates to run: none the original is known to reject."""
         self.pending = [c for c in self.pending if c.id not in unusable]
-        return self.pending[:BATCH]
+        return self.pending[: BATCH if self.ran else FIRST_BATCH]
 
     def consume(self, batch: list[Candidate]) -> None:
         ids = {c.id for c in batch}
@@ -448,11 +475,11 @@ def _probe(
             ctx.ledger.put_row(m.id, "probe", {"probes": 0, "result": text})
             yield WriterNote("probe", text, mutant_id=m.id)
             continue
+        triggers = ctx.settings.writers.probe_triggers
         searches[m.id] = _Search(
             m,
-            candidates(
-                reaching, m.family, budget, ctx.settings.seed, ctx.settings.writers.probe_triggers
-            ),
+            candidates(reaching, m.family, budget, ctx.settings.seed, triggers),
+            kinds(reaching, m.family, triggers),
         )
         spend["planned"] += len(searches[m.id].queue)
     summary["survivors"] = summary.get("survivors", 0) + len(survivors)
@@ -492,12 +519,13 @@ def _probe(
                 spend["unusable"] += len(unusable) - before
                 continue  # the batches again, without what the original rejects
             groups = _groups(active, ctx.jobs.workers, {s.mutant.id: _work(s) for s in active})
-            # the original on the next batches too, beside this round's mutants
+            # the original on the next batches too, beside this round's mutants (not in
+            # the first round: most survivors that die, die there)
             ahead = {
                 c.id: c
                 for s in active
-                for c in s.pending[BATCH : 2 * BATCH]
-                if c.id not in known and c.id not in unusable
+                for c in s.pending[len(s.batch(unusable)) :][:BATCH]
+                if c.id not in known and c.id not in unusable and s.ran
             }
             originals = _original_jobs(ctx, list(ahead.values())) if ahead else {}
         else:
@@ -549,22 +577,11 @@ def _probe(
         if search.differs:
             details["differs"] = search.differs
         ctx.ledger.put_row(mid, "probe", details)
-        if search.probes and not search.note and not search.differs:
-            # only where every probe ran both sides and none differed
-            kinds = ", ".join(dict.fromkeys(c.kind for c in search.ran))
-            common.claims(ctx, mid).append(
-                {
-                    "by": "probe",
-                    "claim": "equivalent",
-                    "reason": f"no difference found on {search.probes} probes "
-                    f"(trigger kinds {kinds}, near the own check's calls)",
-                }
-            )
         yield WriterNote("probe", text, "warning" if search.differs else "info", mid)
 
 
 def _work(search: _Search) -> float:
-    return sum(c.est_s for c in search.pending[:BATCH])
+    return sum(c.est_s for c in search.pending[: BATCH if search.ran else FIRST_BATCH])
 
 
 def _golden_for_hang(ctx: StageContext, search: _Search) -> Iterator[Event]:

@@ -21,11 +21,18 @@ Variations, each of a trigger kind (``Candidate.kind``, named in the report):
 - ``int-dtype``: integer inputs over the whole range of their dtype or of a wider or
   narrower one, float inputs as small int32 values;
 - ``dtype``: the other float dtypes (float16, bfloat16, float32) for float tensors;
+- ``magnitude``: float inputs of large magnitude, both signs (logits in the tens to
+  hundreds), with and without a ``-inf`` lane in every row: a dropped max-subtraction
+  or a dropped upcast before ``exp``/``sum`` overflows there, where the own check's
+  values in [0, 1) hide it;
 - ``values``: all negative, wide (x100), tiny (x1e-3), constant.
-Candidates are ordered by a fixed prior per mutant family (``FAMILY_ORDER``: how often
-each kind separates that family's mutants, the issue's study of real bugs for the new
-kinds) and taken round-robin: the best candidate of every kind first, then each kind's
-second, so a budget smaller than the list still tries every kind.
+Every family's first candidate is ``base``: the learned call itself with fresh random
+values of the same dtypes and shapes (what a person tries first; never a constant or
+all-zero fill unless the call had one). Then candidates are ordered by a fixed prior
+per mutant family (``FAMILY_ORDER``: how often each kind separates that family's
+mutants, the issue's study of real bugs for the new kinds) and taken round-robin: the
+best candidate of every kind first, then each kind's second, so a budget smaller than
+the list still tries every kind.
 A candidate of more than ``SHRINK_ELEMENTS`` input elements (each probe runs twice in
 the interpreter) has its sizes shrunk on top of its own change: a size
 above twice a captured block size keeps one block plus its tail past the last full
@@ -59,36 +66,39 @@ ROWS = 16
 #: value modes: (name, description)
 MODES = (
     ("negative", "all negative values"),
-    ("constant", "constant values"),
-    ("tiny", "tiny values (x1e-3)"),
     ("wide", "wide values (x100)"),
+    ("tiny", "tiny values (x1e-3)"),
+    ("constant", "constant values"),
 )
+#: the ``magnitude`` kind's values: both signs, tens to hundreds (exp overflows float32
+#: past about 88, float16 past about 11)
+MAGNITUDE = 100.0
 #: trigger kinds, each family's prior order (most often separating first)
 FAMILY_ORDER = {
     "masks": (
         "base", "size", "block", "small", "npot", "more-rows", "special-values",
-        "non-contiguous", "dtype", "values", "boundary-values", "int-dtype",
+        "non-contiguous", "dtype", "magnitude", "values", "boundary-values", "int-dtype",
     ),
     "boundaries": (
-        "size", "block", "small", "boundary-values", "base", "npot", "more-rows",
-        "non-contiguous", "values", "special-values", "dtype", "int-dtype",
+        "base", "size", "block", "small", "boundary-values", "npot", "more-rows",
+        "non-contiguous", "values", "special-values", "magnitude", "dtype", "int-dtype",
     ),
     "indexing": (
-        "size", "block", "non-contiguous", "more-rows", "npot", "small", "base",
-        "int-dtype", "dtype", "values", "special-values", "boundary-values",
+        "base", "size", "block", "non-contiguous", "more-rows", "npot", "small",
+        "int-dtype", "dtype", "values", "magnitude", "special-values", "boundary-values",
     ),
     "precision": (
-        "dtype", "special-values", "values", "int-dtype", "base", "size", "block",
-        "small", "npot", "more-rows", "non-contiguous", "boundary-values",
+        "base", "magnitude", "dtype", "special-values", "values", "int-dtype", "size",
+        "block", "small", "npot", "more-rows", "non-contiguous", "boundary-values",
     ),
     "arith": (
-        "values", "special-values", "boundary-values", "base", "size", "more-rows",
-        "dtype", "int-dtype", "block", "small", "npot", "non-contiguous",
+        "base", "magnitude", "values", "special-values", "boundary-values", "size",
+        "more-rows", "dtype", "int-dtype", "block", "small", "npot", "non-contiguous",
     ),
 }  # fmt: skip
 DEFAULT_ORDER = (
-    "base", "size", "block", "npot", "more-rows", "special-values", "non-contiguous",
-    "small", "boundary-values", "values", "dtype", "int-dtype",
+    "base", "size", "block", "npot", "more-rows", "magnitude", "special-values",
+    "non-contiguous", "small", "boundary-values", "values", "dtype", "int-dtype",
 )  # fmt: skip
 TRIGGERS = frozenset(DEFAULT_ORDER)
 INT_DTYPES = ("int8", "int16", "int32", "int64")
@@ -175,6 +185,12 @@ def _values_code(
                 f"torch.randint(torch.iinfo(torch.{dtype}).min, torch.iinfo(torch.{dtype}).max, "
                 f"{size}, dtype=torch.{dtype})"
             )
+        if spec.get("dtype") in FLOAT_DTYPES:
+            # float inputs as integers: the captured range's integers, never a single one
+            # (values in [0, 1) are all 0 as integers: x + y and x - y would agree)
+            lo = math.floor(lo) if lo is not None else 0
+            hi = max(math.ceil(hi) if hi is not None else 0, lo + 7)
+            return f"torch.randint({lo}, {hi + 1}, {size}, dtype=torch.{dtype})"
         lo = int(lo) if lo is not None else 0
         hi = int(hi) if hi is not None else 8
         if lo == hi:
@@ -187,7 +203,9 @@ def _values_code(
     if mode == "boundary" and points:
         values = ", ".join(repr(p) for p in points)
         return f"torch.tensor([{values}])[torch.randint(0, {len(points)}, {size})]{cast}"
-    if mode == "negative":
+    if mode == "magnitude":
+        lo, hi = -max(MAGNITUDE, m), max(MAGNITUDE, m)
+    elif mode == "negative":
         lo, hi = -2 * m, -m / 4
     elif mode == "wide":
         w = min(100 * m, 1e4 if dtype in ("float16", "bfloat16") else 1e6)
@@ -382,11 +400,13 @@ def build(
     shrink_above: int | None = SHRINK_ELEMENTS,
     layout: str | None = None,
     special: tuple[str, str, str] | None = None,
+    lane: bool = False,
 ) -> Candidate | None:
     """One candidate from a captured call with some sizes, dtypes or values changed;
     with more than ``shrink_above`` elements in all, its sizes shrink (``_shrink``).
     ``layout`` makes every input tensor a view of that layout (``_tensor_code``);
-    ``special`` (an entry of ``SPECIAL``) fills one row of the largest float tensor."""
+    ``special`` (an entry of ``SPECIAL``) fills one row of the largest float tensor
+    (with ``lane``: one lane of every row)."""
     sizes, dtypes = sizes or {}, dtypes or {}
     describe = describe or "the own check's shapes with fresh values"
     slug = slug or "fresh_values"
@@ -433,7 +453,10 @@ def build(
             return None
         _, var, rank = largest
         value = special[1].format(v=var)
-        lines.append(f"{var}[0] = {value}" if rank >= 2 else f"{var}.fill_({value})")
+        if lane:  # one lane of every row (the first column; a 1-D tensor: its first)
+            lines.append(f"{var}[..., 0] = {value}")
+        else:
+            lines.append(f"{var}[0] = {value}" if rank >= 2 else f"{var}.fill_({value})")
     elements = _elements(call, sizes)
     if elements > MAX_ELEMENTS:
         return None
@@ -674,6 +697,29 @@ def _trigger_variants(
                 )
             )
     if floats:
+        out.append(
+            (
+                "magnitude",
+                {
+                    "mode": "magnitude",
+                    "describe": f"values of magnitude up to {MAGNITUDE:g}, both signs",
+                    "slug": "large_magnitude",
+                },
+            )
+        )
+        out.append(
+            (
+                "magnitude",
+                {
+                    "mode": "magnitude",
+                    "special": ("neg_inf_lane", 'float("-inf")', "-inf"),
+                    "lane": True,
+                    "describe": f"values of magnitude up to {MAGNITUDE:g}, both signs, and "
+                    "a -inf lane in every row",
+                    "slug": "large_magnitude_inf_lane",
+                },
+            )
+        )
         for name, code, text in SPECIAL:
             out.append(
                 (
@@ -726,6 +772,14 @@ def _trigger_variants(
             )
         )
     return out
+
+
+def kinds(calls: list[dict], family: str, triggers: tuple[str, ...] = ()) -> list[str]:
+    """The trigger kinds the calls offer a mutant of ``family``, in its order: what a
+    search with an unlimited budget would try (``candidates`` stops at its budget)."""
+    order = FAMILY_ORDER.get(family, DEFAULT_ORDER)
+    offered = {kind for c in calls if c.get("launches") for kind, _ in _variants(c)}
+    return [k for k in order if k in offered and (not triggers or k in triggers)]
 
 
 def candidates(
