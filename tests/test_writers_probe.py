@@ -140,6 +140,28 @@ def test_probe_kills_on_a_big_own_check_with_a_sampled_golden(tmp_path):
     assert plain.returncode == 0, plain.stdout + plain.stderr
 
 
+def test_survivors_sharing_a_job_with_big_outputs_die_on_the_learned_call(tmp_path):
+    """Four survivors of a print-only check (the vector-add tutorial's shape) share
+    compare jobs, each hit keeping a sample of 98432 outputs. Their answers together
+    once passed the result limit: the runner was ended as dead, the probe blamed the
+    mutant whose marker came last ("crashes") and wrote its test from the wrong input
+    (int32 zeros, on which x - y == x + y). Now the first input, the learned call with
+    fresh values, kills each, and nothing is run again."""
+    (tmp_path / "big_add.py").write_text(BIG_ADD_KERNEL)
+    operators = "add-sub,mul-div,program-id-swap,block-offset-drop"
+    args = ["run", "big_add.py", "--operators", operators, "-j", "2", "--json", "r.json"]
+    proc = run_cli(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    (sub,) = [m for m in report["mutants"] if m["after"] == "x - y"]
+    assert sub["verdict"] == "killed" and sub["probe"]["trigger"] == "base", sub
+    assert sub["attempts"] == []  # no test from a wrong input was tried
+    probe = report["writers"]["probe"]
+    assert probe["spend"]["retried"] == 0, probe["spend"]
+    assert set(probe["kills_by_trigger"]) == {"base"}, probe
+    assert "the mutant crashes" not in proc.stdout
+
+
 # Every output is a fixed 70000-element buffer: more than a golden file holds, whatever
 # the input's size. The test keeps a sample of positions, where the mutant differs first.
 BIG_OUTPUT_KERNEL = """

@@ -3,7 +3,8 @@
 1. capture: one sandbox job runs the own check with the kernel module's public
    functions wrapped (``harness/probe.capture``): which function, what arguments.
 2. search: per survivor, candidates near those calls (``probe_inputs``) planned up
-   to ``--probes``, run in rounds of ``BATCH`` (``harness/probe.compare``). The
+   to ``--probes``, run in rounds (``harness/probe.compare``): ``FIRST_BATCH`` inputs
+   first (most kills are there), then up to ``BATCH`` (the rest of the budget). The
    original's run on a candidate does not depend on the survivor: it runs once per
    candidate (keyed by the candidate's request), in jobs of its own, and its digest
    is shipped to the mutants' jobs, where a mutant bit-identical to it needs no
@@ -58,7 +59,10 @@ from .probe_inputs import (
     render_test,
 )
 
-BATCH = 8
+#: inputs per round after the first: the rest of the default budget in one round (a
+#: mutant stops at its first difference inside a job, so a long batch wastes nothing on
+#: the ones that die, and fewer rounds are fewer jobs one after the other)
+BATCH = 24
 #: a survivor's first round: the learned call with fresh values and the next kind, where
 #: most kills are (the original runs on few inputs before the first proofs can start)
 FIRST_BATCH = 2
