@@ -40,10 +40,12 @@ ROW_SCALE = textwrap.dedent("""
 """)
 
 
-def _run(tmp_path, source: str) -> tuple[dict, str]:
-    (tmp_path / "row_scale.py").write_text(source)
+def _run(
+    tmp_path, source: str, name: str = "row_scale.py", operators: str = "int64-cast-drop"
+) -> tuple[dict, str]:
+    (tmp_path / name).write_text(source)
     proc = run_cli(
-        "run", "row_scale.py", "--operators", "int64-cast-drop", "--writer", "none",
+        "run", name, "--operators", operators, "--writer", "none",
         "--json", "r.json", cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
@@ -130,13 +132,8 @@ NORM = textwrap.dedent("""
 @pytest.mark.parametrize("axis", [0, 1])
 def test_a_norm_whose_stride_equals_the_weight_length(tmp_path, axis):
     source = NORM.replace("AXIS", str(axis)).replace("import torch\n", "import torch\nAXIS = 0\n")
-    (tmp_path / "norm.py").write_text(source.replace("AXIS = 0", f"AXIS = {axis}"))
-    proc = run_cli(
-        "run", "norm.py", "--operators", "int64-cast-drop,int-narrow", "--writer", "none",
-        "--json", "r.json", cwd=tmp_path,
-    )  # fmt: skip
-    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
-    report = json.loads((tmp_path / "r.json").read_text())
+    source = source.replace("AXIS = 0", f"AXIS = {axis}")
+    report, _ = _run(tmp_path, source, "norm.py", "int64-cast-drop,int-narrow")
     rows = [m for m in report["mutants"] if "program_id" in m["before"]]
     assert {m["operator"] for m in rows} == {"int64-cast-drop", "int-narrow"}, rows
     for m in rows:
@@ -179,15 +176,9 @@ GATHER = textwrap.dedent("""
 
 
 def test_offsets_from_loaded_indices_are_not_judged_and_say_so(tmp_path):
-    (tmp_path / "gather.py").write_text(GATHER)
-    proc = run_cli(
-        "run", "gather.py", "--operators", "int64-cast-drop", "--writer", "none",
-        "--json", "r.json", cwd=tmp_path,
-    )  # fmt: skip
-    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
-    report = json.loads((tmp_path / "r.json").read_text())
+    report, stdout = _run(tmp_path, GATHER, "gather.py")
     rows = {m["before"]: m for m in report["mutants"]}
     loaded = rows["tl.load(idx_ptr + pid).to(tl.int64)"]
     assert loaded["verdict"] == "survived", loaded
     assert "not judged by the big-index check: gather_kernel loads integers" in loaded["reason"]
-    assert "not judged by the big-index check" in proc.stdout
+    assert "not judged by the big-index check" in stdout
