@@ -30,7 +30,13 @@ DEFAULT = (
 
 
 def one_run(
-    module: str, test: str, warm: bool, mode: str, workers: int, keyword: str, operators: str
+    module: str,
+    test: str,
+    warm: bool,
+    mode: str,
+    workers: int,
+    keyword: str,
+    operators: str,
 ) -> dict:
     from mutant_gate.engine.pipeline import Run
     from mutant_gate.engine.sandbox.local import LocalSandbox
@@ -57,10 +63,14 @@ def one_run(
     jobs = [m["duration_s"] for m in report["mutants"] if m["duration_s"]]
     return {
         "warm": warm,
+        "durations": {m["id"]: m["duration_s"] for m in report["mutants"]},
         "wall_s": round(wall, 2),
         "original_s": report["baseline"]["duration_s"],
         "median_job_s": round(statistics.median(jobs), 3) if jobs else None,
         "mutants": len(report["mutants"]),
+        # where the run's time went: the original, the mutants' phase (start to end),
+        # their jobs' seconds over the workers; the rest is start-up and the report
+        "bound": report.get("bound"),
         "verdicts": {m["id"]: m["verdict"] for m in report["mutants"]},
     }
 
@@ -74,14 +84,23 @@ def main(argv: list[str]) -> None:
     parser.add_argument("-k", default="")
     parser.add_argument("--operators", default="")
     parser.add_argument("--json")
+    parser.add_argument(
+        "--prime",
+        action="store_true",
+        help="one warm run first, not counted: a fresh machine's first run pays for its "
+        "page cache, bytecode and Triton's driver utilities, whichever side it is",
+    )
     args = parser.parse_args(argv)
     pairs = list(zip(args.pairs[::2], args.pairs[1::2], strict=True)) or [DEFAULT]
     records = []
     for module, test in pairs:
         runs = []
+        if args.prime:
+            one_run(module, test, True, args.mode, args.j, args.k, args.operators)
         for _ in range(args.rounds):
             for warm in (True, False):
                 runs.append(one_run(module, test, warm, args.mode, args.j, args.k, args.operators))
+
         warm_runs = [r for r in runs if r["warm"]]
         cold_runs = [r for r in runs if not r["warm"]]
         same = all(r["verdicts"] == runs[0]["verdicts"] for r in runs)
@@ -100,6 +119,11 @@ def main(argv: list[str]) -> None:
             m = med[side]
             print(f"  {side}: whole run {m['wall_s']:.1f} s, original {m['original_s']:.2f} s, "
                   f"median mutant job {m['median_job_s']:.3f} s")  # fmt: skip
+            for r in (r for r in runs if r["warm"] == (side == "warm") and r.get("bound")):
+                b = r["bound"]
+                print(f"    one run: mutant phase {b.get('mutants_wall_s', float('nan')):.1f} s "
+                      f"(jobs {b['jobs_s']:.1f} s over {b['workers']} workers), "
+                      f"the rest {r['wall_s'] - b['original_s'] - b.get('mutants_wall_s', 0):.1f} s")  # fmt: skip
         print(f"  cold / warm: whole run {med['cold']['wall_s'] / med['warm']['wall_s']:.2f}x, "
               f"median job {med['cold']['median_job_s'] / med['warm']['median_job_s']:.2f}x; "
               f"median warm job / original {med['warm']['median_job_s'] / med['warm']['original_s']:.2f}; "

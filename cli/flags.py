@@ -28,6 +28,9 @@ def writer_settings(args: argparse.Namespace) -> WriterSettings:
         raise BadInput("--attempts must be at least 1")
     if args.probes < 1:
         raise BadInput("--probes must be at least 1")
+    probe_time = getattr(args, "probe_time", None)
+    if probe_time is not None and not probe_time >= 0:
+        raise BadInput("--probe-time must be 0 (no limit) or a positive number of seconds")
     if args.model_timeout <= 0:
         raise BadInput("--model-timeout must be positive")
     if (
@@ -56,6 +59,7 @@ def writer_settings(args: argparse.Namespace) -> WriterSettings:
         stage2=args.stage2,
         attempts=args.attempts,
         probes=args.probes,
+        probe_time=probe_time,
         probe_triggers=triggers,
         write_tests=args.write_tests,
         test_budget_factor=budget_factor,

@@ -185,6 +185,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--probes", type=int, default=24, metavar="N", help="probe inputs per survivor (default 24)"
     )
     writers.add_argument(
+        "--probe-time",
+        type=float,
+        default=None,
+        metavar="S",
+        help="the probe's time in seconds of sandbox jobs (default: as much as the mutants' "
+        "jobs took; 0: no limit but --probes); every survivor's first inputs run regardless",
+    )
+    writers.add_argument(
         "--test-budget-factor",
         type=float,
         default=3.0,

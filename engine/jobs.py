@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 from mutant_gate.cache import Store
 
@@ -58,6 +59,27 @@ class JobRunner:
         self.cancel = threading.Event()
         self.toolchain = toolchain(mode, sandbox)
         self.workers = max(1, workers or getattr(sandbox, "size", 1))
+        self._meters = threading.local()
+
+    @contextmanager
+    def metered(self) -> Iterator[list[float]]:
+        """``[seconds]``: the jobs this thread runs or reads from the cache meanwhile, at
+        the seconds each took when it ran (a run served from the cache costs what it
+        did: a budget spent this way is spent alike on every rerun)."""
+        outer = getattr(self._meters, "value", None)
+        meter = [0.0]
+        self._meters.value = meter
+        try:
+            yield meter
+        finally:
+            self._meters.value = outer
+            if outer is not None:
+                outer[0] += meter[0]
+
+    def _metered(self, result: JobResult) -> None:
+        meter = getattr(self._meters, "value", None)
+        if meter is not None:
+            meter[0] += result.duration_s
 
     def cached(self, job: Job) -> JobResult | None:
         if self.store is None or self.fresh:
@@ -87,9 +109,11 @@ class JobRunner:
         ``on_progress`` follows the job's checks where the sandbox can tell."""
         cached = self.cached(job)
         if cached is not None:
+            self._metered(cached)
             return cached, True
         result = (sandbox or self.sandbox).run(job, on_progress)
         self.store_result(job, result)
+        self._metered(result)
         return result, False
 
     def run_all(self, jobs: dict[str, Job]) -> dict[str, tuple[JobResult, bool]]:
@@ -117,6 +141,7 @@ class JobRunner:
             if cached is None:
                 pending.append(key)
             else:
+                self._metered(cached)
                 yield "cached", key, cached
         finished: queue.Queue = queue.Queue()
         stop = threading.Event()
@@ -146,6 +171,7 @@ class JobRunner:
                 if kind == "finished":
                     remaining -= 1
                     self.store_result(jobs[key], result)
+                    self._metered(result)
                 yield kind, key, result
         except (KeyboardInterrupt, SystemExit):
             # Ctrl-C, SIGTERM: leave at once; closing the sandbox ends the jobs in flight

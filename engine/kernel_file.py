@@ -26,11 +26,14 @@ OWN_CHECK = "own-check"
 EXTRA_TESTS = "test"
 
 
+#: the origin of the user's own tests: the only ones run with the pytest plugins
+#: installed beside them (``Check.plugins``)
+GIVEN = "given"
 #: test origins a warm runner may serve (``Check.trusted``): the user's (``given``) and
 #: the probe's, which the tool writes from a template (the probe's own compare, a setup
 #: of seeded tensors, one call of the wrapper, its outputs against golden values) and
 #: which patches nothing. A model's tests always run in a process of their own.
-TRUSTED_ORIGINS = frozenset({"given", "probe"})
+TRUSTED_ORIGINS = frozenset({GIVEN, "probe"})
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class TestFile:
     name: str  # basename inside the job directory
     source: str
     #: where it came from: ``given`` (--tests) or a writer (``stage1``, ``stage2``, ``probe``)
-    origin: str = "given"
+    origin: str = GIVEN
     #: data files that travel with it (a probe test's golden values): (name, text)
     data: tuple[tuple[str, str], ...] = ()
     #: the cases given by node id (``--tests tests/test_x.py::test_case``); empty: all
@@ -117,10 +120,11 @@ class KernelFile:
             return tuple(
                 Check(
                     CheckKind.PYTEST,
-                    t.path,
+                    t.path if t.origin == GIVEN else t.name,  # a written one: a job file
                     EXTRA_TESTS,
                     select=t.select,
                     trusted=t.origin in TRUSTED_ORIGINS,
+                    plugins=t.origin == GIVEN,
                 )
                 for t in self.tests
             )
@@ -137,6 +141,7 @@ class KernelFile:
                 select=t.select,
                 preload=self.preload_for(t),
                 trusted=t.origin in TRUSTED_ORIGINS,
+                plugins=t.origin == GIVEN,
             )
             for t in self.tests
         )
@@ -149,9 +154,12 @@ class KernelFile:
 
     def files(self, kernel_source: str | None = None) -> tuple[tuple[str, str], ...]:
         """The job's files, with ``kernel_source`` (a mutant) in place of the original."""
-        if self.project is not None:  # only the module; the sandbox loads it at its import path
+        if self.project is not None:  # the module, loaded at its import path by the sandbox,
+            # and the tests a writer added (the project's own are read where they lie)
             return (
                 ("mutant/" + self.name, self.source if kernel_source is None else kernel_source),
+            ) + tuple(
+                f for t in self.tests if t.origin != GIVEN for f in ((t.name, t.source), *t.data)
             )
         return ((self.name, self.source if kernel_source is None else kernel_source),) + tuple(
             f for t in self.tests for f in ((t.name, t.source), *t.data)

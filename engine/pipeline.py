@@ -197,6 +197,8 @@ class Run:
         self.started = time.perf_counter()
         #: seconds the original's runs took in this run (none when served from the cache)
         self.original_s = 0.0
+        #: the mutants' jobs' phase, start to end (wall seconds)
+        self.mutants_wall_s = 0.0
 
     @property
     def cancel(self):
@@ -260,12 +262,14 @@ class Run:
         if ctx.kernel.project is not None:  # which cases judge each kernel's mutants
             functions = sorted({m.function for m in targets})
             self.ledger.put_section("judged_by", {f: ctx.judged_by(f) for f in functions})
+        phase = time.perf_counter()
         for event in self._run_mutants(
             reached, done=len(targets) - len(reached), total=len(targets)
         ):
             yield event
             if null_run is not None:
                 yield from null_run.ready()
+        self.mutants_wall_s += time.perf_counter() - phase
         if null_run is not None:
             yield from null_run.finish()
             self.save(None)
@@ -535,6 +539,7 @@ class Run:
                 **self._memory_record(),
                 "mutant_generation_s": round(self.generation_s, 4),
                 "original_s": round(self.original_s, 4),
+                "mutants_wall_s": round(self.mutants_wall_s, 2),
                 "wall_s": round(time.perf_counter() - self.started, 2),
                 # compiled mode's warm runners: one Triton cache for the pool, or why not
                 **({"triton_cache": t} if (t := self._triton_cache()) else {}),

@@ -168,6 +168,8 @@ def check_bound(report: dict) -> dict | None:
         "jobs_s": round(jobs, 2),
         "workers": workers,
         "bound_s": round(original + jobs / workers, 2),
+        # the mutants' phase as it ran, start to end (older reports: not recorded)
+        **({"mutants_wall_s": sandbox["mutants_wall_s"]} if "mutants_wall_s" in sandbox else {}),
         "wall_s": sandbox["wall_s"],
     }
 

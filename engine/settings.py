@@ -50,6 +50,10 @@ class WriterSettings:
     attempts: int = 3  # model replies per stage-1 file / per survivor in stage 2
     runs: int = 3  # passes on the original, fresh seeds each, before a test is believed
     probes: int = 24  # probe inputs tried per survivor
+    #: the probe's time, in seconds of sandbox jobs (run or read from the cache, at the
+    #: seconds they took when run): None, as much as the mutants' jobs took; 0, no limit
+    #: but ``probes``. Every survivor's first round runs whatever the limit.
+    probe_time: float | None = None
     #: the probe's trigger kinds (``writers/probe_inputs.TRIGGERS``); empty: all of them
     probe_triggers: tuple[str, ...] = ()
     #: the probe shares the original's runs on a candidate among the survivors and batches

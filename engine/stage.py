@@ -195,6 +195,15 @@ class StageContext:
     def run_all(self, jobs: dict[str, Job]) -> dict[str, tuple[JobResult, bool]]:
         return self.jobs.run_all(jobs)
 
+    def metered(self):
+        """A context: ``[seconds]`` of the jobs this thread runs (or reads from the
+        cache) inside it (``JobRunner.metered``)."""
+        return self.jobs.metered()
+
+    def mutant_job_seconds(self) -> float:
+        """The mutants' jobs so far, at the seconds each took when it ran."""
+        return sum(o.duration_s for o in self.ledger.outcomes().values())
+
     # -- what a stage records -------------------------------------------------------------
     def add_tests(self, tests: list[TestFile]) -> None:
         """Tests a writer proved: from now on part of every job ``job_for`` builds (for a

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -365,3 +368,47 @@ def test_an_original_that_times_out_names_its_slow_cases(tmp_path):
     # the timeout is cached with its record of the cases: a second run says the same
     again = run_cli(*proc.args[3:], cwd=root)
     assert again.returncode == 2 and again.stderr.strip() == said
+
+
+@pytest.mark.slow
+def test_the_probe_learns_calls_through_a_module_and_writes_tests_a_maintainer_can_fold_in(
+    tmp_path,
+):
+    """The library's tests reach ``softmax_forward`` only through ``layers.Softmax`` (an
+    nn.Module over an autograd Function in another module), on a row of 64 columns (a
+    block multiple). The probe wraps every binding of the module's public functions,
+    learns the calls with the test case each came from, and kills what those tests let
+    through: ``cols <= n`` on a row of 63, ``x + max`` on logits of magnitude 100."""
+    root = copy_lib(tmp_path)
+    args = ["run", "src/kernel_lib/ops/softmax.py", "--tests", "tests/test_layers.py"]
+    operators = ["--operators", "compare-lt-le,add-sub", "-j", "2", "--no-cache"]
+    proc = run_cli(*args, *operators, "--write-tests", "written", "--json", "r.json", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((root / "r.json").read_text())
+    said = " ".join(proc.stdout.split())
+    assert "learned 2 wrapper calls from the project's tests: softmax_forward((2, 64)" in said
+    assert "tests/test_layers.py::test_softmax_module[2]" in said
+    rows = {m["after"]: m for m in report["mutants"]}
+    bound, shift = rows["cols <= n"], rows["x + tl.max(x, axis=0)"]
+    for row, kind in ((bound, "size"), (shift, "magnitude")):
+        assert row["verdict"] == "killed" and row["by"].startswith("test:test_softmax_"), row
+        assert row["probe"]["trigger"] == kind, row["probe"]
+    assert report["score"]["by_verdict"] == {"killed": len(report["mutants"])}
+    written = sorted((root / "written").glob("*.py"))
+    assert len(written) == 2, written
+    for test in written:
+        text = test.read_text()
+        assert "from kernel_lib.ops.softmax import softmax_forward" in text
+        assert "varies the call made by tests/test_layers.py::test_softmax_module[" in " ".join(
+            text.split()
+        )
+    # the written tests pass the original under plain pytest, from the project's root
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(root / "src")}
+    plain = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "written"]
+    done = subprocess.run(plain, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # ... and fail the x + max mutant
+    module = root / "src" / "kernel_lib" / "ops" / "softmax.py"
+    module.write_text(module.read_text().replace("x - tl.max(x, axis=0)", "x + tl.max(x, axis=0)"))
+    done = subprocess.run(plain, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr

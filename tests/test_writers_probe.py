@@ -295,3 +295,41 @@ def test_rerun_writes_probe_tests_for_the_chosen_survivors_only(tmp_path):
     for op in ("other-drop", "other-change"):
         assert after[op]["verdict"] == "survived" and not after[op].get("probe"), after[op]
     assert any(t["origin"] == "probe" and chosen in t["kills"] for t in report["tests"])
+
+
+def test_the_probe_stops_at_its_time_budget_and_says_what_it_left(tmp_path):
+    """A survivor no input separates (softmax's loop in steps of 1: slower, the same
+    values) runs its first round whatever the time budget; with a budget spent by then
+    it stops and says which planned inputs and kinds it left; with no time limit it
+    runs its whole --probes budget; by default its budget is the mutants' job seconds."""
+    source = os.path.join(os.path.dirname(__file__), "..", "examples", "softmax.py")
+    (tmp_path / "softmax.py").write_text(open(source).read())
+
+    def run(*flags):
+        args = ["run", "softmax.py", "--operators", "range-step-change", "-j", "2", *flags]
+        proc = run_cli(*args, "--json", "r.json", "--no-cache", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        report = json.loads((tmp_path / "r.json").read_text())
+        (survivor,) = [m for m in report["mutants"] if m["verdict"] == "survived"]
+        return report, survivor
+
+    report, survivor = run("--probe-time", "0.001")
+    spend = report["writers"]["probe"]["spend"]
+    assert survivor["probe"]["probes"] == 2, survivor["probe"]  # the first round: 2 inputs
+    result = survivor["probe"]["result"]
+    assert result.startswith("not distinguished by 2 probes (kinds base, "), result
+    assert "22 planned inputs left unprobed when the probe's time (0.001 s of jobs, " in result
+    assert "--probe-time) ran out (kinds never tried: " in result and "magnitude" in result
+    assert spend["budget_s"] == 0.001 and spend["job_s"] > 0.001, spend
+
+    report, survivor = run("--probe-time", "0")
+    assert survivor["probe"]["probes"] >= 20, survivor["probe"]  # 24 less what the original rejects
+    assert "left unprobed" not in survivor["probe"]["result"]
+    assert "budget_s" not in report["writers"]["probe"]["spend"]
+
+    report, survivor = run()
+    spend = report["writers"]["probe"]["spend"]
+    # the default: as much as the mutants' jobs took (the own check killed the other one)
+    assert [m["by"] for m in report["mutants"] if m["verdict"] == "killed"] == ["own-check"]
+    mutants = sum(m["duration_s"] for m in report["mutants"])
+    assert spend["budget_s"] == pytest.approx(mutants, abs=0.01), (spend, mutants)

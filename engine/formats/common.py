@@ -181,5 +181,11 @@ def probe_spend(spend: dict | None) -> str:
         f"{spend.get('original_runs', 0)} on the original ({spend.get('originals_saved', 0)} "
         f"saved by sharing), {spend.get('unusable', 0)} inputs left out (the original "
         f"rejects or varies on them), {spend.get('jobs', 0)} jobs{cached}, "
-        f"{spend.get('seconds', 0):.1f} s{retried}"
+        f"{spend.get('seconds', 0):.1f} s{_budget(spend)}{retried}"
     )
+
+
+def _budget(spend: dict) -> str:
+    if spend.get("budget_s") is None:
+        return ""
+    return f" ({spend.get('job_s', 0):.1f} s of jobs, the time budget {spend['budget_s']:.1f} s)"

@@ -51,7 +51,7 @@ from .main_guard import is_main_guard
 # ``bounds`` (numpy) is imported where a job uses it: the tool's process imports this
 # module for ``VERSION`` and ``MARKER`` only, and a cached run never needs numpy.
 
-VERSION = "7"
+VERSION = "8"
 MARKER = "mutant-gate-probe:"
 MAX_CALLS = 64
 MAX_GOLDEN_ELEMENTS = 1 << 14  # expected values a compare job's answer holds in all (~0.4 MB)
@@ -108,6 +108,7 @@ class _Recorder:
         self.depth = 0
         self.current: dict | None = None
         self.keys: dict[str, dict] = {}
+        self.case = ""  # the test case running (project mode): each call says which
 
     def wrap(self, name: str, fn: Any) -> Any:
         recorder = self
@@ -158,6 +159,7 @@ class _Recorder:
             "launches": 0,
             "kernels": [],
             "constexprs": {},
+            **({"case": self.case} if self.case else {}),
         }
 
     def finish(self, record: dict) -> None:
@@ -378,13 +380,97 @@ def _run_wrapped(
     return module, wrapped, errors
 
 
+class _Rebound:
+    """Project mode: every name bound to one of the module's public functions, in the
+    kernel module and in each module of the project and its tests (``from ..ops.x
+    import f`` in a layer, a Function's ``forward``, a re-export), bound to its
+    wrapper instead, however the tests reach it; ``undo`` puts the functions back."""
+
+    def __init__(self, wrappers: dict[int, tuple[Any, Any]], roots: list[str]) -> None:
+        self.wrappers = wrappers  # id(function) -> (function, wrapper)
+        self.roots = tuple(os.path.join(os.path.abspath(r), "") for r in roots)
+        self.done: list[tuple[dict, str, Any]] = []
+
+    def scan(self) -> None:
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__file__", None) or ""
+            if not path or not os.path.abspath(path).startswith(self.roots):
+                continue
+            namespace = vars(module)
+            for name, value in list(namespace.items()):
+                pair = self.wrappers.get(id(value))
+                if pair is not None and pair[0] is value:
+                    namespace[name] = pair[1]
+                    self.done.append((namespace, name, value))
+
+    def undo(self) -> None:
+        for namespace, name, value in reversed(self.done):
+            namespace[name] = value
+        self.done.clear()
+
+
+def _capture_project(request: dict, workdir: str, recorder: _Recorder) -> tuple[list, list]:
+    """Run the project's selected test cases (``tests``: [path, [case...]]) with every
+    binding of the module's public functions wrapped; each call records its case."""
+    import pytest
+
+    module = importlib.import_module(request["module"])
+    path = module.__file__ or ""
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), path)
+    namespace = vars(module)
+    names = [n for node in tree.body for n in _public_callables(node, namespace)]
+    wrappers = {id(namespace[n]): (namespace[n], recorder.wrap(n, namespace[n])) for n in names}
+    project = request["project"]
+    rebound = _Rebound(wrappers, [os.path.dirname(path), project["root"], project["import_root"]])
+
+    class Cases:
+        def pytest_collection_finish(self, session: Any) -> None:
+            rebound.scan()  # the test modules and what they import are loaded now
+
+        def pytest_runtest_setup(self, item: Any) -> None:
+            recorder.case = item.nodeid
+            rebound.scan()  # modules a test imports as it runs
+
+        def pytest_runtest_teardown(self, item: Any) -> None:
+            recorder.case = ""
+
+    targets = [f"{p}::{c}" for p, cases in project["tests"] for c in cases] + [
+        p for p, cases in project["tests"] if not cases
+    ]
+    args = [*targets, "-q", "-p", "no:cacheprovider", "-p", "no:unraisableexception"]
+    errors: list[str] = []
+    rebound.scan()
+    try:
+        code = pytest.main([*args, "--rootdir", project["root"]], plugins=[Cases()])
+        if int(code) not in (0, 1):
+            errors.append(f"pytest exit code {int(code)}")
+    finally:
+        rebound.undo()
+    return names, errors
+
+
 def capture(request: dict, workdir: str) -> dict:
-    """Run the own check with the module's public functions wrapped; return the calls."""
+    """Run the own check with the module's public functions wrapped; return the calls.
+    Project mode (``project``): the project's test cases, through whatever path they
+    take to the module's functions (``_capture_project``)."""
     from . import bounds
 
-    path = os.path.join(workdir, request["kernel"])
     recorder = _Recorder()
     undo = _count_launches(recorder)
+    if request.get("project"):
+        try:
+            wrapped, errors = _capture_project(request, workdir, recorder)
+        finally:
+            undo()
+            bounds.reset()
+        return {
+            "version": VERSION,
+            "functions": sorted(wrapped),
+            "calls": recorder.calls,
+            "errors": errors,
+        }
+    path = os.path.join(workdir, request["kernel"])
     try:
         _, wrapped, errors = _run_wrapped(request["module"], path, recorder, request.get("main"))
         if request.get("tests"):
@@ -611,10 +697,26 @@ def _golden_outputs(outputs: dict, actual: dict | None, limit: int) -> dict:
 RANK = {"differs": 0, "mutant_error": 1, "bounds": 2}
 
 
-def _definitions(module: str, workdir: str) -> Any:
+def _definitions(module: str, workdir: str, package: str = "") -> Any:
     """The kernel module (or its mutant) without its module-level check; a module that
-    is not a file of the job (a package's) is imported as it is."""
+    is not a file of the job (a package's) is imported as it is. ``package`` (project
+    mode): a mutant's file is loaded as a module of the kernel's package, so that its
+    relative imports resolve as the original's do."""
     path = os.path.join(workdir, module + ".py")
+    if package and "." not in module and os.path.isfile(path):
+        from importlib import util
+
+        name = f"{package}.{module}"
+        spec = util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        loaded = util.module_from_spec(spec)
+        sys.modules[name] = loaded
+        try:
+            spec.loader.exec_module(loaded)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        return loaded
     if "." not in module and os.path.isfile(path):
         return _run_wrapped(module, path, None, main=False, checks=False)[0]
     return importlib.import_module(module)
@@ -841,7 +943,7 @@ def compare(request: dict, workdir: str) -> dict:
     )
     for entry in request.get("mutants") or ():
         try:
-            module = _definitions(entry["module"], workdir)
+            module = _definitions(entry["module"], workdir, request.get("package", ""))
         except BaseException as exc:  # noqa: BLE001 - this mutant's failure, not the job's
             answer["mutants"][entry["module"]] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
             continue

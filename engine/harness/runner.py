@@ -142,6 +142,9 @@ class _Tee(io.TextIOBase):
         self.stream.flush()
 
 
+_NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
+
+
 def _run_pytest(
     check: Check, workdir: str, stop_first: bool, project: dict | None = None, coverage: Any = None
 ) -> list[CheckOutcome]:
@@ -155,7 +158,10 @@ def _run_pytest(
             _definitions(check.preload, workdir)
         except BaseException:  # noqa: BLE001 - the test's own import then says what fails
             sys.modules.pop(check.preload, None)
-    targets = [f"{check.path}::{s}" for s in check.select] or [check.path]
+    path = check.path
+    if project is not None and not os.path.isabs(path):  # a file of the job (a written
+        path = os.path.join(workdir, path)  # test): the checks run from the project's root
+    targets = [f"{path}::{s}" for s in check.select] or [path]
     # pytest's unraisable-exception plugin runs gc.collect() five times as a session
     # ends: 1.7 s with torch and triton loaded, against 0.05 s for a small test file's
     # cases. It only turns exceptions raised in __del__ into warnings: left out.
@@ -172,6 +178,9 @@ def _run_pytest(
     plugins = [collector] + ([coverage] if coverage is not None else [])
     start = time.perf_counter()
     said = _Tee(sys.stderr)  # pytest writes its usage errors there ("ERROR: not found: ...")
+    before = os.environ.pop(_NO_AUTOLOAD, None)
+    if not check.plugins:  # a written test: pytest's own plugins only
+        os.environ[_NO_AUTOLOAD] = "1"
     try:
         with contextlib.redirect_stderr(said):
             code = pytest.main(args, plugins=plugins)
@@ -181,6 +190,10 @@ def _run_pytest(
                 check.name, "failed", time.perf_counter() - start, tail(traceback.format_exc())
             )
         ]
+    finally:
+        os.environ.pop(_NO_AUTOLOAD, None)
+        if before is not None:
+            os.environ[_NO_AUTOLOAD] = before
     outcomes = list(collector.outcomes.values())
     errors = [line for line in said.text.getvalue().splitlines() if line.startswith("ERROR:")]
     if collector.collect_errors:

@@ -47,6 +47,12 @@ class Check:
     #: tests), trusted as the own check is: a warm runner may serve it. A test a writer
     #: generated is not, and always runs in a process of its own.
     trusted: bool = False
+    #: pytest loads the plugins installed in its environment (entry points): for the
+    #: user's tests, which may need them. A test the tool or a model wrote needs none,
+    #: and runs without them: the same on every machine (no plugin reseeding or
+    #: reordering it), and a process's first pytest session costs 0.05 s, not the
+    #: seconds importing every installed plugin takes.
+    plugins: bool = True
 
     def to_json(self) -> dict:
         data = {
@@ -63,6 +69,8 @@ class Check:
             data["marker"] = self.marker
         if self.trusted:
             data["trusted"] = True
+        if not self.plugins:
+            data["plugins"] = False
         return data
 
     @staticmethod
@@ -76,6 +84,7 @@ class Check:
             data.get("keyword", ""),
             data.get("marker", ""),
             bool(data.get("trusted", False)),
+            bool(data.get("plugins", True)),
         )
 
 

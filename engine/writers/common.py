@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from ..checks.diff_oracle import compare, oracle_job
 from ..events import Event, TestAccepted
-from ..kernel_file import EXTRA_TESTS, OWN_CHECK, TRUSTED_ORIGINS, TestFile
+from ..kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, TRUSTED_ORIGINS, TestFile
 from ..project import jit_callers
 from ..records import Mutant
 from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
@@ -207,11 +207,12 @@ def job_with_test(
     """``test`` against the original (``source`` None) or a mutant; ``with_checks``: after
     the run's own checks and tests, exactly as it will run in every mutant's job."""
     kernel = ctx.kernel
-    own = (
-        kernel.files(source)
-        if with_checks
-        else ((kernel.name, kernel.source if source is None else source),)
-    )
+    if with_checks:
+        own = kernel.files(source)
+    elif kernel.project is not None:  # the module alone, where the sandbox loads it from
+        own = kernel.files(source)[:1]
+    else:
+        own = ((kernel.name, kernel.source if source is None else source),)
     files = (*own, (test.name, test.source), *test.data)
     check = Check(
         CheckKind.PYTEST,
@@ -219,8 +220,10 @@ def job_with_test(
         EXTRA_TESTS,
         preload=kernel.preload_for(test),
         trusted=test.origin in TRUSTED_ORIGINS,
+        plugins=test.origin == GIVEN,
     )
     return Job(
+        project=kernel.project.to_json() if kernel.project is not None else None,
         files=files,
         checks=(*kernel.checks, check) if with_checks else (check,),
         mode=ctx.settings.mode,
@@ -250,6 +253,8 @@ class Proof:
     cases: dict[str, dict] = field(default_factory=dict)
     #: test functions over the time budget: {function: seconds on the original}
     slow: dict[str, float] = field(default_factory=dict)
+    #: jobs run beside the original's (``prove_on_original``): key -> (result, cached)
+    beside: dict[str, tuple[JobResult, bool]] = field(default_factory=dict)
 
 
 def own_check_s(ctx: StageContext) -> float | None:
@@ -373,8 +378,11 @@ def seeds(ctx: StageContext, test: TestFile | None = None) -> list[int]:
     return [ctx.settings.seed + i for i in range(n)]
 
 
-def prove_on_original(ctx: StageContext, test: TestFile, *, with_checks: bool = False) -> Proof:
-    """Passes the original ``runs`` times in a row, a fresh seed each time."""
+def prove_on_original(
+    ctx: StageContext, test: TestFile, *, with_checks: bool = False, beside: dict | None = None
+) -> Proof:
+    """Passes the original ``runs`` times in a row, a fresh seed each time; ``beside``:
+    jobs run in the same round, their results in ``Proof.beside``."""
     refused = source_problem(ast.parse(test.source))
     if refused is not None:
         why = f"refused before it ran: {refused}"
@@ -385,7 +393,8 @@ def prove_on_original(ctx: StageContext, test: TestFile, *, with_checks: bool = 
         )
         for seed in seeds(ctx, test)
     }
-    results = run_all(ctx, jobs)
+    results = run_all(ctx, {**jobs, **(beside or {})})
+    extra = {k: results.pop(k) for k in (beside or {}) if k in results}
     ordered = [(int(k), *results[k]) for k in jobs if k in results]
     runs = [r for _, r, _ in ordered]
     failed = [(seed, r) for seed, r, _ in ordered if r.status is not JobStatus.PASSED]
@@ -396,6 +405,7 @@ def prove_on_original(ctx: StageContext, test: TestFile, *, with_checks: bool = 
         if not ran:
             return Proof(False, "every test was skipped", "Every test was skipped.", runs=runs)
         proof = Proof(True, original_s=max(r.duration_s for r in runs), runs=runs)
+        proof.beside = extra
         proof.cases = case_record(test, runs)
         return too_slow(ctx, proof)
     seed, first = failed[0]
@@ -429,20 +439,38 @@ def mutant_limit(ctx: StageContext, original_s: float) -> float:
     return ctx.mutant_timeout(original_s)
 
 
-def prove_killer(ctx: StageContext, test: TestFile, mutant: Mutant) -> Proof:
-    """Passes the original (every seed) and fails the mutant, both run in the sandbox."""
-    proof = prove_on_original(ctx, test)
-    if not proof.ok:
-        return proof
-    job = job_with_test(
-        ctx, test, mutant.source, ctx.settings.seed, mutant_limit(ctx, proof.original_s)
-    )
-    result, cached = run_all(ctx, {"mutant": job}).get("mutant", (None, False))
+def prove_killer(
+    ctx: StageContext, test: TestFile, mutant: Mutant, *, expected_s: float | None = None
+) -> Proof:
+    """Passes the original (every seed) and fails the mutant, both run in the sandbox.
+    ``expected_s``: the original's time on the test, known beforehand (the probe ran it
+    and saw the mutant differ): the mutant's run, and the diff-oracle's on the test
+    (the behaviour evidence a kill needs), go beside the original's, their limits from
+    that; one round of jobs instead of three."""
+    oracle: dict[str, Job] = {}
+    if expected_s is None:
+        proof = prove_on_original(ctx, test)
+        if not proof.ok:
+            return proof
+        limit = mutant_limit(ctx, proof.original_s)
+    else:
+        limit = mutant_limit(ctx, expected_s)
+        oracle = behaviour_jobs(ctx, test, [mutant], expected_s)
+    job = job_with_test(ctx, test, mutant.source, ctx.settings.seed, limit)
+    if expected_s is not None:
+        proof = prove_on_original(ctx, test, beside={"mutant": job, **oracle})
+        if not proof.ok:
+            return proof
+        result, cached = proof.beside.get("mutant", (None, False))
+    else:
+        result, cached = run_all(ctx, {"mutant": job}).get("mutant", (None, False))
     if result is None:
         return Proof(False, "the run was cancelled")
     proof.mutant, proof.cached = result, cached
     if result.status not in (JobStatus.PASSED, JobStatus.ERROR):
-        why = behaviour(ctx, test, {mutant.id: (mutant, result)}, proof.original_s)[mutant.id]
+        ran = {k: v for k, v in proof.beside.items() if k in oracle}
+        failed = {mutant.id: (mutant, result)}
+        why = behaviour(ctx, test, failed, proof.original_s, ran if oracle else None)[mutant.id]
         if why is not None:
             proof.ok = False
             proof.why = f"not a kill: {why}"
@@ -542,23 +570,37 @@ def launches(ctx: StageContext, test: TestFile, mutant: Mutant) -> bool:
     return any(reach & set(r) for r in records)
 
 
+def behaviour_jobs(
+    ctx: StageContext, test: TestFile, mutants: Iterable[Mutant], original_s: float
+) -> dict[str, Job]:
+    """The diff-oracle's jobs for ``behaviour``: original and mutant side by side with
+    ``test`` as the only check (in the interpreter; none in compiled mode)."""
+    if ctx.settings.mode != "interpret":
+        return {}
+    inner = job_with_test(ctx, test, None, ctx.settings.seed, mutant_limit(ctx, original_s))
+    return {m.id: oracle_job(ctx, m, inner) for m in mutants}
+
+
 def behaviour(
     ctx: StageContext,
     test: TestFile,
     failed: dict[str, tuple[Mutant, JobResult]],
     original_s: float,
+    ran: dict[str, tuple[JobResult, bool]] | None = None,
 ) -> dict[str, str | None]:
     """For each mutant ``test`` failed: why that is not a kill (``kill_evidence``), or
     None. In the interpreter the diff-oracle runs original and mutant side by side with
-    ``test`` as the only check, so the evidence is what the kernel did in that run."""
-    inner = job_with_test(ctx, test, None, ctx.settings.seed, mutant_limit(ctx, original_s))
-    needs = {
-        mid: oracle_job(ctx, m, inner)
-        for mid, (m, result) in failed.items()
-        if ctx.settings.mode == "interpret" and result.status is not JobStatus.BOUNDS
-    }
+    ``test`` as the only check, so the evidence is what the kernel did in that run
+    (``ran``: those runs, made beforehand by ``behaviour_jobs``)."""
+    needs = behaviour_jobs(
+        ctx,
+        test,
+        [m for m, result in failed.values() if result.status is not JobStatus.BOUNDS],
+        original_s,
+    )
     fields = {}
-    for mid, (result, _) in run_all(ctx, needs).items():
+    results = {k: ran[k] for k in needs if k in ran} if ran is not None else run_all(ctx, needs)
+    for mid, (result, _) in results.items():
         fields[mid], _ = compare(ctx, failed[mid][0], result)
     return {
         mid: kill_evidence(result.status, fields.get(mid), ctx.settings.mode)

@@ -24,6 +24,9 @@
    seed: the test seeds its own inputs, and the search already ran the original on
    them twice, alike), in a warm runner (the test is the tool's, from a template:
    ``kernel_file.TRUSTED_ORIGINS``); then it runs against the other survivors too.
+4. time: the search spends at most ``--probe-time`` seconds of jobs, by default as many
+   as the mutants' jobs took (``time_budget``): every survivor's first round runs, then
+   each round is cut to each survivor's share of what is left (``_fit``).
 A survivor the probe cannot separate keeps its verdict, and its ``probe`` row says
 "not distinguished by N probes (kinds ...)": not found is not equivalent, and the
 probe claims nothing (only the claims check, on the evidence it names, may call a
@@ -43,7 +46,7 @@ from collections.abc import Iterator
 
 from ..events import Event, TestAccepted, TestRejected, WriterNote
 from ..harness import probe as harness
-from ..kernel_file import TestFile
+from ..kernel_file import GIVEN, TestFile
 from ..project import jit_callers
 from ..records import Mutant, Verdict
 from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
@@ -69,6 +72,9 @@ FIRST_BATCH = 2
 #: survivors sharing one compare job at most: a hang costs the whole job's time limit
 #: (and a retry of the others), and more jobs than workers keep every worker busy
 PER_JOB = 4
+#: a mutant this many times slower than the original on the own check: its hangs on
+#: bigger inputs are proved only while the probe's time lasts
+SLOW = 4.0
 REQUEST = "_mg_probe.json"
 MUTANT_MODULE = "_mg_mutant"
 _MARKER = re.compile(re.escape(harness.MARKER) + r" (\S+) (\S+)")
@@ -81,8 +87,26 @@ _WHY = {
 _UNUSABLE = ("original_error", "original_unstable")
 
 
+def _module(ctx: StageContext) -> str:
+    """The name the kernel module is imported by: a package's dotted path in project mode."""
+    project = ctx.kernel.project
+    return project.module if project is not None else ctx.kernel.module
+
+
+def _kernel_files(ctx: StageContext) -> tuple:
+    """The original's file in a probe job; in project mode where the sandbox loads it at
+    the module's import path (the job then runs in the project, ``Job.project``)."""
+    return (
+        ctx.kernel.files()
+        if ctx.kernel.project is not None
+        else ((ctx.kernel.name, ctx.kernel.source),)
+    )
+
+
 def _harness_job(ctx: StageContext, request: dict, files: tuple, timeout_s: float) -> Job:
+    project = ctx.kernel.project
     return Job(
+        project=project.to_json() if project is not None else None,
         files=(*files, (REQUEST, json.dumps(request, sort_keys=True))),
         checks=(Check(CheckKind.HARNESS, REQUEST, "probe"),),
         mode=ctx.settings.mode,
@@ -104,12 +128,18 @@ def capture(ctx: StageContext) -> tuple[list[dict], str]:
     request = {
         "entry": "probe:capture",
         "version": harness.VERSION,
-        "module": kernel.module,
+        "module": _module(ctx),
         "kernel": kernel.name,
         "main": kernel.has_main,
         "tests": bool(kernel.test_functions),
     }
-    job = _harness_job(ctx, request, ((kernel.name, kernel.source),), ctx.settings.timeout_s)
+    if kernel.project is not None:  # the project's selected cases, where they lie
+        request["project"] = {
+            "root": kernel.project.root,
+            "import_root": kernel.project.import_root,
+            "tests": [[t.path, list(t.select)] for t in kernel.tests if t.origin == GIVEN],
+        }
+    job = _harness_job(ctx, request, _kernel_files(ctx), ctx.settings.timeout_s)
     result = common.run_all(ctx, {"capture": job}).get("capture")
     if result is None:
         return [], "the run was cancelled"
@@ -118,15 +148,25 @@ def capture(ctx: StageContext) -> tuple[list[dict], str]:
         why = summarize_error(result[0].error) or result[0].status.value
         return [], f"could not capture the own check's calls: {why}"
     calls = [c for c in data.get("calls", []) if c.get("launches")]
+    source, verb = (
+        ("the project's tests", "call")
+        if kernel.project is not None
+        else ("the own check", "calls")
+    )
     if not calls:
         functions = ", ".join(data.get("functions", [])) or "none"
+        errors = "; ".join(data.get("errors") or [])[:300]
         return [], (
-            "the own check calls no public function of the kernel module that launches a "
+            f"{source} {verb} no public function of the kernel module that launches a "
             f"kernel (public functions: {functions}); nothing to vary"
+            + (f" ({errors})" if errors else "")
         )
     shown = "; ".join(describe_call(c) for c in calls[:4])
     more = f" and {len(calls) - 4} more" if len(calls) > 4 else ""
-    return calls, f"learned {len(calls)} wrapper calls from the own check: {shown}{more}"
+    cases = sorted({c["case"] for c in calls if c.get("case")})
+    came = f" (from {len(cases)} test cases: {', '.join(cases[:3])}" if cases else ""
+    came += (", ..." if len(cases) > 3 else "") + (")" if cases else "")
+    return calls, f"learned {len(calls)} wrapper calls from {source}: {shown}{more}{came}"
 
 
 def module_name(mutant: Mutant) -> str:
@@ -142,10 +182,13 @@ def _limit(ctx: StageContext, work_s: float, mutants: int) -> float:
 
 
 def _request(ctx: StageContext, batch: list[Candidate]) -> dict:
+    project = ctx.kernel.project
     return {
         "entry": "probe:compare",
         "version": harness.VERSION,
-        "module": ctx.kernel.module,
+        "module": _module(ctx),
+        # project mode: mutants load as modules of the kernel's package
+        **({"package": project.module.rpartition(".")[0]} if project is not None else {}),
         "exact": ctx.settings.mode == "interpret",
         "candidates": [c.request() for c in batch],
     }
@@ -156,8 +199,7 @@ def _original_job(ctx: StageContext, batch: list[Candidate], golden: bool) -> Jo
     survivor probing those candidates; with ``golden`` its outputs on the first."""
     request = {**_request(ctx, batch), "mutants": [], "golden": golden}
     work = sum(c.est_s for c in batch)
-    files = ((ctx.kernel.name, ctx.kernel.source),)
-    return _harness_job(ctx, request, files, _limit(ctx, work, 1))
+    return _harness_job(ctx, request, _kernel_files(ctx), _limit(ctx, work, 1))
 
 
 def _compare_job(
@@ -174,8 +216,7 @@ def _compare_job(
         ],
         "originals": {c.id: known[c.id] for c in union if c.id in known},
     }
-    files: tuple = ((ctx.kernel.name, ctx.kernel.source),)
-    files += tuple((module_name(m) + ".py", m.source) for m, _ in entries)
+    files = _kernel_files(ctx) + tuple((module_name(m) + ".py", m.source) for m, _ in entries)
     # each mutant on its candidates, the original at most once per candidate
     work = sum(c.est_s for _, batch in entries for c in batch) + sum(c.est_s for c in union)
     return _harness_job(ctx, request, files, _limit(ctx, work, len(entries)))
@@ -199,6 +240,12 @@ class _Search:
         self.differs = 0  # probes on which the mutant differed (a hit or not)
         self.first: str = ""  # what the first of them showed
         self.unkept: str = ""  # why the last difference did not become a test
+        #: the most candidates its next round may run (the time budget's share); None: all
+        self.cap: int | None = None
+        #: how much slower than the original its own check ran (a mutant that loops 256
+        #: times as often is as slow on every probe): its side of a candidate's cost
+        self.slow = 1.0
+        self.out_of_time = ""  # the time budget it ran out of, said in its result
 
     def differed(self, what: str, unkept: str = "") -> None:
         self.differs += 1
@@ -215,12 +262,7 @@ class _Search:
             text = f"not distinguished by {self.probes} {probes}" + (
                 f" (kinds {', '.join(tried)})" if tried else ""
             )
-            planned = {c.kind for c in self.queue}
-            left = [k for k in self.offered if k not in planned]
-            if left:
-                text += f"; left unprobed when its budget of {len(self.queue)} inputs ran out: "
-                text += ", ".join(left)
-            return text
+            return text + self._unprobed(tried)
         probes = "probe" if self.differs == 1 else "probes"
         text = (
             f"the mutant differs on {self.differs} {probes} (first: {self.first[:300]}), "
@@ -228,10 +270,28 @@ class _Search:
         )
         return f"{text}; then {self.note}" if self.note else text
 
+    def _unprobed(self, tried: list[str]) -> str:
+        """What a budget left unprobed: the kinds never run, and why."""
+        text = ""
+        if self.out_of_time and self.pending:
+            never = [k for k in dict.fromkeys(c.kind for c in self.pending) if k not in tried]
+            inputs = "input" if len(self.pending) == 1 else "inputs"
+            text += (
+                f"; {len(self.pending)} planned {inputs} left unprobed when {self.out_of_time} "
+                "ran out" + (f" (kinds never tried: {', '.join(never)})" if never else "")
+            )
+        planned = {c.kind for c in self.queue}
+        left = [k for k in self.offered if k not in planned]
+        if left:
+            text += f"; left unprobed when its budget of {len(self.queue)} inputs ran out: "
+            text += ", ".join(left)
+        return text
+
     def batch(self, unusable: dict[str, str]) -> list[Candidate]:
         """The next candidates to run: none the original is known to reject."""
         self.pending = [c for c in self.pending if c.id not in unusable]
-        return self.pending[: BATCH if self.ran else FIRST_BATCH]
+        size = BATCH if self.ran else FIRST_BATCH
+        return self.pending[: size if self.cap is None else min(size, self.cap)]
 
     def consume(self, batch: list[Candidate]) -> None:
         ids = {c.id for c in batch}
@@ -404,7 +464,7 @@ def _test_for(ctx: StageContext, search: _Search) -> TestFile:
     name = f"test_{candidate.function}_{candidate.slug}"
     name = re.sub(r"\W", "_", name)
     source = render_test(
-        module=ctx.kernel.module,
+        module=_module(ctx),
         kernel_name=ctx.kernel.name,
         candidate=candidate,
         outputs=outputs,
@@ -432,11 +492,15 @@ def probe_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
     spend = summary.setdefault("spend", dict.fromkeys(SPEND, 0))
     for key in SPEND:
         spend.setdefault(key, 0)
+    meter = None
     try:
-        yield from _probe(ctx, survivors, summary, spend)
+        with ctx.metered() as meter:
+            yield from _probe(ctx, survivors, summary, spend, meter)
     finally:
         spend["originals_saved"] = max(0, spend["mutant_runs"] - spend["original_runs"])
         spend["seconds"] = round(spend["seconds"] + time.perf_counter() - start, 2)
+        if meter is not None:
+            spend["job_s"] = round(spend["job_s"] + meter[0], 2)
 
 
 #: the probe's spend in the run's ``writers.probe.spend``
@@ -450,13 +514,49 @@ SPEND = (
     "cached_jobs",  # of them served from the cache (their runs not counted)
     "retried",  # survivors whose candidates ran again after a shared job failed
     "seconds",  # the probe's wall time, proofs included
+    "job_s",  # its sandbox jobs' seconds (at their time when run), against ``budget_s``
 )
 
 
+def time_budget(ctx: StageContext) -> tuple[float | None, str]:
+    """The probe's time in seconds of jobs, and how to say it: ``--probe-time``, or as
+    much as the mutants' jobs took (None: no limit but the number of inputs)."""
+    given = ctx.settings.writers.probe_time
+    if given == 0:
+        return None, ""
+    if given is not None:
+        return given, f"the probe's time ({given:g} s of jobs, --probe-time)"
+    mutants = ctx.mutant_job_seconds()
+    return mutants, f"the probe's time ({mutants:.1f} s of jobs, as much as the mutants' took)"
+
+
+def _fit(active: list[_Search], left: float, scale: float, known: dict, unusable: dict) -> None:
+    """After its first round (which runs whatever the budget), each survivor's next round
+    is what fits its share of the time left (``left`` seconds of jobs): its candidates'
+    estimates times ``scale`` (the probe's jobs so far, measured over estimated), on the
+    mutant's side times its slowness, plus the original's run where it has not run yet."""
+    share = max(0.0, left) / max(1, len(active))
+    for search in active:
+        search.cap = None
+        if not search.ran:
+            continue
+        cost, n = 0.0, 0
+        for c in search.batch(unusable):
+            cost += c.est_s * scale * (search.slow + (c.id not in known))
+            if cost > share:
+                break
+            n += 1
+        search.cap = n
+
+
 def _probe(
-    ctx: StageContext, survivors: list[Mutant], summary: dict, spend: dict
+    ctx: StageContext, survivors: list[Mutant], summary: dict, spend: dict, meter: list[float]
 ) -> Iterator[Event]:
     budget = max(1, ctx.settings.writers.probes)
+    limit, limit_text = time_budget(ctx)
+    if limit is not None:
+        spend["budget_s"] = round(spend.get("budget_s", 0.0) + limit, 3)
+        limit += meter[0]  # the meter counts from the stage's start
     share = ctx.settings.writers.probe_share
     yield WriterNote("probe", f"probing {len(survivors)} survivors (up to {budget} inputs each)")
     calls, note = capture(ctx)
@@ -486,11 +586,14 @@ def _probe(
             kinds(reaching, m.family, triggers),
         )
         spend["planned"] += len(searches[m.id].queue)
+        searches[m.id].slow = _slowness(ctx, m)
     summary["survivors"] = summary.get("survivors", 0) + len(survivors)
     tried: dict[str, int] = summary.setdefault("probes_by_trigger", {})
     kills: dict[str, int] = summary.setdefault("kills_by_trigger", {})
     known: dict[str, dict] = {}  # the original's runs: candidate id -> digest, kept outputs
     unusable: dict[str, str] = {}  # candidate id -> why no survivor runs it
+    clock = [0.0, 0.0]  # the probe's harness jobs: estimated seconds, measured seconds
+    refit = True  # off for the round right after the original ran its candidates
     while True:
         active = [
             s
@@ -501,6 +604,14 @@ def _probe(
             and ctx.ledger.verdict(s.mutant.id) is Verdict.SURVIVED
             and s.batch(unusable)
         ]
+        if limit is not None and refit:
+            scale = min(50.0, max(0.5, clock[1] / clock[0])) if clock[0] else 1.0
+            _fit(active, limit - meter[0], scale, known, unusable)
+        if limit is not None:
+            for s in active:
+                if not s.batch(unusable):
+                    s.out_of_time, s.done = limit_text, True
+            active = [s for s in active if not s.done]
         if not active:
             break
         if share:
@@ -508,7 +619,8 @@ def _probe(
                 s.reorder(kills)
             # the original first, once per candidate not run yet (all survivors share it)
             needed = {c.id: c for s in active for c in s.batch(unusable) if c.id not in known}
-            if needed:
+            if needed and refit:  # once a round: what a rejected one's place brings in runs
+                # in the compare job, beside the mutants
                 before = len(unusable)
                 originals = _original_jobs(ctx, list(needed.values()))
                 results = common.run_all(ctx, {k: job for k, (job, _) in originals.items()})
@@ -516,12 +628,15 @@ def _probe(
                     return  # cancelled
                 for key, (result, cached) in results.items():
                     _spent(spend, result, cached)
+                    _clocked(clock, sum(c.est_s for c in originals[key][1]), result)
                     _read_original(result, originals[key][1], known, unusable)
                 for cid in needed:
                     if cid not in known:
                         unusable.setdefault(cid, "the original's run on it was not recorded")
                 spend["unusable"] += len(unusable) - before
+                refit = False  # the shares stand: what it ran is part of them
                 continue  # the batches again, without what the original rejects
+            refit = True
             groups = _groups(active, ctx.jobs.workers, {s.mutant.id: _work(s) for s in active})
             # the original on the next batches too, beside this round's mutants (not in
             # the first round: most survivors that die, die there)
@@ -546,6 +661,10 @@ def _probe(
         for key, (result, cached) in results.items():
             _spent(spend, result, cached)
             if key in originals:
+                _clocked(clock, sum(c.est_s for c in originals[key][1]), result)
+            else:
+                _clocked(clock, _estimate(entries[key], known), result)
+            if key in originals:
                 before = len(unusable)
                 _read_original(result, originals[key][1], known, unusable)
                 spend["unusable"] += len(unusable) - before
@@ -568,6 +687,17 @@ def _probe(
                 _read_mutant(search, batch, answer, ctx.kernel.name, tried)
         for search in searches.values():
             if search.hang is not None and search.hit is None:
+                if search.slow >= SLOW and limit is not None and meter[0] >= limit:
+                    # a mutant that is slower everywhere hangs where the inputs are big;
+                    # proving it costs its whole time limit and the oracle's, and shows
+                    # a difference only if its outputs differ too
+                    search.hang = None
+                    search.unkept = (
+                        f"it runs {search.slow:.0f}x the original's time on the own check, "
+                        f"and {limit_text} ran out before its hang was proved"
+                    )
+                    search.done = True
+                    continue
                 yield from _golden_for_hang(ctx, search)
             if search.hit is None or ctx.ledger.verdict(search.mutant.id) is not Verdict.SURVIVED:
                 continue
@@ -584,8 +714,33 @@ def _probe(
         yield WriterNote("probe", text, "warning" if search.differs else "info", mid)
 
 
+def _clocked(clock: list[float], estimate: float, result: JobResult) -> None:
+    """A harness job's estimated seconds and its measured seconds."""
+    clock[0] += estimate
+    clock[1] += result.duration_s
+
+
+def _estimate(entries: list[tuple[_Search, list[Candidate]]], known: dict) -> float:
+    """A compare job's estimated seconds: each mutant on its candidates (times its
+    slowness), the original once on each candidate it has not run before."""
+    union = {c.id: c for _, batch in entries for c in batch if c.id not in known}
+    mutants = sum(c.est_s * s.slow for s, batch in entries for c in batch)
+    return mutants + sum(c.est_s for c in union.values())
+
+
+def _slowness(ctx: StageContext, mutant: Mutant) -> float:
+    """The mutant's own job over the original's (1 to 100; 1 where either is unknown)."""
+    outcome = ctx.ledger.outcome(mutant.id)
+    original = ctx.baseline.duration_s if ctx.baseline is not None else 0.0
+    if outcome is None or original <= 0 or outcome.duration_s <= 0:
+        return 1.0
+    return min(100.0, max(1.0, outcome.duration_s / original))
+
+
 def _work(search: _Search) -> float:
-    return sum(c.est_s for c in search.pending[: BATCH if search.ran else FIRST_BATCH])
+    return search.slow * sum(
+        c.est_s for c in search.pending[: BATCH if search.ran else FIRST_BATCH]
+    )
 
 
 def _golden_for_hang(ctx: StageContext, search: _Search) -> Iterator[Event]:
@@ -612,7 +767,9 @@ def _golden_for_hang(ctx: StageContext, search: _Search) -> Iterator[Event]:
 def _prove(ctx: StageContext, search: _Search, survivors: list[Mutant]) -> Iterator[Event]:
     mutant = search.mutant
     test = _test_for(ctx, search)
-    proof = common.prove_killer(ctx, test, mutant)
+    # the search ran the original on this input: its time is known, the mutant runs beside
+    assert search.hit is not None
+    proof = common.prove_killer(ctx, test, mutant, expected_s=search.hit[0].est_s)
     if not proof.ok:
         tried = common.attempts(ctx, mutant.id)
         attempt = 1 + sum(1 for a in tried if a.get("by") == "probe")

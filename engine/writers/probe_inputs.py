@@ -122,6 +122,7 @@ class Candidate:
     kind: str  # the trigger kind: one of TRIGGERS
     elements: int
     est_s: float  # expected seconds for one side
+    case: str = ""  # the test case whose call this varies (project mode), for the test's words
 
     def request(self) -> dict:
         return {
@@ -477,6 +478,7 @@ def build(
         kind=kind,
         elements=elements,
         est_s=est + 0.05,
+        case=str(call.get("case", "")),
     )
 
 
@@ -828,7 +830,7 @@ def candidates(
 
 # -- the test a hit becomes ------------------------------------------------------------------
 def _import_line(module: str, function: str) -> str:
-    if module.isidentifier():
+    if all(part.isidentifier() for part in module.split(".")):
         return f"from {module} import {function}"
     return f"{function} = importlib.import_module({module!r}).{function}"
 
@@ -844,9 +846,10 @@ def render_test(
     why: str,
 ) -> str:
     """A plain pytest file: the probe input, the call, the original's outputs as expected."""
+    varies = f"It varies the call made by {candidate.case}. " if candidate.case else ""
     about = (
-        f"Input: {candidate.call} with {candidate.describe}. The expected values are the "
-        f"original kernel's outputs for this input (in {golden_name}). {why}"
+        f"Input: {candidate.call} with {candidate.describe}. {varies}The expected values are "
+        f"the original kernel's outputs for this input (in {golden_name}). {why}"
     )
     about = about.replace("\\", "/").replace('"""', "'''")
     lines = [
@@ -856,7 +859,7 @@ def render_test(
         '"""',
         "",
     ]
-    if not module.isidentifier():
+    if not all(part.isidentifier() for part in module.split(".")):
         lines.append("import importlib")
     lines += ["import json", "import pathlib", "", "import torch", ""]
     lines += [_import_line(module, candidate.function), "", ""]
