@@ -458,26 +458,11 @@ def capture(request: dict, workdir: str) -> dict:
 
     recorder = _Recorder()
     undo = _count_launches(recorder)
-    if request.get("project"):
-        try:
-            wrapped, errors = _capture_project(request, workdir, recorder)
-        finally:
-            undo()
-            bounds.reset()
-        return {
-            "version": VERSION,
-            "functions": sorted(wrapped),
-            "calls": recorder.calls,
-            "errors": errors,
-        }
-    path = os.path.join(workdir, request["kernel"])
     try:
-        _, wrapped, errors = _run_wrapped(request["module"], path, recorder, request.get("main"))
-        if request.get("tests"):
-            import pytest
-
-            args = [path, "-q", "-p", "no:cacheprovider", "--rootdir", workdir, "-c", os.devnull]
-            pytest.main(args)
+        if request.get("project"):
+            wrapped, errors = _capture_project(request, workdir, recorder)
+        else:
+            wrapped, errors = _capture_file(request, workdir, recorder)
     finally:
         undo()
         bounds.reset()
@@ -487,6 +472,18 @@ def capture(request: dict, workdir: str) -> dict:
         "calls": recorder.calls,
         "errors": errors,
     }
+
+
+def _capture_file(request: dict, workdir: str, recorder: _Recorder) -> tuple[list, list]:
+    """The kernel file run as its own check (its ``__main__`` block, its ``test_*``)."""
+    path = os.path.join(workdir, request["kernel"])
+    _, wrapped, errors = _run_wrapped(request["module"], path, recorder, request.get("main"))
+    if request.get("tests"):
+        import pytest
+
+        args = [path, "-q", "-p", "no:cacheprovider", "--rootdir", workdir, "-c", os.devnull]
+        pytest.main(args)
+    return wrapped, errors
 
 
 # -- compare ----------------------------------------------------------------------
