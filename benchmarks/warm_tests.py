@@ -4,8 +4,9 @@ Usage:
     python benchmarks/warm_tests.py [MODULE TEST [MODULE TEST ...]] [--mode M] [-j N]
         [--rounds R] [-k EXPR] [--operators LIST] [--json OUT]
 
-Each pair (a kernel module and the test file that judges it; default: the packaged
-example ``examples/kernel_lib``'s rms_norm) runs as ``mutant-gate run MODULE --tests TEST
+Each pair (a kernel module and the test file that judges it, or ``-`` for a kernel
+file judged by its own check; default: the packaged example ``examples/kernel_lib``'s
+rms_norm) runs as ``mutant-gate run MODULE --tests TEST
 --writer none`` would, with no cache, once with warm runners (the project's tests in the
 worker's long-lived runner) and once cold (every job in a process of its own),
 alternating for ``--rounds``. Prints, per side: the whole run, the original's run, the
@@ -44,7 +45,7 @@ def one_run(
 
     settings = RunSettings(
         kernel_path=module,
-        tests=(test,),
+        tests=(test,) if test != "-" else (),  # "-": a kernel file's own check
         use_cache=False,
         workers=workers,
         mode=mode,

@@ -412,3 +412,34 @@ def test_the_probe_learns_calls_through_a_module_and_writes_tests_a_maintainer_c
     module.write_text(module.read_text().replace("x - tl.max(x, axis=0)", "x + tl.max(x, axis=0)"))
     done = subprocess.run(plain, cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_the_probe_calls_an_autograd_function_of_the_module_as_the_library_does(tmp_path):
+    """A library's op module often holds its autograd Function beside the kernels (and
+    its forward may call private helpers only): the probe wraps the Function's ``apply``,
+    learns ``SoftmaxFunction.apply(x)`` through the Module that calls it, and its written
+    tests call ``SoftmaxFunction.apply`` as the library's own layers do."""
+    root = copy_lib(tmp_path)
+    ops = root / "src" / "kernel_lib" / "ops" / "softmax.py"
+    layers = root / "src" / "kernel_lib" / "layers.py"
+    text = layers.read_text()
+    function = text[text.index("class SoftmaxFunction") : text.index("class Softmax(nn.Module)")]
+    ops.write_text(ops.read_text() + "\n\n" + function.rstrip() + "\n")
+    layers.write_text(
+        text.replace(function, "").replace("import softmax_forward", "import SoftmaxFunction")
+    )
+    args = ["run", "src/kernel_lib/ops/softmax.py", "--tests", "tests/test_layers.py"]
+    flags = ["--operators", "compare-lt-le,add-sub", "-j", "2", "--no-cache", "--json", "r.json"]
+    proc = run_cli(*args, *flags, "--write-tests", "written", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = " ".join(proc.stdout.split())
+    assert "from the project's tests: SoftmaxFunction.apply((2, 64)" in said, said
+    report = json.loads((root / "r.json").read_text())
+    assert report["score"]["by_verdict"] == {"killed": len(report["mutants"])}
+    probed = [m for m in report["mutants"] if m.get("probe", {}).get("trigger")]
+    assert {m["probe"]["trigger"] for m in probed} == {"size", "magnitude"}, probed
+    for test in (root / "written").glob("*.py"):
+        text = test.read_text()
+        assert "from kernel_lib.ops.softmax import SoftmaxFunction" in text
+        assert "    result = SoftmaxFunction.apply(x)" in text

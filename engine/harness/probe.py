@@ -110,7 +110,9 @@ class _Recorder:
         self.keys: dict[str, dict] = {}
         self.case = ""  # the test case running (project mode): each call says which
 
-    def wrap(self, name: str, fn: Any) -> Any:
+    def wrap(self, name: str, fn: Any, signature: inspect.Signature | None = None) -> Any:
+        """``fn`` recording its outermost calls as ``name``; ``signature``: the one its
+        arguments bind to, where ``fn``'s own says nothing (``Function.apply``)."""
         recorder = self
 
         @functools.wraps(fn)
@@ -121,7 +123,7 @@ class _Recorder:
                     return fn(*args, **kwargs)
                 finally:
                     recorder.depth -= 1
-            record = recorder.start(name, fn, args, kwargs)
+            record = recorder.start(name, fn, args, kwargs, signature)
             recorder.depth, recorder.current = 1, record
             start = time.perf_counter()
             try:
@@ -134,9 +136,16 @@ class _Recorder:
 
         return wrapper
 
-    def start(self, name: str, fn: Any, args: tuple, kwargs: dict) -> dict | None:
+    def start(
+        self,
+        name: str,
+        fn: Any,
+        args: tuple,
+        kwargs: dict,
+        signature: inspect.Signature | None = None,
+    ) -> dict | None:
         try:
-            sig = inspect.signature(fn)
+            sig = signature or inspect.signature(fn)
             bound = sig.bind(*args, **kwargs)
         except (TypeError, ValueError):
             return None
@@ -423,6 +432,8 @@ def _capture_project(request: dict, workdir: str, recorder: _Recorder) -> tuple[
     wrappers = {id(namespace[n]): (namespace[n], recorder.wrap(n, namespace[n])) for n in names}
     project = request["project"]
     rebound = _Rebound(wrappers, [os.path.dirname(path), project["root"], project["import_root"]])
+    entries = _function_entries(module, recorder)
+    names += [f"{cls.__name__}.apply" for cls, _ in entries]
 
     class Cases:
         def pytest_collection_finish(self, session: Any) -> None:
@@ -447,7 +458,37 @@ def _capture_project(request: dict, workdir: str, recorder: _Recorder) -> tuple[
             errors.append(f"pytest exit code {int(code)}")
     finally:
         rebound.undo()
+        for cls, had in entries:
+            if had is None:
+                del cls.apply
+            else:
+                cls.apply = had
     return names, errors
+
+
+def _function_entries(module: Any, recorder: _Recorder) -> list[tuple[Any, Any]]:
+    """The module's public ``torch.autograd.Function`` classes (a library's usual entry
+    point: its layers and tests call ``XFunction.apply``), each ``apply`` wrapped as the
+    call ``XFunction.apply(...)``, its arguments named by ``forward``'s (less ``ctx``).
+    Returns (class, what its own ``__dict__`` held as ``apply``: None, inherited)."""
+    import torch
+
+    found = []
+    for name, value in list(vars(module).items()):
+        if name.startswith("_") or not inspect.isclass(value):
+            continue
+        if not issubclass(value, torch.autograd.Function) or value.__module__ != module.__name__:
+            continue
+        try:
+            params = list(inspect.signature(value.forward).parameters.values())[1:]
+        except (TypeError, ValueError):
+            continue
+        had = value.__dict__.get("apply")
+        value.apply = recorder.wrap(
+            f"{name}.apply", value.apply, inspect.Signature(params)
+        )  # a plain function on the class: ``XFunction.apply(x)`` calls it with x alone
+        found.append((value, had))
+    return found
 
 
 def capture(request: dict, workdir: str) -> dict:
@@ -504,7 +545,8 @@ def _execute(
     from . import bounds
 
     namespace: dict = {"torch": torch, "math": math}
-    namespace[candidate["function"]] = getattr(module, candidate["function"])
+    root = candidate["function"].split(".")[0]  # ``XFunction.apply``: the class
+    namespace[root] = getattr(module, root)
     bounds.reset()
     try:
         exec(candidate["setup"], namespace)

@@ -830,6 +830,7 @@ def candidates(
 
 # -- the test a hit becomes ------------------------------------------------------------------
 def _import_line(module: str, function: str) -> str:
+    function = function.split(".")[0]  # ``XFunction.apply``: the class is imported
     if all(part.isidentifier() for part in module.split(".")):
         return f"from {module} import {function}"
     return f"{function} = importlib.import_module({module!r}).{function}"
