@@ -443,3 +443,81 @@ def test_the_probe_calls_an_autograd_function_of_the_module_as_the_library_does(
         text = test.read_text()
         assert "from kernel_lib.ops.softmax import SoftmaxFunction" in text
         assert "    result = SoftmaxFunction.apply(x)" in text
+
+
+RELU_MODULE = '''"""ReLU with a kernel each way, behind an autograd Function."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_forward_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+@triton.jit
+def relu_backward_kernel(x_ptr, dy_ptr, dx_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    dy = tl.load(dy_ptr + offs, mask=mask)
+    tl.store(dx_ptr + offs, tl.where(x > 0, dy, 0.0), mask=mask)
+
+
+def _launch(kernel, n, *args):
+    kernel[(triton.cdiv(n, 64),)](*args, n, BLOCK=64)
+
+
+class ReluFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.empty_like(x)
+        _launch(relu_forward_kernel, x.numel(), x, y)
+        ctx.save_for_backward(x)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (x,) = ctx.saved_tensors
+        dx = torch.empty_like(x)
+        _launch(relu_backward_kernel, x.numel(), x, dy.contiguous(), dx)
+        return dx
+'''
+
+RELU_TESTS = """import torch
+from kernel_lib.ops.relu import ReluFunction
+
+
+def test_relu_forward_and_backward(device):
+    x = torch.randn(4, 64, device=device, requires_grad=True)
+    y = ReluFunction.apply(x)
+    torch.testing.assert_close(y, torch.relu(x))
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, (x > 0).float())
+"""
+
+
+@pytest.mark.slow
+def test_the_probe_reaches_a_functions_backward_kernel_through_its_gradients(tmp_path):
+    """The Function's backward launches a kernel only when a test calls ``.backward()``:
+    the probe follows it, so a mutant of the backward kernel (its mask bound, which the
+    test's 256 elements, a block multiple, never reach) is probed with the call and its
+    gradients, and dies on 255 elements."""
+    root = copy_lib(tmp_path)
+    (root / "src" / "kernel_lib" / "ops" / "relu.py").write_text(RELU_MODULE)
+    (root / "tests" / "test_relu.py").write_text(RELU_TESTS)
+    args = ["run", "src/kernel_lib/ops/relu.py", "--tests", "tests/test_relu.py"]
+    flags = ["--operators", "compare-lt-le", "-j", "2", "--no-cache", "--json", "r.json"]
+    proc = run_cli(*args, *flags, "--write-tests", "written", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((root / "r.json").read_text())
+    (backward,) = [m for m in report["mutants"] if m["function"] == "relu_backward_kernel"]
+    assert backward["verdict"] == "killed" and backward["by"].startswith("test:"), backward
+    assert backward["probe"]["trigger"] in ("size", "npot", "small"), backward["probe"]
+    sources = [t["source"] for t in report["tests"] if t["origin"] == "probe"]
+    assert any("result = _mg_grad(ReluFunction.apply, x)" in s for s in sources), sources

@@ -109,6 +109,8 @@ class _Recorder:
         self.current: dict | None = None
         self.keys: dict[str, dict] = {}
         self.case = ""  # the test case running (project mode): each call says which
+        #: ``XFunction.apply`` -> the kernels its ``backward`` launched (project mode)
+        self.backward: dict[str, list[str]] = {}
 
     def wrap(self, name: str, fn: Any, signature: inspect.Signature | None = None) -> Any:
         """``fn`` recording its outermost calls as ``name``; ``signature``: the one its
@@ -458,19 +460,27 @@ def _capture_project(request: dict, workdir: str, recorder: _Recorder) -> tuple[
             errors.append(f"pytest exit code {int(code)}")
     finally:
         rebound.undo()
-        for cls, had in entries:
-            if had is None:
-                del cls.apply
-            else:
-                cls.apply = had
+        for cls, held in entries:
+            for attr, had in held.items():
+                if had is None:
+                    delattr(cls, attr)
+                else:
+                    setattr(cls, attr, had)
+    for call in recorder.calls:  # a Function's call reaches what its backward launched too
+        kernels = recorder.backward.get(call["function"])
+        if kernels:
+            call["backward"] = kernels
+            call["kernels"] = call["kernels"] + [k for k in kernels if k not in call["kernels"]]
     return names, errors
 
 
-def _function_entries(module: Any, recorder: _Recorder) -> list[tuple[Any, Any]]:
+def _function_entries(module: Any, recorder: _Recorder) -> list[tuple[Any, dict]]:
     """The module's public ``torch.autograd.Function`` classes (a library's usual entry
     point: its layers and tests call ``XFunction.apply``), each ``apply`` wrapped as the
-    call ``XFunction.apply(...)``, its arguments named by ``forward``'s (less ``ctx``).
-    Returns (class, what its own ``__dict__`` held as ``apply``: None, inherited)."""
+    call ``XFunction.apply(...)``, its arguments named by ``forward``'s (less ``ctx``),
+    and its ``backward`` followed: the kernels it launches when a test calls
+    ``.backward()`` belong to that call (``recorder.backward``). Returns (class, what its
+    own ``__dict__`` held as ``apply`` and ``backward``: None where it inherited them)."""
     import torch
 
     found = []
@@ -483,12 +493,67 @@ def _function_entries(module: Any, recorder: _Recorder) -> list[tuple[Any, Any]]
             params = list(inspect.signature(value.forward).parameters.values())[1:]
         except (TypeError, ValueError):
             continue
-        had = value.__dict__.get("apply")
+        held = {attr: value.__dict__.get(attr) for attr in ("apply", "backward")}
+        entry = f"{name}.apply"
         value.apply = recorder.wrap(
-            f"{name}.apply", value.apply, inspect.Signature(params)
+            entry, value.apply, inspect.Signature(params)
         )  # a plain function on the class: ``XFunction.apply(x)`` calls it with x alone
-        found.append((value, had))
+        if held["backward"] is not None:
+            value.backward = staticmethod(_followed(recorder, entry, value.backward))
+        found.append((value, held))
     return found
+
+
+def _followed(recorder: _Recorder, entry: str, backward: Any) -> Any:
+    """``backward`` with the kernels it launches noted under ``entry``."""
+
+    @functools.wraps(backward)
+    def follow(ctx: Any, *grads: Any) -> Any:
+        saved = recorder.current, recorder.depth
+        record: dict = {"launches": 0, "kernels": [], "constexprs": {}}
+        recorder.current, recorder.depth = record, 1
+        try:
+            return backward(ctx, *grads)
+        finally:
+            recorder.current, recorder.depth = saved
+            kernels = recorder.backward.setdefault(entry, [])
+            kernels += [k for k in record["kernels"] if k not in kernels]
+
+    return follow
+
+
+#: what a call that reaches a Function's backward runs in a probe (and in its written
+#: test, verbatim): the call, then the gradients of a fixed random weighting of its
+#: outputs with respect to each float tensor argument; all of it compared
+GRAD_HELPER = """
+def _mg_grad(fn, *args):
+    args = [
+        a.detach().clone().requires_grad_(True)
+        if isinstance(a, torch.Tensor) and a.is_floating_point()
+        else a
+        for a in args
+    ]
+    out = fn(*args)
+    outs = [
+        o
+        for o in (out if isinstance(out, tuple) else (out,))
+        if isinstance(o, torch.Tensor) and o.requires_grad
+    ]
+    inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    grads = ()
+    if outs and inputs:
+        weights = torch.Generator().manual_seed(1)
+        total = sum(
+            (o.float() * torch.rand(o.shape, generator=weights).to(o.device)).sum() for o in outs
+        )
+        grads = torch.autograd.grad(total, inputs, allow_unused=True)
+    detached = (
+        tuple(o.detach() if isinstance(o, torch.Tensor) else o for o in out)
+        if isinstance(out, tuple)
+        else out.detach() if isinstance(out, torch.Tensor) else out
+    )
+    return (detached, *grads)
+"""
 
 
 def capture(request: dict, workdir: str) -> dict:
@@ -547,6 +612,8 @@ def _execute(
     namespace: dict = {"torch": torch, "math": math}
     root = candidate["function"].split(".")[0]  # ``XFunction.apply``: the class
     namespace[root] = getattr(module, root)
+    if "_mg_grad(" in candidate["call"]:
+        exec(GRAD_HELPER, namespace)
     bounds.reset()
     try:
         exec(candidate["setup"], namespace)

@@ -572,8 +572,13 @@ def _probe(
         reaching = [c for c in calls if reach & set(c.get("kernels", ()))]
         if not reaching:
             launched = sorted({k for c in calls for k in c.get("kernels", ())})
+            calls_of = (
+                "the project tests' calls"
+                if ctx.kernel.project
+                else "the own check's wrapper calls"
+            )
             text = (
-                f"the own check's wrapper calls never launch {m.function} "
+                f"{calls_of} never launch {m.function} "
                 f"(they launch {', '.join(launched) or 'nothing'}): nothing to vary"
             )
             ctx.ledger.put_row(m.id, "probe", {"probes": 0, "result": text})

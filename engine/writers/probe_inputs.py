@@ -54,6 +54,8 @@ import math
 import textwrap
 from dataclasses import dataclass
 
+from ..harness.probe import GRAD_HELPER
+
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 PROBE_DTYPES = ("float16", "bfloat16", "float32")
 MAX_ELEMENTS = 1 << 20  # per candidate, all tensors together
@@ -418,7 +420,7 @@ def build(
             describe = f"{describe}, {_shrunk_text(steps)}"
             slug = _shrunk_slug(slug, steps)
     function = call["function"]
-    taken = {"torch", "math", function, "result", "expected"}
+    taken = {"torch", "math", function, function.split(".")[0], "result", "expected", "_mg_grad"}
     lines = [f"torch.manual_seed({seed})"]
     tensors: list[str] = []
     positional: list[str] = []
@@ -465,6 +467,8 @@ def build(
     est = float(call.get("duration_s", 0.1)) * max(1.0, elements / old)
     setup = "\n".join(lines) + "\n"
     call_text = f"{function}({', '.join(positional + keywords)})"
+    if call.get("backward"):  # a Function whose backward launches kernels: run it too
+        call_text = f"_mg_grad({', '.join([function, *positional, *keywords])})"
     # keyed by what runs: survivors planning the same input share the original's run
     content = json.dumps([function, setup, call_text, tensors]).encode()
     return Candidate(
@@ -895,8 +899,10 @@ def render_test(
         "        torch.testing.assert_close(actual, _load(value), equal_nan=True)",
         "",
         "",
-        f"def {test_name}():",
     ]
+    if "_mg_grad(" in candidate.call:  # the call, then its backward: the gradients too
+        lines += [*GRAD_HELPER.strip().splitlines(), "", ""]
+    lines += [f"def {test_name}():"]
     lines += ["    " + line for line in candidate.setup.strip().splitlines()]
     lines.append(f"    result = {candidate.call}")
     for name, value in outputs.items():
