@@ -521,3 +521,26 @@ def test_the_probe_reaches_a_functions_backward_kernel_through_its_gradients(tmp
     assert backward["probe"]["trigger"] in ("size", "npot", "small"), backward["probe"]
     sources = [t["source"] for t in report["tests"] if t["origin"] == "probe"]
     assert any("result = _mg_grad(ReluFunction.apply, x)" in s for s in sources), sources
+
+
+@pytest.mark.slow
+def test_the_big_index_check_replays_the_project_tests_launches(tmp_path):
+    """A row offset made 64-bit (``tl.program_id(0).to(tl.int64)``): the mutants that
+    drop or narrow the cast pass the library's small tests; the big-index check replays
+    the launch those tests made past 2^31 elements and sees their offsets wrap."""
+    root = copy_lib(tmp_path)
+    module = root / "src" / "kernel_lib" / "ops" / "rms_norm.py"
+    text = module.read_text()
+    assert "    row = tl.program_id(0)\n" in text
+    module.write_text(
+        text.replace("    row = tl.program_id(0)\n", "    row = tl.program_id(0).to(tl.int64)\n")
+    )
+    args = ["run", "src/kernel_lib/ops/rms_norm.py", "--tests", "tests/test_rms_norm.py"]
+    flags = ["--operators", "int64-cast-drop,int-narrow", "-j", "2", "--no-cache"]
+    proc = run_cli(*args, *flags, "--json", "r.json", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((root / "r.json").read_text())
+    assert {m["operator"] for m in report["mutants"]} == {"int64-cast-drop", "int-narrow"}
+    for m in report["mutants"]:
+        assert m["verdict"] == "killed" and m["by"] == "big-index", m
+        assert "an offset that wraps past 2^31 elements" in m["reason"], m["reason"]
