@@ -375,10 +375,12 @@ def test_the_probe_learns_calls_through_a_module_and_writes_tests_a_maintainer_c
     tmp_path,
 ):
     """The library's tests reach ``softmax_forward`` only through ``layers.Softmax`` (an
-    nn.Module over an autograd Function in another module), on a row of 64 columns (a
-    block multiple). The probe wraps every binding of the module's public functions,
-    learns the calls with the test case each came from, and kills what those tests let
-    through: ``cols <= n`` on a row of 63, ``x + max`` on logits of magnitude 100."""
+    nn.Module over ``layers.SoftmaxFunction``, an autograd Function in another module of
+    the package), on a row of 64 columns (a block multiple). The probe learns the calls
+    at the Function (its module's copy made against each mutant), with the test case
+    each came from, and kills what those tests let through: ``cols <= n`` on a row of
+    63, ``x + max`` on logits of magnitude 100; its tests call ``SoftmaxFunction.apply``
+    as the library's layer does."""
     root = copy_lib(tmp_path)
     args = ["run", "src/kernel_lib/ops/softmax.py", "--tests", "tests/test_layers.py"]
     operators = ["--operators", "compare-lt-le,add-sub", "-j", "2", "--no-cache"]
@@ -386,19 +388,22 @@ def test_the_probe_learns_calls_through_a_module_and_writes_tests_a_maintainer_c
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((root / "r.json").read_text())
     said = " ".join(proc.stdout.split())
-    assert "learned 2 wrapper calls from the project's tests: softmax_forward((2, 64)" in said
+    assert "learned 2 wrapper calls from the project's tests: SoftmaxFunction.apply((2, 64)" in said
     assert "tests/test_layers.py::test_softmax_module[2]" in said
     rows = {m["after"]: m for m in report["mutants"]}
     bound, shift = rows["cols <= n"], rows["x + tl.max(x, axis=0)"]
     for row, kind in ((bound, "size"), (shift, "magnitude")):
-        assert row["verdict"] == "killed" and row["by"].startswith("test:test_softmax_"), row
+        assert row["verdict"] == "killed" and row["by"].startswith("test:test_SoftmaxFunction_"), (
+            row
+        )
         assert row["probe"]["trigger"] == kind, row["probe"]
     assert report["score"]["by_verdict"] == {"killed": len(report["mutants"])}
     written = sorted((root / "written").glob("*.py"))
     assert len(written) == 2, written
     for test in written:
         text = test.read_text()
-        assert "from kernel_lib.ops.softmax import softmax_forward" in text
+        assert "from kernel_lib.layers import SoftmaxFunction" in text
+        assert "    result = SoftmaxFunction.apply(x)" in text
         assert "varies the call made by tests/test_layers.py::test_softmax_module[" in " ".join(
             text.split()
         )

@@ -111,6 +111,10 @@ class _Recorder:
         self.case = ""  # the test case running (project mode): each call says which
         #: ``XFunction.apply`` -> the kernels its ``backward`` launched (project mode)
         self.backward: dict[str, list[str]] = {}
+        #: ``XFunction.apply`` -> the module that defines the Function (project mode)
+        self.homes: dict[str, str] = {}
+        #: the kernels a call must launch one of to be kept (None: any)
+        self.only: set[str] | None = None
 
     def wrap(self, name: str, fn: Any, signature: inspect.Signature | None = None) -> Any:
         """``fn`` recording its outermost calls as ``name``; ``signature``: the one its
@@ -176,6 +180,8 @@ class _Recorder:
     def finish(self, record: dict) -> None:
         if not record["launches"]:
             return  # a reference implementation or helper: nothing of the kernel ran
+        if self.only is not None and not set(record["kernels"]) & self.only:
+            return  # it launched other modules' kernels only
         key = repr(
             (
                 record["function"],
@@ -433,13 +439,20 @@ def _capture_project(request: dict, workdir: str, recorder: _Recorder) -> tuple[
     names = [n for node in tree.body for n in _public_callables(node, namespace)]
     wrappers = {id(namespace[n]): (namespace[n], recorder.wrap(n, namespace[n])) for n in names}
     project = request["project"]
-    rebound = _Rebound(wrappers, [os.path.dirname(path), project["root"], project["import_root"]])
+    roots = [os.path.dirname(path), project["root"], project["import_root"]]
+    rebound = _Rebound(wrappers, roots)
     entries = _function_entries(module, recorder)
     names += [f"{cls.__name__}.apply" for cls, _ in entries]
+    # only calls that launch one of this module's kernels are worth learning
+    recorder.only = {n for n, v in namespace.items() if type(v).__module__.startswith("triton.")}
 
     class Cases:
         def pytest_collection_finish(self, session: Any) -> None:
             rebound.scan()  # the test modules and what they import are loaded now
+            # the project's own Functions elsewhere (a layer over the kernel module's
+            # functions) are entry points too: their module is loaded now
+            for other in _project_modules(roots, module):
+                entries.extend(_function_entries(other, recorder))
 
         def pytest_runtest_setup(self, item: Any) -> None:
             recorder.case = item.nodeid
@@ -467,6 +480,8 @@ def _capture_project(request: dict, workdir: str, recorder: _Recorder) -> tuple[
                 else:
                     setattr(cls, attr, had)
     for call in recorder.calls:  # a Function's call reaches what its backward launched too
+        if recorder.homes.get(call["function"], module.__name__) != module.__name__:
+            call["module"] = recorder.homes[call["function"]]  # imported from there
         kernels = recorder.backward.get(call["function"])
         if kernels:
             call["backward"] = kernels
@@ -493,15 +508,30 @@ def _function_entries(module: Any, recorder: _Recorder) -> list[tuple[Any, dict]
             params = list(inspect.signature(value.forward).parameters.values())[1:]
         except (TypeError, ValueError):
             continue
+        if getattr(value.apply, "_mutant_gate_entry", False):
+            continue  # wrapped already (a module scanned twice)
         held = {attr: value.__dict__.get(attr) for attr in ("apply", "backward")}
         entry = f"{name}.apply"
+        recorder.homes[entry] = module.__name__
         value.apply = recorder.wrap(
             entry, value.apply, inspect.Signature(params)
         )  # a plain function on the class: ``XFunction.apply(x)`` calls it with x alone
+        value.apply._mutant_gate_entry = True
         if held["backward"] is not None:
             value.backward = staticmethod(_followed(recorder, entry, value.backward))
         found.append((value, held))
     return found
+
+
+def _project_modules(roots: list[str], kernel: Any) -> list[Any]:
+    """The project's loaded modules (files under ``roots``) but the kernel module."""
+    prefixes = tuple(os.path.join(os.path.abspath(r), "") for r in roots)
+    return [
+        m
+        for m in list(sys.modules.values())
+        if m is not kernel
+        and os.path.abspath(getattr(m, "__file__", None) or "/").startswith(prefixes)
+    ]
 
 
 def _followed(recorder: _Recorder, entry: str, backward: Any) -> Any:
@@ -600,6 +630,40 @@ class ContextLost(RuntimeError):
     knows whom to blame and runs the others again."""
 
 
+#: project mode: the kernel module's import name, and the copies of other modules made
+#: against each mutant (``_home``), for one compare job
+_KERNEL: dict = {"name": "", "copies": {}}
+
+
+def _home(name: str, kernel: Any) -> Any:
+    """Module ``name`` of the project (where a candidate's entry point, a Function over
+    the kernel module's functions, is defined) as it is against ``kernel``: imported
+    as it is for the original; for a mutant, a copy of it loaded afresh while the
+    mutant stands at the kernel module's import path, so that what it imports from
+    the kernel module is the mutant's."""
+    real = _KERNEL["name"]
+    if kernel is sys.modules.get(real) or not real:
+        return importlib.import_module(name)
+    key = (name, kernel.__name__)
+    if key not in _KERNEL["copies"]:
+        from importlib import util
+
+        origin = util.find_spec(name).origin  # type: ignore[union-attr]
+        spec = util.spec_from_file_location(f"{kernel.__name__}__{name.replace('.', '_')}", origin)
+        assert spec is not None and spec.loader is not None
+        copy = util.module_from_spec(spec)
+        copy.__package__ = name.rpartition(".")[0]  # its relative imports, as the original's
+        held = sys.modules.get(real)
+        sys.modules[real] = kernel
+        try:
+            spec.loader.exec_module(copy)
+        finally:
+            if held is not None:
+                sys.modules[real] = held
+        _KERNEL["copies"][key] = copy
+    return _KERNEL["copies"][key]
+
+
 def _execute(
     module: Any, candidate: dict, side: str | None = None
 ) -> tuple[dict | None, str | None, dict | None]:
@@ -611,7 +675,8 @@ def _execute(
 
     namespace: dict = {"torch": torch, "math": math}
     root = candidate["function"].split(".")[0]  # ``XFunction.apply``: the class
-    namespace[root] = getattr(module, root)
+    home = _home(candidate["module"], module) if candidate.get("module") else module
+    namespace[root] = getattr(home, root)
     if "_mg_grad(" in candidate["call"]:
         exec(GRAD_HELPER, namespace)
     bounds.reset()
@@ -1038,6 +1103,7 @@ def compare(request: dict, workdir: str) -> dict:
     original runs on every candidate: what it learned comes back (``originals``), and
     with ``golden`` its outputs on the first one it accepts."""
     original = _definitions(request["module"], workdir)
+    _KERNEL.update(name=request["module"] if request.get("package") else "", copies={})
     by_id = {c["id"]: c for c in request["candidates"]}
     originals = _Originals(original, request.get("originals") or {}, bool(request.get("exact")))
     answer: dict = {"version": VERSION, "mutants": {}}

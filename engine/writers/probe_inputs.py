@@ -125,11 +125,15 @@ class Candidate:
     elements: int
     est_s: float  # expected seconds for one side
     case: str = ""  # the test case whose call this varies (project mode), for the test's words
+    #: where the function is imported from when not the kernel module (project mode: a
+    #: Function of another module of the package over the kernel module's functions)
+    module: str = ""
 
     def request(self) -> dict:
         return {
             "id": self.id,
             "function": self.function,
+            **({"module": self.module} if self.module else {}),
             "setup": self.setup,
             "call": self.call,
             "tensors": list(self.tensors),
@@ -470,7 +474,8 @@ def build(
     if call.get("backward"):  # a Function whose backward launches kernels: run it too
         call_text = f"_mg_grad({', '.join([function, *positional, *keywords])})"
     # keyed by what runs: survivors planning the same input share the original's run
-    content = json.dumps([function, setup, call_text, tensors]).encode()
+    home = [call["module"]] if call.get("module") else []
+    content = json.dumps([*home, function, setup, call_text, tensors]).encode()
     return Candidate(
         id="p" + hashlib.sha256(content).hexdigest()[:12],
         function=function,
@@ -483,6 +488,7 @@ def build(
         elements=elements,
         est_s=est + 0.05,
         case=str(call.get("case", "")),
+        module=str(call.get("module", "")),
     )
 
 
@@ -867,7 +873,7 @@ def render_test(
     if not all(part.isidentifier() for part in module.split(".")):
         lines.append("import importlib")
     lines += ["import json", "import pathlib", "", "import torch", ""]
-    lines += [_import_line(module, candidate.function), "", ""]
+    lines += [_import_line(candidate.module or module, candidate.function), "", ""]
     lines += [
         f"EXPECTED = json.loads(pathlib.Path(__file__).with_name({json.dumps(golden_name)}).read_text())",
         "",
