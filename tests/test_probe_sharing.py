@@ -45,6 +45,7 @@ if __name__ == "__main__":
 def test_two_survivors_on_the_same_inputs_run_the_original_once_per_input(tmp_path):
     (tmp_path / "scale.py").write_text(SCALE_KERNEL)
     args = ["run", "scale.py", "--operators", "other-change", "--probes", "6", "-j", "2"]
+    args += ["--probe-time", "0"]  # the inputs budget alone: the sharing is the subject
     proc = run_cli(*args, "--json", "r.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "r.json").read_text())
