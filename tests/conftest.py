@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,10 @@ def pytest_addoption(parser):
     )
 
 
+#: fixtures that start a sandbox pool: a test that uses one is slow
+POOLS = frozenset({"sandbox", "either_sandbox"})
+
+
 def pytest_collection_modifyitems(config, items):
     """The default suite skips `slow` (a few minutes on 2 cores); `gpu` needs CUDA."""
     try:
@@ -31,8 +36,13 @@ def pytest_collection_modifyitems(config, items):
         has_cuda = False
     skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
     skip_slow = pytest.mark.skip(reason="slow: run with --run-slow")
-    run_slow = config.getoption("--run-slow") or bool(config.getoption("-m"))
+    # ``-m`` runs slow tests only when its expression asks for them (``-m slow``), not
+    # whenever it is given (``-m "not gpu"``)
+    asked = re.search(r"(?<!not )\bslow\b", config.getoption("-m") or "") is not None
+    run_slow = config.getoption("--run-slow") or asked
     for item in items:
+        if POOLS & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)  # it starts a sandbox pool
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(skip_gpu)
         elif "slow" in item.keywords and not run_slow and "gpu" not in item.keywords:
