@@ -152,6 +152,11 @@ class KernelFile:
         module-level check (``Check.preload``)."""
         return self.module if test.origin == "probe" and self.project is None else ""
 
+    def own_file(self, kernel_source: str | None = None) -> tuple[str, str]:
+        """The kernel's file alone in a job (``kernel_source``: a mutant's), where the
+        sandbox loads it from: its name, or in project mode its place at the import path."""
+        return self.files(kernel_source)[0]
+
     def files(self, kernel_source: str | None = None) -> tuple[tuple[str, str], ...]:
         """The job's files, with ``kernel_source`` (a mutant) in place of the original."""
         if self.project is not None:  # the module, loaded at its import path by the sandbox,

@@ -39,7 +39,7 @@ def oracle_job(ctx: StageContext, mutant: Mutant, inner: Job | None = None) -> J
     pair = 2.0 * (inner.timeout_s if inner is not None else ctx.timeout_s) + 10.0
     request = {
         "job": (inner or common.checks_job(ctx, None)).to_json(),
-        "kernel": ctx.kernel.files()[0][0],  # where the job holds it (project mode: mutant/)
+        "kernel": ctx.kernel.own_file()[0],  # where the job holds it (project mode: mutant/)
         "mutant_source": mutant.source,
         "pair_timeout_s": round(pair, 1),
     }

@@ -207,12 +207,7 @@ def job_with_test(
     """``test`` against the original (``source`` None) or a mutant; ``with_checks``: after
     the run's own checks and tests, exactly as it will run in every mutant's job."""
     kernel = ctx.kernel
-    if with_checks:
-        own = kernel.files(source)
-    elif kernel.project is not None:  # the module alone, where the sandbox loads it from
-        own = kernel.files(source)[:1]
-    else:
-        own = ((kernel.name, kernel.source if source is None else source),)
+    own = kernel.files(source) if with_checks else (kernel.own_file(source),)
     files = (*own, (test.name, test.source), *test.data)
     check = Check(
         CheckKind.PYTEST,

@@ -25,7 +25,7 @@
    them twice, alike), in a warm runner (the test is the tool's, from a template:
    ``kernel_file.TRUSTED_ORIGINS``); then it runs against the other survivors too.
 4. time: the search spends at most ``--probe-time`` seconds of jobs, by default as many
-   as the mutants' jobs took (``time_budget``): every survivor's first round runs, then
+   as the mutants' jobs took (``_time_budget``): every survivor's first round runs, then
    each round is cut to each survivor's share of what is left (``_fit``).
 A survivor the probe cannot separate keeps its verdict, and its ``probe`` row says
 "not distinguished by N probes (kinds ...)": not found is not equivalent, and the
@@ -93,16 +93,6 @@ def _module(ctx: StageContext) -> str:
     return project.module if project is not None else ctx.kernel.module
 
 
-def _kernel_files(ctx: StageContext) -> tuple:
-    """The original's file in a probe job; in project mode where the sandbox loads it at
-    the module's import path (the job then runs in the project, ``Job.project``)."""
-    return (
-        ctx.kernel.files()
-        if ctx.kernel.project is not None
-        else ((ctx.kernel.name, ctx.kernel.source),)
-    )
-
-
 def _harness_job(ctx: StageContext, request: dict, files: tuple, timeout_s: float) -> Job:
     project = ctx.kernel.project
     return Job(
@@ -139,7 +129,7 @@ def capture(ctx: StageContext) -> tuple[list[dict], str]:
             "import_root": kernel.project.import_root,
             "tests": [[t.path, list(t.select)] for t in kernel.tests if t.origin == GIVEN],
         }
-    job = _harness_job(ctx, request, _kernel_files(ctx), ctx.settings.timeout_s)
+    job = _harness_job(ctx, request, (ctx.kernel.own_file(),), ctx.settings.timeout_s)
     result = common.run_all(ctx, {"capture": job}).get("capture")
     if result is None:
         return [], "the run was cancelled"
@@ -199,7 +189,7 @@ def _original_job(ctx: StageContext, batch: list[Candidate], golden: bool) -> Jo
     survivor probing those candidates; with ``golden`` its outputs on the first."""
     request = {**_request(ctx, batch), "mutants": [], "golden": golden}
     work = sum(c.est_s for c in batch)
-    return _harness_job(ctx, request, _kernel_files(ctx), _limit(ctx, work, 1))
+    return _harness_job(ctx, request, (ctx.kernel.own_file(),), _limit(ctx, work, 1))
 
 
 def _compare_job(
@@ -216,7 +206,7 @@ def _compare_job(
         ],
         "originals": {c.id: known[c.id] for c in union if c.id in known},
     }
-    files = _kernel_files(ctx) + tuple((module_name(m) + ".py", m.source) for m, _ in entries)
+    files = (ctx.kernel.own_file(),) + tuple((module_name(m) + ".py", m.source) for m, _ in entries)
     # each mutant on its candidates, the original at most once per candidate
     work = sum(c.est_s for _, batch in entries for c in batch) + sum(c.est_s for c in union)
     return _harness_job(ctx, request, files, _limit(ctx, work, len(entries)))
@@ -518,7 +508,7 @@ SPEND = (
 )
 
 
-def time_budget(ctx: StageContext) -> tuple[float | None, str]:
+def _time_budget(ctx: StageContext) -> tuple[float | None, str]:
     """The probe's time in seconds of jobs, and how to say it: ``--probe-time``, or as
     much as the mutants' jobs took (None: no limit but the number of inputs)."""
     given = ctx.settings.writers.probe_time
@@ -553,7 +543,7 @@ def _probe(
     ctx: StageContext, survivors: list[Mutant], summary: dict, spend: dict, meter: list[float]
 ) -> Iterator[Event]:
     budget = max(1, ctx.settings.writers.probes)
-    limit, limit_text = time_budget(ctx)
+    limit, limit_text = _time_budget(ctx)
     if limit is not None:
         spend["budget_s"] = round(spend.get("budget_s", 0.0) + limit, 3)
         limit += meter[0]  # the meter counts from the stage's start

@@ -839,9 +839,14 @@ def candidates(
 
 
 # -- the test a hit becomes ------------------------------------------------------------------
+def _importable(module: str) -> bool:
+    """``from MODULE import ...`` can name it (a dotted path of identifiers)."""
+    return all(part.isidentifier() for part in module.split("."))
+
+
 def _import_line(module: str, function: str) -> str:
     function = function.split(".")[0]  # ``XFunction.apply``: the class is imported
-    if all(part.isidentifier() for part in module.split(".")):
+    if _importable(module):
         return f"from {module} import {function}"
     return f"{function} = importlib.import_module({module!r}).{function}"
 
@@ -870,7 +875,7 @@ def render_test(
         '"""',
         "",
     ]
-    if not all(part.isidentifier() for part in module.split(".")):
+    if not _importable(module):
         lines.append("import importlib")
     lines += ["import json", "import pathlib", "", "import torch", ""]
     lines += [_import_line(candidate.module or module, candidate.function), "", ""]
