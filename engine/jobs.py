@@ -13,7 +13,7 @@ import queue
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
 from mutant_gate.cache import Store
@@ -60,6 +60,9 @@ class JobRunner:
         self.toolchain = toolchain(mode, sandbox)
         self.workers = max(1, workers or getattr(sandbox, "size", 1))
         self._meters = threading.local()
+        #: jobs started ahead (``ahead``) by cache key, until a call for them takes them
+        self._ahead: dict[str, Future] = {}
+        self._ahead_lock = threading.Lock()
 
     @contextmanager
     def metered(self) -> Iterator[list[float]]:
@@ -116,6 +119,37 @@ class JobRunner:
         self._metered(result)
         return result, False
 
+    def ahead(self, job: Job) -> None:
+        """Start ``job`` now in a thread of its own, beside whatever runs (it waits for a
+        free sandbox worker like any job), unless the cache holds it or it is started
+        already. The first later ``run_jobs`` call for the same job takes its result
+        instead of running it again (and meters it then, for its caller); what arrives is
+        stored as usual."""
+        if self.cancel.is_set() or self.cached(job) is not None:
+            return
+        key = job.cache_key(self.toolchain)
+        with self._ahead_lock:
+            if key in self._ahead:
+                return
+            future: Future = Future()
+            self._ahead[key] = future
+
+        def work() -> None:
+            try:
+                result = self.sandbox.run(job)
+            except Exception as exc:  # noqa: BLE001 - a failure is data
+                result = JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}")
+            self.store_result(job, result)
+            future.set_result(result)
+
+        threading.Thread(target=work, name="mutant-gate-ahead", daemon=True).start()
+
+    def _started_ahead(self, job: Job) -> Future | None:
+        if not self._ahead:
+            return None
+        with self._ahead_lock:
+            return self._ahead.pop(job.cache_key(self.toolchain), None)
+
     def run_all(self, jobs: dict[str, Job]) -> dict[str, tuple[JobResult, bool]]:
         """Run jobs in parallel, cache first; (result, cached) per key (fewer if cancelled)."""
         results: dict[str, tuple[JobResult, bool]] = {}
@@ -136,7 +170,13 @@ class JobRunner:
         """
         sandbox = sandbox or self.sandbox
         pending: list[str] = []
+        started: dict[str, Future] = {}  # jobs started ahead: their results, awaited
         for key, job in jobs.items():
+            future = self._started_ahead(job)
+            if future is not None:
+                started[key] = future
+                pending.append(key)
+                continue
             cached = self.cached(job)
             if cached is None:
                 pending.append(key)
@@ -151,6 +191,9 @@ class JobRunner:
                 finished.put(("skipped", key, None))
                 return
             finished.put(("started", key, None))
+            if key in started:  # already running (stored when it arrived)
+                finished.put(("ahead", key, started[key].result()))
+                return
             try:
                 result = sandbox.run(jobs[key])
             except Exception as exc:  # noqa: BLE001 - a failure is data
@@ -168,7 +211,11 @@ class JobRunner:
                 if kind == "skipped":
                     remaining -= 1
                     continue
-                if kind == "finished":
+                if kind == "ahead":
+                    kind = "finished"
+                    remaining -= 1
+                    self._metered(result)
+                elif kind == "finished":
                     remaining -= 1
                     self.store_result(jobs[key], result)
                     self._metered(result)

@@ -263,10 +263,21 @@ class Run:
             functions = sorted({m.function for m in targets})
             self.ledger.put_section("judged_by", {f: ctx.judged_by(f) for f in functions})
         phase = time.perf_counter()
+        # the survivor stages' jobs of the original alone start beside the mutant phase
+        # once there is a survivor for them to work on
+        ahead = [s for s in stages if s.phase != BEFORE_MUTANTS and s.ahead is not None]
         for event in self._run_mutants(
             reached, done=len(targets) - len(reached), total=len(targets)
         ):
             yield event
+            if (
+                ahead
+                and isinstance(event, MutantFinished)
+                and event.outcome.verdict is (Verdict.SURVIVED)
+            ):
+                for stage in ahead:
+                    ctx.start_ahead(stage.ahead(ctx))
+                ahead = []
             if null_run is not None:
                 yield from null_run.ready()
         self.mutants_wall_s += time.perf_counter() - phase

@@ -41,6 +41,11 @@ class Stage:
     run: Callable[[StageContext, list[Mutant]], Iterator[Event]]
     verdicts: tuple[Verdict, ...] = (Verdict.SURVIVED,)
     phase: str = SURVIVORS
+    #: jobs of the original alone that the stage's run will ask for first (survivors
+    #: phase): the driver starts them beside the mutant phase once its first survivor
+    #: is known, and the stage's own call for them takes their results
+    #: (``JobRunner.ahead``)
+    ahead: Callable[[StageContext], Iterable[Job]] | None = None
 
     def targets(self, ctx: StageContext, mutants: list[Mutant] | None = None) -> list[Mutant]:
         """The mutants (default: the run's) whose verdict this stage applies to now; never
@@ -194,6 +199,12 @@ class StageContext:
 
     def run_all(self, jobs: dict[str, Job]) -> dict[str, tuple[JobResult, bool]]:
         return self.jobs.run_all(jobs)
+
+    def start_ahead(self, jobs: Iterable[Job]) -> None:
+        """Start ``jobs`` now, beside whatever runs; a later ``run_all`` of the same job
+        takes its result (``JobRunner.ahead``)."""
+        for job in jobs:
+            self.jobs.ahead(job)
 
     def metered(self):
         """A context: ``[seconds]`` of the jobs this thread runs (or reads from the

@@ -285,3 +285,25 @@ def test_the_pool_serves_once_one_worker_is_ready_and_the_rest_join():
     starting.close()
     time.sleep(0.5)
     assert all(p.poll() is not None for p in procs), "a worker outlived the pool"
+
+
+def test_a_job_started_ahead_is_taken_not_run_again(sandbox):
+    """``JobRunner.ahead`` (the probe's capture beside the mutant phase): the first later
+    call for the same job takes the run started ahead, metered for that caller; a call
+    after it runs the job anew (without a cache nothing else holds it)."""
+    from mutant_gate.engine.jobs import JobRunner
+
+    run = JobRunner(sandbox, None, "interpret", None)
+    job = main_job("import os, time\ntime.sleep(0.5)\nraise SystemExit(os.urandom(8).hex())\n")
+    run.ahead(job)
+    run.ahead(job)  # started already: not a second run
+    assert len(run._ahead) == 1
+    future = next(iter(run._ahead.values()))
+    with run.metered() as meter:
+        ((taken, cached),) = run.run_all({"capture": job}).values()
+    assert not cached and not run._ahead
+    assert taken.status is JobStatus.FAILED
+    assert taken.error == future.result().error  # the very run started ahead
+    assert meter[0] == pytest.approx(taken.duration_s)
+    ((again, _),) = run.run_all({"capture": job}).values()
+    assert again.error != taken.error  # a fresh run: a fresh random line

@@ -616,3 +616,20 @@ def test_a_hit_on_a_gpu_is_believed_only_if_the_original_repeats_itself():
     assert originals.runs == runs  # confirmed once: the original is not asked again
     exact = _Originals(noisy, {}, exact=True)  # the interpreter: digests judge that
     assert _against(exact, candidate, mutant)[0] == "differs"
+
+
+def test_a_run_made_ahead_counts_only_where_its_limit_could_not_have_changed_it():
+    """A probe test runs on the other survivors in its proof's round, under the limit
+    from the original's expected time; ``kill_others`` reuses such a run only where the
+    limit it would set itself gives the same run."""
+    from mutant_gate.engine.writers.common import _reusable
+
+    failed = (JobResult(JobStatus.FAILED, duration_s=2.0), False)
+    hung = (JobResult(JobStatus.TIMEOUT, duration_s=5.0), False)
+    broken = (JobResult(JobStatus.ERROR, duration_s=0.1), False)
+    assert _reusable(failed, ran_under=5.0, limit=4.0)  # ended inside both limits
+    assert not _reusable(failed, ran_under=5.0, limit=1.5)  # would have timed out
+    assert _reusable(hung, ran_under=5.0, limit=4.0)  # a longer limit timed out too
+    assert not _reusable(hung, ran_under=5.0, limit=8.0)  # it might end under more time
+    assert not _reusable(broken, ran_under=5.0, limit=4.0)
+    assert not _reusable(None, ran_under=5.0, limit=4.0)

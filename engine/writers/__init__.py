@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from ..errors import BadInput
 from ..events import Event
 from ..records import Mutant
+from ..sandbox.job import Job
 from ..settings import WRITERS
 from ..stage import BEFORE_MUTANTS, Stage, StageContext
 from ..vocabulary import Verdict
@@ -64,7 +65,7 @@ def writer_stages(ctx: StageContext, session: ModelSession) -> list[Stage]:
 
         stages.append(Stage("stage1-evidence", stage1_kill_evidence, (Verdict.KILLED,)))
     if s.probe:
-        stages.append(Stage("probe", _probe))
+        stages.append(Stage("probe", _probe, ahead=_probe_ahead))
     if s.stage2 and session.client is not None:
         stages.append(stage2_stage(session))
     return stages
@@ -76,6 +77,13 @@ def _probe(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
     from .probe import probe_stage
 
     yield from probe_stage(ctx, survivors)
+
+
+def _probe_ahead(ctx: StageContext) -> list[Job]:
+    """The probe's first job (learning the wrapper calls): it needs only the original."""
+    from .probe import capture_job
+
+    return [capture_job(ctx)]
 
 
 def _check_model(session: ModelSession):

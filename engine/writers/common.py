@@ -15,9 +15,11 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
+from ..checks.common import harness_data
+from ..checks.diff_oracle import CHECK as ORACLE_CHECK
 from ..checks.diff_oracle import compare, oracle_job
 from ..events import Event, TestAccepted
 from ..kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, TRUSTED_ORIGINS, TestFile
@@ -250,6 +252,10 @@ class Proof:
     slow: dict[str, float] = field(default_factory=dict)
     #: jobs run beside the original's (``prove_on_original``): key -> (result, cached)
     beside: dict[str, tuple[JobResult, bool]] = field(default_factory=dict)
+    #: the test on other survivors and their diff-oracle evidence, run ahead in the
+    #: proof's round (``prove_killer(others=...)``) for ``kill_others``: key -> result
+    ahead: dict[str, tuple[JobResult, bool]] = field(default_factory=dict)
+    ahead_limit_s: float = 0.0  # the limit the tests in ``ahead`` ran under
 
 
 def own_check_s(ctx: StageContext) -> float | None:
@@ -435,13 +441,22 @@ def mutant_limit(ctx: StageContext, original_s: float) -> float:
 
 
 def prove_killer(
-    ctx: StageContext, test: TestFile, mutant: Mutant, *, expected_s: float | None = None
+    ctx: StageContext,
+    test: TestFile,
+    mutant: Mutant,
+    *,
+    expected_s: float | None = None,
+    others: Iterable[Mutant] = (),
+    likely: Collection[str] = (),
 ) -> Proof:
     """Passes the original (every seed) and fails the mutant, both run in the sandbox.
     ``expected_s``: the original's time on the test, known beforehand (the probe ran it
     and saw the mutant differ): the mutant's run, and the diff-oracle's on the test
     (the behaviour evidence a kill needs), go beside the original's, their limits from
-    that; one round of jobs instead of three."""
+    that; one round of jobs instead of three. With it, ``others`` (the other survivors)
+    run the test in that round too, and those in ``likely`` (seen to differ already)
+    their evidence: ``Proof.ahead``, for ``accept_killer``, which uses a result made
+    ahead only where its own job's limit could not have changed it."""
     oracle: dict[str, Job] = {}
     if expected_s is None:
         proof = prove_on_original(ctx, test)
@@ -453,7 +468,10 @@ def prove_killer(
         oracle = behaviour_jobs(ctx, test, [mutant], expected_s)
     job = job_with_test(ctx, test, mutant.source, ctx.settings.seed, limit)
     if expected_s is not None:
-        proof = prove_on_original(ctx, test, beside={"mutant": job, **oracle})
+        ahead = _ahead_jobs(ctx, test, mutant, others, likely, expected_s)
+        proof = prove_on_original(ctx, test, beside={"mutant": job, **oracle, **ahead})
+        proof.ahead = {k: proof.beside.pop(k) for k in ahead if k in proof.beside}
+        proof.ahead_limit_s = limit
         if not proof.ok:
             return proof
         result, cached = proof.beside.get("mutant", (None, False))
@@ -486,6 +504,51 @@ def prove_killer(
         proof.ok = False
         proof.why = f"the sandbox could not run it on the mutant: {summarize_error(result.error)}"
     return proof
+
+
+def _ahead_jobs(
+    ctx: StageContext,
+    test: TestFile,
+    mutant: Mutant,
+    others: Iterable[Mutant],
+    likely: Collection[str],
+    expected_s: float,
+) -> dict[str, Job]:
+    """The jobs ``kill_others`` would run for ``others`` after the proof, built ahead
+    (their limits from ``expected_s``): the test on each, the evidence for ``likely``."""
+    others = [m for m in others if m.id != mutant.id and ctx.ledger.verdict(m.id) in RULES["kill"]]
+    limit = mutant_limit(ctx, expected_s)
+    jobs = {
+        f"other:{m.id}": job_with_test(ctx, test, m.source, ctx.settings.seed, limit)
+        for m in others
+    }
+    evidence = behaviour_jobs(ctx, test, [m for m in others if m.id in likely], expected_s)
+    jobs.update({f"evidence:{mid}": job for mid, job in evidence.items()})
+    return jobs
+
+
+def _reusable(made: tuple[JobResult, bool] | None, ran_under: float, limit: float) -> bool:
+    """Whether a test's run made ahead under the limit ``ran_under`` is the run a job
+    with the limit ``limit`` would make: it ended inside both, or timed out under a
+    limit at least as long."""
+    if made is None or made[0].status is JobStatus.ERROR:
+        return False
+    result = made[0]
+    if result.status is JobStatus.TIMEOUT:
+        return ran_under >= limit
+    return result.duration_s <= min(limit, ran_under)
+
+
+def _evidence_reusable(made: tuple[JobResult, bool] | None) -> bool:
+    """An oracle pair made ahead counts where it compared to the end (no time limit
+    cut it: then its inner limit could not have changed what it saw)."""
+    if made is None:
+        return False
+    data = harness_data(made[0], ORACLE_CHECK)
+    if data is None or data.get("timed_out"):
+        return False
+    poisoned = data.get("poisoned") or {}
+    return not poisoned.get("timed_out")
 
 
 @dataclass(frozen=True)
@@ -530,24 +593,41 @@ def record_kill(
 
 
 def kill_others(
-    ctx: StageContext, test: TestFile, others: Iterable[Mutant], original_s: float
+    ctx: StageContext,
+    test: TestFile,
+    others: Iterable[Mutant],
+    original_s: float,
+    proof: Proof | None = None,
 ) -> list[tuple[Mutant, Kill]]:
     """Run an accepted killer test against the other survivors (and mutants claimed
-    equivalent: a kill refutes the claim); the ones it fails."""
+    equivalent: a kill refutes the claim); the ones it fails. ``proof``: the test's,
+    with runs made in its round (``prove_killer(others=...)``), used where they are the
+    runs these jobs would make (``_reusable``)."""
     others = [
         m for m in others if ctx.ledger.verdict(m.id) in RULES["kill"] and launches(ctx, test, m)
     ]
     if not others:
         return []
+    ahead = proof.ahead if proof is not None else {}
     limit = mutant_limit(ctx, original_s)
     jobs = {m.id: job_with_test(ctx, test, m.source, ctx.settings.seed, limit) for m in others}
-    results = run_all(ctx, jobs)
+    results = {
+        mid: ahead[f"other:{mid}"]
+        for mid in jobs
+        if proof is not None and _reusable(ahead.get(f"other:{mid}"), proof.ahead_limit_s, limit)
+    }
+    results.update(run_all(ctx, {k: job for k, job in jobs.items() if k not in results}))
     failed = {
         m.id: (m, results[m.id][0])
         for m in others
         if m.id in results and results[m.id][0].status not in (JobStatus.PASSED, JobStatus.ERROR)
     }
-    refused = behaviour(ctx, test, failed, original_s)
+    evidence = {
+        mid: ahead[f"evidence:{mid}"]
+        for mid in failed
+        if _evidence_reusable(ahead.get(f"evidence:{mid}"))
+    }
+    refused = behaviour(ctx, test, failed, original_s, evidence)
     return [
         (m, kill_of(test, result, results[m.id][1]))
         for m, result in failed.values()
@@ -594,7 +674,8 @@ def behaviour(
         original_s,
     )
     fields = {}
-    results = {k: ran[k] for k in needs if k in ran} if ran is not None else run_all(ctx, needs)
+    results = {k: ran[k] for k in needs if k in ran} if ran is not None else {}
+    results.update(run_all(ctx, {k: job for k, job in needs.items() if k not in results}))
     for mid, (result, _) in results.items():
         fields[mid], _ = compare(ctx, failed[mid][0], result)
     return {
@@ -619,7 +700,7 @@ def accept_killer(
     yield from record_kill(ctx, mutant, test, kill_of(test, proof.mutant, proof.cached), stage)
     kills = [mutant.id]
     others = [m for m in pool if m.id != mutant.id]
-    for other, kill in kill_others(ctx, test, others, proof.original_s):
+    for other, kill in kill_others(ctx, test, others, proof.original_s, proof):
         kills.append(other.id)
         yield from record_kill(ctx, other, test, kill, stage)
     functions = tuple(find_test_functions(test.source))

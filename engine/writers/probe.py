@@ -112,8 +112,9 @@ def _data(result: JobResult) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def capture(ctx: StageContext) -> tuple[list[dict], str]:
-    """The own check's wrapper calls (replayable ones), and a note saying what was learned."""
+def capture_job(ctx: StageContext) -> Job:
+    """The job that learns the wrapper calls: the original alone, so the driver starts
+    it beside the mutant phase once a mutant survives (``Stage.ahead``)."""
     kernel = ctx.kernel
     request = {
         "entry": "probe:capture",
@@ -129,8 +130,13 @@ def capture(ctx: StageContext) -> tuple[list[dict], str]:
             "import_root": kernel.project.import_root,
             "tests": [[t.path, list(t.select)] for t in kernel.tests if t.origin == GIVEN],
         }
-    job = _harness_job(ctx, request, (ctx.kernel.own_file(),), ctx.settings.timeout_s)
-    result = common.run_all(ctx, {"capture": job}).get("capture")
+    return _harness_job(ctx, request, (ctx.kernel.own_file(),), ctx.settings.timeout_s)
+
+
+def capture(ctx: StageContext) -> tuple[list[dict], str]:
+    """The own check's wrapper calls (replayable ones), and a note saying what was learned."""
+    kernel = ctx.kernel
+    result = common.run_all(ctx, {"capture": capture_job(ctx)}).get("capture")
     if result is None:
         return [], "the run was cancelled"
     data = _data(result[0])
@@ -696,7 +702,9 @@ def _probe(
                 yield from _golden_for_hang(ctx, search)
             if search.hit is None or ctx.ledger.verdict(search.mutant.id) is not Verdict.SURVIVED:
                 continue
-            yield from _prove(ctx, search, survivors)
+            # the other survivors seen to differ: their evidence goes in the proof's round
+            likely = {s.mutant.id for s in searches.values() if s.differs or s.hit}
+            yield from _prove(ctx, search, survivors, likely)
     for search in searches.values():
         mid = search.mutant.id
         if ctx.ledger.verdict(mid) is not Verdict.SURVIVED:
@@ -759,12 +767,17 @@ def _golden_for_hang(ctx: StageContext, search: _Search) -> Iterator[Event]:
         )
 
 
-def _prove(ctx: StageContext, search: _Search, survivors: list[Mutant]) -> Iterator[Event]:
+def _prove(
+    ctx: StageContext, search: _Search, survivors: list[Mutant], likely: set[str]
+) -> Iterator[Event]:
     mutant = search.mutant
     test = _test_for(ctx, search)
-    # the search ran the original on this input: its time is known, the mutant runs beside
+    # the search ran the original on this input: its time is known, the mutant runs
+    # beside, and the test on the other survivors (evidence for those ``likely`` to die)
     assert search.hit is not None
-    proof = common.prove_killer(ctx, test, mutant, expected_s=search.hit[0].est_s)
+    proof = common.prove_killer(
+        ctx, test, mutant, expected_s=search.hit[0].est_s, others=survivors, likely=likely
+    )
     if not proof.ok:
         tried = common.attempts(ctx, mutant.id)
         attempt = 1 + sum(1 for a in tried if a.get("by") == "probe")
