@@ -1,8 +1,10 @@
-"""``mutant-gate baseline add RUN ID... --reason TEXT``: accept survivors of a cached run.
+"""``mutant-gate accept RUN ID... --reason TEXT``: accept survivors of a cached run.
 
-The entries go to the baseline file (``--baseline PATH``; else ``baseline`` of the
-current directory's ``[tool.mutant-gate]``; else ``mutant-gate-baseline.toml`` here),
-which ``run --baseline`` reads (``engine/accepted.py`` holds the format).
+The entries go to the accepted-survivors file (``--accepted PATH``; else ``accepted`` of
+the current directory's ``[tool.mutant-gate]``; else ``mutant-gate-baseline.toml`` here),
+which ``run --accepted`` reads (``engine/accepted.py`` holds the format). The old
+spellings (``baseline add``, ``--baseline``, the ``baseline`` key) still work and say once
+that they are old.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 from rich.console import Console
 
 from mutant_gate.cache import DEFAULT_DIR
+from mutant_gate.cli.config import Renamed, deprecated
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import EXIT_OK, BadInput
 from mutant_gate.engine.settings import DEFAULT_BASELINE
@@ -33,12 +36,12 @@ def _row(report: dict, ref: str) -> dict:
     return found[0]
 
 
-def baseline_add(args: argparse.Namespace, console: Console) -> int:
+def accept_survivors(args: argparse.Namespace, console: Console) -> int:
     if not args.reason or not args.reason.strip():
-        raise BadInput("baseline add: --reason must say why the survivor may stay")
-    from mutant_gate.engine import accepted  # the file's format: only for `baseline add`
+        raise BadInput("accept: --reason must say why the survivor may stay")
+    from mutant_gate.engine.session import accepted  # the file's format: only for `accept`
 
-    path = args.baseline or DEFAULT_BASELINE
+    path = args.accepted or DEFAULT_BASELINE
     report = session.find_report(args.run, args.cache_dir or DEFAULT_DIR)
     rows = [_row(report, ref) for ref in dict.fromkeys(args.mutant)]
     added, present = accepted.accept(report, rows, args.reason, path)
@@ -48,7 +51,7 @@ def baseline_add(args: argparse.Namespace, console: Console) -> int:
             console,
             f"accepted {n} survivor{'s' if n != 1 else ''} in {path}: "
             + ", ".join(f"{e.id} ({e.operator}, {e.function} line {e.line})" for e in added)
-            + "; `run --baseline` leaves them out of the adjusted score while their "
+            + "; `run --accepted` leaves them out of the adjusted score while their "
             "functions are unchanged",
         )
     for entry in present:
@@ -57,21 +60,32 @@ def baseline_add(args: argparse.Namespace, console: Console) -> int:
 
 
 def add_commands(sub, parser_class: type[argparse.ArgumentParser]) -> None:
-    baseline = sub.add_parser("baseline", help="accept survivors for the CI gate (--baseline)")
+    accept = sub.add_parser(
+        "accept", help="accept survivors of a cached run for the CI gate (--accepted)"
+    )
+    _accept_arguments(accept)
+    # the old spelling: `baseline add`, said once to be old
+    baseline = sub.add_parser("baseline", help="deprecated: `accept`")
     verbs = baseline.add_subparsers(
         dest="baseline_command", required=True, parser_class=parser_class
     )
-    add = verbs.add_parser("add", help="accept survivors of a cached run, with a reason")
-    add.add_argument("run", help="run id, unique prefix, `latest`, or a JSON report file")
-    add.add_argument("mutant", nargs="+", help="survivor id (or a unique prefix)")
-    add.add_argument("--reason", required=True, help="why the survivor may stay")
-    add.add_argument(
-        "--baseline",
+    _accept_arguments(verbs.add_parser("add", help="deprecated: `accept`"))
+
+
+def _accept_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help="run id, unique prefix, `latest`, or a JSON report file")
+    parser.add_argument("mutant", nargs="+", help="survivor id (or a unique prefix)")
+    parser.add_argument("--reason", required=True, help="why the survivor may stay")
+    parser.add_argument(
+        "--accepted",
         metavar="PATH",
-        help="the baseline file (default: baseline of [tool.mutant-gate], else "
+        help="the accepted-survivors file (default: accepted of [tool.mutant-gate], else "
         f"{DEFAULT_BASELINE})",
     )
-    add.add_argument(
+    parser.add_argument(
+        "--baseline", dest="accepted", action=Renamed, new="--accepted", help=argparse.SUPPRESS
+    )
+    parser.add_argument(
         "--cache-dir",
         metavar="DIR",
         default=None,
@@ -80,4 +94,6 @@ def add_commands(sub, parser_class: type[argparse.ArgumentParser]) -> None:
 
 
 def cmd_baseline(args: argparse.Namespace, console: Console) -> int:
-    return baseline_add(args, console)
+    if args.command == "baseline":
+        deprecated("`mutant-gate baseline add`", "`mutant-gate accept`")
+    return accept_survivors(args, console)

@@ -18,9 +18,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from mutant_gate.cache import DEFAULT_DIR, Store
-from mutant_gate.engine import formats, session
+from mutant_gate.engine import session
 from mutant_gate.engine.errors import EXIT_OK, EXIT_UNDER_THRESHOLD, BadInput
-from mutant_gate.engine.formats.common import gate, percent
+from mutant_gate.engine.session import formats, gate, percent
 from mutant_gate.engine.settings import KEY_VARIABLES, api_key
 from mutant_gate.engine.vocabulary import by_words
 
@@ -145,28 +145,18 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 
 def refresh_predictions(report: dict) -> dict:
-    """The report with its prediction file's state as of now (``file_now``): a file
-    edited after the run stored it is a hash mismatch, said here and in the report."""
-    from mutant_gate.engine import predictions
-
-    section = report.get("predictions")
-    if not isinstance(section, dict):
-        return report
-    section = {**section, "file_now": predictions.file_now(section)}
-    if section["file_now"] != "same":
-        Console(stderr=True).print(
-            next(ln for ln in predictions.lines(section) if "prediction file" in ln),
-            highlight=False,
-            soft_wrap=True,
-            markup=False,
-        )
-    return {**report, "predictions": section}
+    """The report as faces write it out (``session.exported``): a prediction file edited
+    after the run stored it is a hash mismatch, said here and in the report."""
+    report, said = session.exported(report)
+    if said:
+        Console(stderr=True).print(said, highlight=False, soft_wrap=True, markup=False)
+    return report
 
 
 def report_site(args: argparse.Namespace, console: Console) -> int:
     """``report RUN... --site DIR``: the replay site over those runs (``latest``: the
     newest run of each kernel file)."""
-    from mutant_gate.engine.formats.site import write_site
+    from mutant_gate.engine.session import write_site
 
     if args.format is not None or args.out is not None:
         raise BadInput("report: --site DIR writes a folder; leave out --format and --out")
@@ -184,7 +174,7 @@ def report_site(args: argparse.Namespace, console: Console) -> int:
 # -- mutant-gate rerun ------------------------------------------------------------------------
 def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
     from mutant_gate.cli.reporter import RerunReporter  # the engine's events: only when run
-    from mutant_gate.engine.rerun import recorded_paths, select
+    from mutant_gate.engine.session import recorded_paths, select
     from mutant_gate.engine.settings import settings_from_json
 
     if not args.survivors and not args.mutant:
@@ -223,20 +213,11 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
         session.require("openai", "--writer llm")
         if api_key() is None:
             raise BadInput(f"--writer llm needs a model key: set {' or '.join(KEY_VARIABLES)}")
-    sandbox = session.make_sandbox(settings)  # contree: the run's image and endpoint
-    store = Store(directory)
-    run = session.start_rerun(
-        report, settings, sandbox, store, chosen, force=args.force, writer=args.writer
-    )
     reporter = RerunReporter(console, report.get("run_id"), settings.tests, args.quiet)
-    events = run.events()
-    try:
-        for event in events:
+    # contree: the run's image and endpoint
+    with session.Session(settings, warn=lambda text: say(console, text)) as run:
+        for event in run.rerun(report, chosen, force=args.force, writer=args.writer):
             reporter.handle(event)
-    finally:
-        sandbox.close()
-        events.close()
-        store.close()
     new = reporter.report
     assert new is not None
     for change in new["rerun"]["mutants"]:

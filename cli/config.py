@@ -38,9 +38,34 @@ PATH_KEYS = {
     "markdown",
     "html",
     "project_root",
-    "baseline",
+    "accepted",
     "predict",
 }
+#: Old spellings still read, each said once per process: old key -> new key.
+RENAMED_KEYS = {"baseline": "accepted"}
+_said: set[str] = set()
+
+
+def deprecated(old: str, new: str) -> None:
+    """Say once (on stderr) that ``old`` is an old spelling of ``new``."""
+    if old not in _said:
+        _said.add(old)
+        print(f"mutant-gate: {old} is deprecated: it is called {new} now", file=sys.stderr)
+
+
+class Renamed(argparse.Action):
+    """An option's old spelling: stores into the new one's dest, and says so once."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs) -> None:
+        self.new = new
+        kwargs.setdefault("metavar", "PATH")
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        deprecated(option_string or self.option_strings[0], self.new)
+        setattr(namespace, self.dest, values)
+
+
 #: Options whose comma-separated value may be written as a TOML list.
 LIST_KEYS = {"operators", "compile_target", "probe_triggers"}
 
@@ -140,6 +165,9 @@ def config_values(table: dict, path: str, run_parser: argparse.ArgumentParser) -
     values: dict[str, object] = {}
     for key, value in table.items():
         dest = key.replace("-", "_")
+        if dest in RENAMED_KEYS:
+            deprecated(f"[tool.{TABLE}] {key}", RENAMED_KEYS[dest])
+            dest = RENAMED_KEYS[dest]
         if dest not in options:
             known = sorted(a.option_strings[-1][2:] for a in options.values())
             close = difflib.get_close_matches(key.replace("_", "-"), known, n=1)
@@ -179,7 +207,7 @@ def apply_config(
     ``rerun``, ``cache``) take ``cache-dir`` from the current directory's config.
     """
     if args.command not in ("run", "tui"):
-        wants = [k for k in ("cache_dir", "baseline") if getattr(args, k, "") is None]
+        wants = [k for k in ("cache_dir", "accepted") if getattr(args, k, "") is None]
         if wants:
             path = find_config([os.getcwd()])
             if path is not None:

@@ -45,7 +45,7 @@ def writer_settings(args: argparse.Namespace) -> WriterSettings:
         raise BadInput("--test-budget-factor and --test-budget-min must not be negative")
     triggers: tuple[str, ...] = ()
     if getattr(args, "probe_triggers", None):
-        from mutant_gate.engine.writers.probe_inputs import TRIGGERS  # heavy: only when asked
+        from mutant_gate.engine.session import TRIGGERS  # heavy: only when asked
 
         triggers = tuple(t.strip() for t in args.probe_triggers.split(",") if t.strip())
         unknown = sorted(set(triggers) - TRIGGERS)
@@ -74,10 +74,11 @@ def writer_settings(args: argparse.Namespace) -> WriterSettings:
     )
 
 
-def _baseline(path: str | None) -> str | None:
-    """The baseline file, read once now: a missing or malformed one fails before the run."""
+def _accepted(path: str | None) -> str | None:
+    """The accepted-survivors file, read once now: a missing or malformed one fails before
+    the run."""
     if path:
-        from mutant_gate.engine import accepted
+        from mutant_gate.engine.session import accepted
 
         accepted.load(path)
     return path
@@ -86,7 +87,7 @@ def _baseline(path: str | None) -> str | None:
 def _predict(path: str | None) -> str | None:
     """The prediction file, parsed now: a missing or malformed one fails before the run."""
     if path:
-        from mutant_gate.engine import predictions
+        from mutant_gate.engine.session import predictions
 
         predictions.register(path)
     return path
@@ -99,11 +100,13 @@ def pytest_expression(flag: str, text: str | None, tests: list[str]) -> str | No
         return None
     if not tests:
         raise BadInput(f"{flag} selects cases of the --tests files, and none is given")
-    from _pytest.mark.expression import Expression, ParseError  # only when asked
+    from _pytest.mark import expression  # only when asked
 
+    # the parse error's class has moved between pytest versions: whatever it is called
+    refused = getattr(expression, "ParseError", None) or Exception
     try:
-        Expression.compile(text)
-    except ParseError as exc:
+        expression.Expression.compile(text)
+    except refused as exc:
         raise BadInput(f"{flag} {text!r}: not a pytest expression: {exc}") from None
     return text
 
@@ -116,7 +119,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         raise BadInput("--timeout must be positive")
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise BadInput("--fail-under must be between 0 and 100")
-    from mutant_gate.engine.modes import resolve_mode
+    from mutant_gate.engine.session import resolve_mode
 
     # A remote sandbox does not run on this machine's GPU: auto is the interpreter there.
     remote = args.backend == "contree" and args.mode == "auto"
@@ -141,7 +144,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         fail_under=args.fail_under,
-        accepted_path=_baseline(args.baseline),
+        accepted_path=_accepted(args.accepted),
         predict_path=_predict(args.predict),
         writers=writer_settings(args),
         backend=args.backend,

@@ -18,11 +18,11 @@ from rich.console import Console
 
 from mutant_gate.cache import DEFAULT_DIR, CacheUnavailable
 from mutant_gate.cli import accepted, commands, study
-from mutant_gate.cli.config import apply_config
+from mutant_gate.cli.config import Renamed, apply_config
 from mutant_gate.cli.flags import run_settings
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
-from mutant_gate.engine.sandbox.local import SandboxStartError
+from mutant_gate.engine.session import SandboxStartError
 from mutant_gate.engine.settings import DEFAULT_BASE_URL, DEFAULT_MODEL, WRITERS
 
 
@@ -100,10 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when the adjusted score is below PCT",
     )
     run.add_argument(
-        "--baseline",
+        "--accepted",
         metavar="PATH",
-        help="accepted survivors (TOML, `mutant-gate baseline add` writes it): left out of "
+        help="accepted survivors (TOML, `mutant-gate accept` writes it): left out of "
         "the adjusted score while their code is unchanged",
+    )
+    run.add_argument(
+        "--baseline", dest="accepted", action=Renamed, new="--accepted", help=argparse.SUPPRESS
     )
     run.add_argument(
         "--predict",
@@ -274,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="cache location (default: %(default)s)",
     )
     commands.add_commands(sub, _Parser)  # report, rerun, cache
-    accepted.add_commands(sub, _Parser)  # baseline add
+    accepted.add_commands(sub, _Parser)  # accept (and its old name, baseline add)
     study.add_commands(sub)
     return parser
 
@@ -328,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
             replaced = stop_on_signals()
         if args.command == "study":
             return study.cmd_study(args, console)
-        if args.command == "baseline":
+        if args.command in ("accept", "baseline"):
             return accepted.cmd_baseline(args, console)
         if args.command in commands.COMMANDS:
             return commands.COMMANDS[args.command](args, console)

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from rich.console import Console
 
-from mutant_gate.cache import DEFAULT_DIR, Store
+from mutant_gate.cache import DEFAULT_DIR
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import EXIT_OK, BadInput
 from mutant_gate.engine.settings import (
@@ -86,8 +86,13 @@ def plan(args: argparse.Namespace) -> list[tuple[str, str, int, RunSettings]]:
 
 def cmd_study(args: argparse.Namespace, console: Console) -> int:
     from mutant_gate.engine.events import RunFinished
-    from mutant_gate.engine.formats.site import write_site
-    from mutant_gate.engine.study import attribute_own, csv_text, markdown_table, study_row
+    from mutant_gate.engine.session import (
+        attribute_own,
+        csv_text,
+        markdown_table,
+        study_row,
+        write_site,
+    )
 
     runs = plan(args)
     if os.path.exists(args.out) and not os.path.isdir(args.out):
@@ -95,21 +100,15 @@ def cmd_study(args: argparse.Namespace, console: Console) -> int:
     for _, _, _, settings in runs:
         session.check_extras(settings)  # a model stage with no key: one line, now
     os.makedirs(args.out, exist_ok=True)
-    store = Store(runs[0][3].cache_dir)
-    sandbox = session.make_sandbox(runs[0][3])
     rows, reports = [], []
-    try:
+    # one sandbox and one cache for every run of the study
+    with session.Session(runs[0][3], warn=lambda text: _say(console, text)) as study:
         for model, path, repeat, settings in runs:
             start = time.perf_counter()
-            run = session.start_run(settings, sandbox, store)
             report = None
-            events = run.events()
-            try:
-                for event in events:
-                    if isinstance(event, RunFinished):
-                        report = event.report
-            finally:
-                events.close()
+            for event in study.events(settings):
+                if isinstance(event, RunFinished):
+                    report = event.report
             assert report is not None
             name = os.path.basename(path)
             row = study_row(
@@ -131,9 +130,6 @@ def cmd_study(args: argparse.Namespace, console: Console) -> int:
                 f"{row['model_calls']} model calls ({row['cached_calls']} from the cache), "
                 f"{row['wall_s']:.1f} s",
             )
-    finally:
-        sandbox.close()
-        store.close()
     files = {
         "study.md": markdown_table(rows),
         "study.csv": csv_text(rows),

@@ -9,10 +9,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from mutant_gate.engine import predictions
-from mutant_gate.engine.formats.common import probe_spend, shown_claims
-from mutant_gate.engine.prices import price_words
-from mutant_gate.engine.report import by_operator
+from mutant_gate.engine.session import (
+    by_operator,
+    predictions,
+    price_words,
+    probe_spend,
+    shown_claims,
+)
 from mutant_gate.engine.vocabulary import ORDER, STYLES, Verdict
 
 

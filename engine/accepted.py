@@ -1,6 +1,6 @@
 """Accepted survivors: the team's record of survivors it looked at and let stand.
 
-A committed TOML file (``mutant-gate-baseline.toml`` by default; ``--baseline PATH`` or
+A committed TOML file (``mutant-gate-baseline.toml`` by default; ``--accepted PATH`` or
 ``baseline = ...`` in ``[tool.mutant-gate]``) lists them, each with a reason and the
 mutant's content hash::
 
@@ -47,7 +47,7 @@ VERSION = 1
 HEADER = (
     "# Survivors the team accepted: --fail-under leaves them out of the adjusted score.\n"
     "# An entry covers its mutant while the function's code is unchanged (`hash`).\n"
-    '# Add one with: mutant-gate baseline add RUN ID --reason "why it may survive"\n'
+    '# Add one with: mutant-gate accept RUN ID --reason "why it may survive"\n'
     f"version = {VERSION}\n"
 )
 
@@ -112,10 +112,10 @@ def load(path: str) -> list[Entry]:
             data = tomllib.load(fh)
     except FileNotFoundError:
         raise BadInput(
-            f"--baseline: no such file: {path} (`mutant-gate baseline add` creates it)"
+            f"--accepted: no such file: {path} (`mutant-gate accept` creates it)"
         ) from None
     except OSError as exc:
-        raise BadInput(f"--baseline: cannot read {path}: {exc.strerror}") from None
+        raise BadInput(f"--accepted: cannot read {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{path}: not valid TOML: {exc}") from None
     if data.get("version", VERSION) != VERSION:
@@ -137,7 +137,7 @@ def load(path: str) -> list[Entry]:
         if not isinstance(item.get("hash"), str) or not re.fullmatch(
             r"[0-9a-f]{16,64}", item["hash"]
         ):
-            raise BadInput(f"{where}: `hash` must be the hex content hash `baseline add` writes")
+            raise BadInput(f"{where}: `hash` must be the hex content hash `accept` writes")
         if not isinstance(item.get("reason"), str) or not item["reason"].strip():
             raise BadInput(f"{where}: `reason` must say why the survivor is accepted")
         if not isinstance(item.get("line", 0), int):
@@ -210,11 +210,11 @@ def entry_for(report: dict, row: dict, reason: str, kernel: str | None = None) -
 
 def accept(report: dict, rows: Sequence[dict], reason: str, path: str) -> tuple[list, list]:
     """Accept survivor ``rows`` of ``report`` in the baseline file ``path`` (the command
-    line's ``baseline add`` and the explorer's ``a``); returns (added, already present)."""
+    line's ``accept`` and the explorer's ``a``); returns (added, already present)."""
     if not reason or not reason.strip():
         raise BadInput("an accepted survivor needs a reason: say why it may stay")
     if os.path.isdir(path):
-        raise BadInput(f"--baseline: is a directory: {path}")
+        raise BadInput(f"--accepted: is a directory: {path}")
     for row in rows:
         if row.get("verdict") != Verdict.SURVIVED.value:
             raise BadInput(

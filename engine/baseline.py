@@ -177,8 +177,7 @@ def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
         result = _other_configs(ctx, result)
     if kernel.project is not None:
         _each_test_file_reaches_the_module(kernel, result.extra.get("coverage"))
-    ctx.baseline = result
-    ctx.timeout_s = ctx.mutant_timeout(result.duration_s)
+    ctx.set_baseline(result)
     ctx.measured(result)
     if ctx.coverage is not None and (kernel.project is not None or ctx.coverage):
         # each mutant runs the test cases that launch its kernel (``StageContext.job_for``)
@@ -214,7 +213,7 @@ def _other_configs(ctx: StageContext, baseline: JobResult) -> JobResult:
 
     Returns the slowest of the baseline runs (it sets the mutants' limit).
     """
-    ctx.configs = max(baseline.extra.get("autotune_configs", {}).values(), default=1)
+    ctx.set_configs(max(baseline.extra.get("autotune_configs", {}).values(), default=1))
     ctx.ledger.put_section("autotune", {"configs": ctx.configs, "all_configs": True})
     slowest = baseline
     for config in range(1, ctx.configs):
@@ -239,14 +238,17 @@ def judge_own_check(ctx: StageContext) -> Iterator[Event]:
     own = tuple(c for c in kernel.checks if c.name == OWN_CHECK)  # as "kinds" counts them
     if not own:
         return
-    record = ctx.ledger.section("own_check")
+
+    def judged(**fields) -> None:
+        ctx.ledger.update_section("own_check", lambda had: {**had, **fields}, {})
+
     if ctx.baseline is not None and ctx.baseline.extra.get("launched") == []:
         # Not the check's fault: the file's kernels never run, whatever the check asserts.
         evidence = (
             "no check launches any of the file's @triton.jit kernels: its wrappers compute "
             "without them"
         )
-        record.update(asserts=False, evidence=evidence, note=NO_KERNEL_LAUNCHED, launches=0)
+        judged(asserts=False, evidence=evidence, note=NO_KERNEL_LAUNCHED, launches=0)
         yield OwnCheckJudged(False, evidence, NO_KERNEL_LAUNCHED)
         return
     job = replace(ctx.job_for(None, ctx.settings.timeout_s), checks=own, null_launches=True)
@@ -272,5 +274,5 @@ def judge_own_check(ctx: StageContext) -> Iterator[Event]:
             f"{result.status.value}: {summarize_error(result.error) or 'no detail'})"
         )
     note = "" if asserts else NOTHING_ASSERTED
-    record.update(asserts=asserts, evidence=evidence, note=note)
+    judged(asserts=asserts, evidence=evidence, note=note)
     yield OwnCheckJudged(asserts, evidence, note)

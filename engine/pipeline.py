@@ -13,6 +13,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Generator, Iterator
 from dataclasses import replace
@@ -32,6 +33,7 @@ from .events import (
     MutantStarted,
     RunFinished,
     RunStarted,
+    WriterNote,
 )
 from .jobs import JobRunner
 from .kernel_file import EXTRA_TESTS, KernelFile, TestFile, load_kernel_file
@@ -220,7 +222,7 @@ class Run:
         kernel, mutants, self.generation_s, changed = load(settings, self.store)
         entries = None
         if settings.accepted_path:
-            from . import accepted  # the accepted survivors' file: only with --baseline
+            from . import accepted  # the accepted survivors' file: only with --accepted
 
             entries = accepted.load(settings.accepted_path)
         predicted = predictions.register(settings.predict_path) if settings.predict_path else None
@@ -306,9 +308,15 @@ class Run:
             )  # fmt: skip
         report = self.report()
         if predicted is not None:
-            section = self.ledger.section("predictions")
-            section["result"] = predictions.score(section, report["mutants"])
-            section["file_now"] = predictions.file_now(section)
+            self.ledger.update_section(
+                "predictions",
+                lambda had: {
+                    **had,
+                    "result": predictions.score(had, report["mutants"]),
+                    "file_now": predictions.file_now(had),
+                },
+                {},
+            )
             report = self.report()
         self.plan.finish(ctx, report)
         self.save(report)
@@ -385,10 +393,34 @@ class Run:
         return run_id
 
     def _run_stage(self, stage: Stage, mutants: list[Mutant]) -> Iterator[Event]:
+        """``stage`` on the mutants it applies to. A stage that raises loses nothing but
+        its own work: each of its mutants gets an ``error`` row section with the reason,
+        the run a ``stage_errors`` entry with the traceback, and the run goes on to its
+        report."""
         assert self.ctx is not None
         chosen = stage.targets(self.ctx, mutants)
-        if chosen:
+        if not chosen:
+            return
+        try:
             yield from stage.run(self.ctx, chosen)
+        except Exception as exc:  # noqa: BLE001 - a stage's bug is recorded, not fatal
+            reason = (f"{type(exc).__name__}: {exc}".strip().splitlines() or ["?"])[0][:300]
+            entry = {"stage": stage.name, "reason": reason}
+            for mutant in chosen:
+                errors = self.ledger.details(mutant.id).get("error") or []
+                self.ledger.put_row(mutant.id, "error", [*errors, entry])
+            failed = {
+                **entry,
+                "mutants": [m.id for m in chosen],
+                "traceback": traceback.format_exc(limit=-6)[-3000:],
+            }
+            before = self.ledger.sections().get("stage_errors") or []
+            self.ledger.put_section("stage_errors", [*before, failed])
+            yield WriterNote(
+                stage.name,
+                f"the {stage.name} stage failed on {len(chosen)} mutants and was left: {reason}",
+                "error",
+            )
 
     def _not_reached(self, mutants: list[Mutant]) -> Generator[Event, None, list[Mutant]]:
         """Mutants of a kernel no check launches (the baseline's launch record) are
@@ -435,6 +467,7 @@ class Run:
                 self.ledger.put_row(m.id, "timeout_s", job.timeout_s)
                 selection["cases_run"] += cases
                 selection["mutants"] += 1
+            self.ledger.put_section("selection", selection)
         by_id = {m.id: m for m in mutants}
         results: dict[str, dict[int, tuple[JobResult, bool]]] = {m.id: {} for m in mutants}
         for kind, key, result in ctx.run_jobs(jobs):

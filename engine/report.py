@@ -64,7 +64,7 @@ def score(rows: Sequence[dict]) -> dict:
         "raw": round(100.0 * killed / total, 2) if total else None,
         "adjusted": round(100.0 * killed / counted, 2) if counted else None,
         "excluded": excluded,
-        **({"accepted": accepted} if accepted else {}),  # only with --baseline's survivors
+        **({"accepted": accepted} if accepted else {}),  # only with --accepted's survivors
         "by_verdict": dict(Counter(v for _, v in verdicts)),
     }
 

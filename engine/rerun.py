@@ -101,9 +101,9 @@ class RerunPlan(Plan):
             mutants = [m for m in mutants if m.function in limited]
         self.same_file = ctx.kernel.sha256 == old.get("kernel", {}).get("sha256")
         self.mapping = match_mutants(rows, mutants, self.same_file)
-        ctx.mutants = [self.mapping[r["id"]] for r in rows]
+        ctx.set_mutants([self.mapping[r["id"]] for r in rows])
         for r in rows:
-            ctx.ledger.restore(self.mapping[r["id"]].id, r)
+            ctx.ledger.restore(self.mapping[r["id"]].id, r, str(old.get("run_id") or ""))
         for key, value in old.items():
             if key not in REPORT_FIELDS and key in RUN_SECTIONS:
                 ctx.ledger.put_section(key, value)

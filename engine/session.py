@@ -19,12 +19,68 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
 
-from mutant_gate.cache import Store
+from mutant_gate.cache import CacheUnavailable, Store
 
 from .errors import BadInput
+from .events import Event
 from .sandbox import Sandbox
 from .settings import WRITERS, RunSettings
+
+# -- what the faces read from deeper modules ---------------------------------------------------
+#: name -> (module under ``engine``, attribute; None: the module itself). The faces import
+#: these from here (``tests/test_layering.py`` holds them to it); each is loaded when first
+#: asked for, so a face pays only for what it uses (``mutant-gate --help`` imports none).
+DOOR: dict[str, tuple[str, str | None]] = {
+    # the report and its rows, as the engine builds them
+    "mutant_row": ("report", "mutant_row"),
+    "by_operator": ("report", "by_operator"),
+    "score": ("report", "score"),
+    "ROW_FIELDS": ("report", "ROW_FIELDS"),
+    "Mutant": ("records", "Mutant"),
+    # the report's formats, and the words they share with the faces
+    "formats": ("formats", None),
+    "write_site": ("formats.site", "write_site"),
+    "gate": ("formats.common", "gate"),
+    "percent": ("formats.common", "percent"),
+    "probe_spend": ("formats.common", "probe_spend"),
+    "probe_text": ("formats.common", "probe_text"),
+    "shown_claims": ("formats.common", "shown_claims"),
+    "price_words": ("prices", "price_words"),
+    # files a run reads or writes beside its report
+    "accepted": ("accepted", None),
+    "predictions": ("predictions", None),
+    # reruns and studies
+    "recorded_paths": ("rerun", "recorded_paths"),
+    "select": ("rerun", "select"),
+    "attribute_own": ("study", "attribute_own"),
+    "csv_text": ("study", "csv_text"),
+    "markdown_table": ("study", "markdown_table"),
+    "study_row": ("study", "study_row"),
+    # flags' meanings
+    "resolve_mode": ("modes", "resolve_mode"),
+    "TRIGGERS": ("writers.probe_inputs", "TRIGGERS"),
+    "SandboxStartError": ("sandbox.local", "SandboxStartError"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TOGGLED_CHECKS":  # the survivor checks a face may turn on and off
+        from .checks import ALWAYS, CHECKS
+
+        value: Any = tuple(n for n in CHECKS if n not in ALWAYS)
+    elif name in DOOR:
+        module, attr = DOOR[name]
+        loaded = importlib.import_module(f"{__package__}.{module}")
+        value = loaded if attr is None else getattr(loaded, attr)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
 
 # -- optional extras ------------------------------------------------------------------------
 #: module -> (the package that provides it, the mutant-gate extra that installs it)
@@ -73,6 +129,218 @@ def make_sandbox(settings: RunSettings, mode: str | None = None) -> Sandbox:
     from .sandbox.local import LocalSandbox
 
     return LocalSandbox(settings.workers, mode)
+
+
+# -- a run's lifecycle ----------------------------------------------------------------------
+class Session:
+    """One run's lifecycle, owned whole, for every face (``run``, ``rerun``, ``study``,
+    the explorer): the cache store, every sandbox it opens (the run's, and the second
+    one ``--compare-modes`` or ``--mode auto`` on a GPU asks for), the driver, and the
+    close order: the sandboxes first (jobs in flight end at once and are never stored),
+    then the run's events, then the store (so the next run resumes from the cache).
+
+    A face drives it with ``events()`` (again for another run on the same sandbox: the
+    study) or ``rerun(...)``, acts on it (``rerun_mutant``, ``run_writers``,
+    ``set_check``, ``run_check``), reads snapshots the engine builds (``row``,
+    ``report``, ``tokens``) and ends it with ``close()`` (or ``with``). ``warn`` hears
+    what the face should say: a cache it cannot use, cache writes that failed.
+    """
+
+    def __init__(
+        self,
+        settings: RunSettings,
+        *,
+        sandbox_factory: Callable[[RunSettings], Sandbox] | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._factory = sandbox_factory or make_sandbox
+        self._warn = warn or (lambda text: None)
+        self.store: Store | None = None
+        self._store_opened = False
+        self.sandbox: Sandbox | None = None
+        self._others: list[Sandbox] = []
+        self._run: Any = None  # the driver (``pipeline.Run``): faces never see it
+        self._events: list[Iterator[Event]] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- starting ----------------------------------------------------------------------------
+    def _open(self, settings: RunSettings) -> None:
+        if not self._store_opened:
+            self._store_opened = True
+            if settings.use_cache:
+                try:
+                    self.store = Store(settings.cache_dir)
+                except CacheUnavailable as exc:
+                    if exc.fatal:
+                        raise
+                    self._warn(f"warning: {exc}; running without the cache")
+        if self.sandbox is None:
+            self.sandbox = self._factory(settings)
+
+    def events(self, settings: RunSettings | None = None) -> Iterator[Event]:
+        """Start a run (``settings``: another run of this session on the same sandbox and
+        cache, as the study makes) and yield its events; the last is ``RunFinished``."""
+        from .pipeline import Run
+
+        settings = settings or self.settings
+        self._open(settings)
+        assert self.sandbox is not None
+        other = None
+        if settings.compare_modes:
+            other = self._other(
+                settings, "compiled" if settings.mode == "interpret" else "interpret"
+            )
+        elif settings.auto_mode and settings.mode == "compiled":
+            other = self._other(settings, "interpret")  # started when a survivor needs it
+        self._run = Run(settings, self.sandbox, self.store, other_sandbox=other)
+        return self._drive(self._run.events())
+
+    def rerun(
+        self, report: dict, chosen: list[str], *, force: bool = False, writer: str | None = None
+    ) -> Iterator[Event]:
+        """Chosen mutants of a past run judged again (its ``RunFinished`` report says what
+        changed: ``rerun``); ``writer`` (probe | llm) then writes tests for those still
+        surviving."""
+        from .rerun import start_rerun
+
+        self._open(self.settings)
+        assert self.sandbox is not None
+        self._run = start_rerun(
+            report, self.settings, self.sandbox, self.store, chosen, force=force, writer=writer
+        )
+        return self._drive(self._run.events())
+
+    def _other(self, settings: RunSettings, mode: str) -> Sandbox:
+        box = make_sandbox(settings, mode)
+        self._others.append(box)
+        return box
+
+    def _drive(self, events: Iterator[Event]) -> Iterator[Event]:
+        with self._lock:
+            self._events.append(events)
+        return events
+
+    # -- acting on the run ---------------------------------------------------------------------
+    @property
+    def started(self) -> bool:
+        """The run exists and the original passed (what every action needs)."""
+        run = self._run
+        return run is not None and run.ctx is not None and run.ctx.baseline is not None
+
+    @property
+    def cancel(self) -> threading.Event:
+        return self._run.cancel if self._run is not None else threading.Event()
+
+    @property
+    def has_run(self) -> bool:
+        return self._run is not None
+
+    def kernel_source(self) -> str | None:
+        """The kernel file's text as the run loaded it (None before it did)."""
+        run = self._run
+        return run.kernel.source if run is not None and run.ctx is not None else None
+
+    def judged(self, mutant_id: str) -> bool:
+        return self._run is not None and self._run.ledger.outcome(mutant_id) is not None
+
+    def rerun_mutant(self, mutant_id: str, *, force: bool = False) -> Iterator[Event]:
+        return self._driver().rerun_mutant(mutant_id, force=force)
+
+    def run_writers(self, mutant_ids: list[str], *, model: bool) -> Iterator[Event]:
+        return self._driver().run_writers(list(mutant_ids), model=model)
+
+    def set_check(self, name: str, on: bool) -> None:
+        """Turn a survivor check on or off for the rest of the run (``check_targets``:
+        the mutants it applies to now, ``run_check`` runs it on them)."""
+        self._driver().set_check(name, on)
+
+    def check_targets(self, name: str) -> list[str]:
+        """The mutants check ``name`` applies to now (none before the original passed)."""
+        run = self._driver()
+        if not self.started:
+            return []
+        return [m.id for m in run.stage_named(name).targets(run.ctx)]
+
+    def run_check(self, name: str, mutant_ids: list[str]) -> Iterator[Event]:
+        run = self._driver()
+        return run.run_stage(run.stage_named(name), list(mutant_ids))
+
+    def _driver(self) -> Any:
+        if self._run is None:
+            raise RuntimeError("the session has no run yet: start one with events()")
+        return self._run
+
+    # -- snapshots -----------------------------------------------------------------------------
+    def row(self, mutant_id: str) -> dict:
+        """A mutant's report row as things stand (``engine/report.mutant_row``)."""
+        run = self._driver()
+        mutant = next(m for m in run.mutants if m.id == mutant_id)
+        return run.row(mutant)
+
+    def report(self) -> dict:
+        """The report as things stand (``engine/report.build_report``)."""
+        return self._driver().report()
+
+    def save(self, report: dict | None = None) -> dict:
+        """The run record rebuilt and stored (replay shows what a face did after the
+        run's end: a rerun, stage 2, a check turned on); the report saved."""
+        run = self._driver()
+        report = report if report is not None else run.report()
+        run.save(report)
+        return report
+
+    def tokens(self) -> dict | None:
+        return self._run.ledger.sections().get("tokens") if self._run is not None else None
+
+    def accepted_tests(self) -> tuple:
+        return self._run.accepted_tests() if self._run is not None else ()
+
+    def write_tests(self, directory: str) -> list[str]:
+        """Every accepted test (and its data files) written to ``directory``."""
+        from .writers.common import write_tests
+
+        return write_tests(self.accepted_tests(), directory)
+
+    # -- ending ---------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """The first half of ``close``: queued jobs are skipped and every sandbox closes,
+        so jobs in flight end at once (their results are never stored). A face that
+        drives events in other threads waits for them between ``stop`` and ``close``."""
+        if self._run is not None:
+            self._run.cancel.set()
+        for box in [self.sandbox, *self._others]:
+            if box is not None:
+                box.close()
+
+    def close(self) -> None:
+        """Sandboxes first (``stop``), then every event stream the session handed out,
+        then the store. Safe to call twice, from any thread but one driving the events."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            events, self._events = self._events, []
+        self.stop()
+        for stream in events:
+            try:
+                stream.close()
+            except ValueError:  # still running in another thread: it ends with the sandbox
+                pass
+        if self.store is not None:
+            self.store.close()
+            if self.store.write_failures:
+                self._warn(
+                    f"warning: {len(self.store.write_failures)} cache writes failed "
+                    f"({self.store.write_failures[-1]}); those results were not saved"
+                )
 
 
 # -- runs ----------------------------------------------------------------------------------
@@ -185,6 +453,22 @@ def find_report(ref: str, directory: str) -> dict:
             "(`mutant-gate run` or `tui` on the same file resumes it from the cache)"
         )
     return record["report"]
+
+
+def exported(report: dict) -> tuple[dict, str | None]:
+    """A finished report as every face writes it out (``report``, the site, the
+    explorer's export): its prediction file's state as of now (``file_now``), and the
+    line to say when that file changed after the run stored it (else None)."""
+    section = report.get("predictions")
+    if not isinstance(section, dict):
+        return report, None
+    from . import predictions
+
+    section = {**section, "file_now": predictions.file_now(section)}
+    said = None
+    if section["file_now"] != "same":
+        said = next(ln for ln in predictions.lines(section) if "prediction file" in ln)
+    return {**report, "predictions": section}, said
 
 
 def site_reports(refs: list[str], directory: str) -> list[dict]:

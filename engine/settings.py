@@ -17,7 +17,7 @@ from .errors import BadInput
 
 DEFAULT_BASE_URL = "https://api.tokenfactory.nebius.com/v1/"
 DEFAULT_MODEL = "nvidia/nemotron-3-super-120b-a12b"
-#: The accepted-survivors file ``baseline add`` writes when no path is configured.
+#: The accepted-survivors file ``accept`` writes when no path is configured.
 DEFAULT_BASELINE = "mutant-gate-baseline.toml"
 #: Environment variables read for the key, first one set wins.
 KEY_VARIABLES = ("NEBIUS_API_KEY", "OPENAI_API_KEY")

@@ -69,24 +69,60 @@ class StageContext:
         kernel: KernelFile,
         mutants: list[Mutant],
     ) -> None:
-        self.settings = settings
-        self.jobs = jobs
-        self.ledger = ledger
-        self.kernel = kernel
-        self.mutants = mutants
+        # Every field is read-only to a stage (a property): the driver sets them through
+        # ``set_baseline``, ``set_mutants`` and ``set_configs``; a stage changes the run only
+        # through the ledger and ``add_tests``.
+        self._settings = settings
+        self._jobs = jobs
+        self._ledger = ledger
+        self._kernel = kernel
+        self._mutants = list(mutants)
         #: the original's passing job (set once the baseline ran)
-        self.baseline: JobResult | None = None
+        self._baseline: JobResult | None = None
         #: each mutant's time limit, from the baseline
-        self.timeout_s: float = settings.timeout_s
+        self._timeout_s: float = settings.timeout_s
         #: the test cases a mutant may be spared: {nodeid: {functions, duration_s}}, which
         #: jit functions each launched on the original and how long it took. Project mode:
         #: the baseline's; a kernel file's own tests: the baseline's, and each written
         #: test's proof on the original (``add_tests``). None: run every test (no record).
-        self.coverage: dict[str, dict] | None = None
+        self._coverage: dict[str, dict] | None = None
         #: the nodeids of ``coverage`` the baseline's run measured (part of its time)
-        self.baseline_cases: frozenset[str] = frozenset()
+        self._baseline_cases: frozenset[str] = frozenset()
         #: ``--all-configs``: how many autotune configs each mutant runs under
-        self.configs = 1
+        self._configs = 1
+
+    # -- the driver's (``pipeline``, ``baseline``, ``rerun``): never a stage's -------------
+    def set_baseline(self, result: JobResult) -> None:
+        """The original passed: its run, and each mutant's limit from its time."""
+        self._baseline = result
+        self._timeout_s = self.mutant_timeout(result.duration_s)
+
+    def set_mutants(self, mutants: list[Mutant]) -> None:
+        """The mutants a rerun carries over, in the recorded run's order."""
+        self._mutants = list(mutants)
+
+    def set_configs(self, configs: int) -> None:
+        self._configs = configs
+
+    # -- what a stage reads (read-only) ----------------------------------------------------
+    settings = property(lambda self: self._settings)
+    jobs = property(lambda self: self._jobs)
+    ledger = property(lambda self: self._ledger)
+    kernel = property(lambda self: self._kernel)
+    baseline = property(lambda self: self._baseline)
+    timeout_s = property(lambda self: self._timeout_s)
+    coverage = property(lambda self: self._coverage)
+    baseline_cases = property(lambda self: self._baseline_cases)
+    configs = property(lambda self: self._configs)
+
+    @property
+    def mutants(self) -> list[Mutant]:
+        return list(self._mutants)
+
+    @property
+    def workers(self) -> int:
+        """How many jobs run at once (the job runner's workers)."""
+        return self._jobs.workers
 
     # -- what a stage reads ------------------------------------------------------------
     @property
@@ -219,7 +255,7 @@ class StageContext:
     def add_tests(self, tests: list[TestFile]) -> None:
         """Tests a writer proved: from now on part of every job ``job_for`` builds (for a
         mutant, the cases that launch its function, known from the test's proof)."""
-        self.kernel = replace(self.kernel, tests=self.kernel.tests + tuple(tests))
+        self._kernel = replace(self._kernel, tests=self._kernel.tests + tuple(tests))
         self._proved(tests)
 
     def _proved(self, tests: Iterable[TestFile]) -> None:
@@ -240,12 +276,12 @@ class StageContext:
         if not self.settings.select_tests or (found is None and self.kernel.project is None):
             return
         if self.kernel.project is not None:
-            self.coverage = dict(found or {})
+            self._coverage = dict(found or {})
         else:
             times = {
                 o.name.split("::", 1)[1]: o.duration_s for o in baseline.outcomes if "::" in o.name
             }
-            self.coverage = {
+            self._coverage = {
                 nodeid: {
                     "functions": list(info.get("functions", [])),
                     "duration_s": times.get(nodeid.split("::", 1)[1], info.get("duration_s", 0.0)),
@@ -253,7 +289,7 @@ class StageContext:
                 for nodeid, info in found.items()
                 if nodeid.split("::", 1)[0] != self.kernel.name  # the own check always runs
             }
-        self.baseline_cases = frozenset(self.coverage)
+        self._baseline_cases = frozenset(self._coverage)
         self._proved(self.kernel.tests)
 
     def updated(self, mutant: Mutant, outcome: MutantOutcome | None) -> Iterator[Event]:

@@ -13,8 +13,10 @@ ledger; they never set a verdict themselves.
 
 from __future__ import annotations
 
+import copy
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .kernel_file import EXTRA_TESTS, OWN_CHECK
@@ -229,6 +231,7 @@ ROW_SECTIONS = frozenset(
         "reached",  # false: no check launches its kernel (no job ran, no evidence either way)
         "accepted",  # the baseline file accepts this survivor (engine/accepted.py)
         "limit",  # killed by a sandbox limit (memory, cpu time, output, open files)
+        "error",  # stages that raised while working on it: [{stage, reason}]
     }
 )
 #: Run-level report sections (the report's top-level fields beside the core ones).
@@ -247,8 +250,14 @@ RUN_SECTIONS = frozenset(
         "stage1",
         "accepted",  # the baseline file read and its entries that match no mutant
         "predictions",  # --predict: the file's text and hash, stored first; the score
+        "stage_errors",  # stages that raised: [{stage, reason, mutants, traceback}]
     }
 )
+
+
+def _declared(name: str, names: frozenset[str], what: str, where: str) -> None:
+    if name not in names:
+        raise KeyError(f"undeclared {what} {name!r} (verdicts.{where})")
 
 
 @dataclass(frozen=True)
@@ -293,50 +302,67 @@ class Ledger:
         with self._lock:
             return dict(self._outcomes)
 
+    # -- the report's sections: snapshots out, changes in ----------------------------------
     def details(self, mutant_id: str) -> dict:
-        """A copy of the mutant's report sections (empty when it has none)."""
+        """A copy of the mutant's report sections (empty when it has none): changing it
+        changes nothing here (``put_row``, ``update_row`` do)."""
         with self._lock:
-            return dict(self._details.get(mutant_id, {}))
+            return copy.deepcopy(self._details.get(mutant_id, {}))
 
     def row(self, mutant_id: str, name: str, default=None):
-        """The mutant's section ``name`` (created from ``default`` if missing): stages
-        fill it in place (``ledger.row(id, "probe", {})["result"] = ...``)."""
-        if name not in ROW_SECTIONS:
-            raise KeyError(f"undeclared report row section {name!r} (verdicts.ROW_SECTIONS)")
+        """A copy of the mutant's section ``name`` (``default`` when it has none)."""
+        _declared(name, ROW_SECTIONS, "report row section", "ROW_SECTIONS")
         with self._lock:
-            return self._details.setdefault(mutant_id, {}).setdefault(
-                name, {} if default is None else default
-            )
+            return copy.deepcopy(self._details.get(mutant_id, {}).get(name, default))
 
     def put_row(self, mutant_id: str, name: str, value) -> None:
-        if name not in ROW_SECTIONS:
-            raise KeyError(f"undeclared report row section {name!r} (verdicts.ROW_SECTIONS)")
+        """Set the mutant's section ``name`` (to a copy of ``value``)."""
+        _declared(name, ROW_SECTIONS, "report row section", "ROW_SECTIONS")
+        value = copy.deepcopy(value)
         with self._lock:
             self._details.setdefault(mutant_id, {})[name] = value
 
+    def update_row(self, mutant_id: str, name: str, change: Callable, default=None):
+        """Change the mutant's section ``name`` under the lock: ``change`` gets a copy of
+        it (``default`` when it has none) and returns the new value; returns a copy of it.
+        Stages that add to a list (claims, attempts) do it here, never in place."""
+        _declared(name, ROW_SECTIONS, "report row section", "ROW_SECTIONS")
+        with self._lock:
+            sections = self._details.setdefault(mutant_id, {})
+            new = change(copy.deepcopy(sections.get(name, default)))
+            sections[name] = copy.deepcopy(new)
+            return new
+
     def drop_row(self, mutant_id: str, name: str) -> None:
         """Remove the mutant's section ``name`` (a rerun's carried-over ``accepted``)."""
-        if name not in ROW_SECTIONS:
-            raise KeyError(f"undeclared report row section {name!r} (verdicts.ROW_SECTIONS)")
+        _declared(name, ROW_SECTIONS, "report row section", "ROW_SECTIONS")
         with self._lock:
             self._details.get(mutant_id, {}).pop(name, None)
 
     def section(self, name: str, default=None):
-        """The run-level section ``name`` (created from ``default`` if missing)."""
-        if name not in RUN_SECTIONS:
-            raise KeyError(f"undeclared report section {name!r} (verdicts.RUN_SECTIONS)")
+        """A copy of the run-level section ``name`` (``default`` when there is none)."""
+        _declared(name, RUN_SECTIONS, "report section", "RUN_SECTIONS")
         with self._lock:
-            return self._sections.setdefault(name, {} if default is None else default)
+            return copy.deepcopy(self._sections.get(name, default))
 
     def put_section(self, name: str, value) -> None:
-        if name not in RUN_SECTIONS:
-            raise KeyError(f"undeclared report section {name!r} (verdicts.RUN_SECTIONS)")
+        _declared(name, RUN_SECTIONS, "report section", "RUN_SECTIONS")
+        value = copy.deepcopy(value)
         with self._lock:
             self._sections[name] = value
 
-    def sections(self) -> dict:
+    def update_section(self, name: str, change: Callable, default=None):
+        """Change the run-level section ``name`` under the lock (as ``update_row``)."""
+        _declared(name, RUN_SECTIONS, "report section", "RUN_SECTIONS")
         with self._lock:
-            return dict(self._sections)
+            new = change(copy.deepcopy(self._sections.get(name, default)))
+            self._sections[name] = copy.deepcopy(new)
+            return new
+
+    def sections(self) -> dict:
+        """A copy of every run-level section."""
+        with self._lock:
+            return copy.deepcopy(self._sections)
 
     # -- the only code that changes a verdict ---------------------------------------------
     def judge(
@@ -477,9 +503,10 @@ class Ledger:
             self._outcomes[mutant_id] = new = replace(old, reason=reason)
             return new
 
-    def restore(self, mutant_id: str, row: dict) -> None:
+    def restore(self, mutant_id: str, row: dict, source: str = "") -> None:
         """A verdict and its sections carried over from a recorded report row (a rerun
-        judges some mutants again and keeps the others as they were recorded)."""
+        judges some mutants again and keeps the others as they were recorded); the row's
+        ``changes`` say so last (stage ``restore``, from run ``source``)."""
         if row.get("verdict") not in {v.value for v in Verdict}:
             return
         outcome = MutantOutcome(
@@ -491,8 +518,14 @@ class Ledger:
             bool(row.get("cached")),
         )
         with self._lock:
+            self._details[mutant_id] = copy.deepcopy(
+                {k: v for k, v in row.items() if k in ROW_SECTIONS}
+            )
+            self._details[mutant_id]["changes"] = list(row.get("changes") or [])
+            self._outcomes.pop(mutant_id, None)
+            where = f"run {source}" if source else "a recorded run"
+            self._record(mutant_id, "restore", outcome, f"carried over as recorded in {where}")
             self._outcomes[mutant_id] = outcome
-            self._details[mutant_id] = {k: v for k, v in row.items() if k in ROW_SECTIONS}
 
     def _change(
         self, rule: str, mutant_id: str, stage: str, evidence: str, *, cached_and=None, **fields

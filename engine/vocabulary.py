@@ -90,3 +90,22 @@ def by_words(by: str | None) -> str:
     if by.startswith(TEST_PREFIX):
         return f"test {by[len(TEST_PREFIX) :]}"
     return WORDS.get(by, by)
+
+
+#: Each survivor check's one name (what ``--compile-check``, ``--diff-oracle``, the
+#: explorer's toggles and every sentence call it) -> the key its results have in a report
+#: (the row section and the run's ``checks`` entry; kept as they are, so reports stay
+#: readable by older tools). Engine, CLI, explorer and reports read both from here.
+CHECK_NAMES: dict[str, str] = {
+    "compile-check": "compile",
+    "diff-oracle": "oracle",
+    "big-index": "big_index",
+    "claims": "claims",
+}
+#: A report key (or an event's ``check``) -> the check's name.
+CHECK_OF_KEY: dict[str, str] = {key: name for name, key in CHECK_NAMES.items()}
+
+
+def check_name(key: str) -> str:
+    """The check's name for its report key (anything else unchanged)."""
+    return CHECK_OF_KEY.get(key, key)

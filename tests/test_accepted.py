@@ -1,6 +1,6 @@
-"""Accepted survivors (``--baseline``, ``mutant-gate baseline add``).
+"""Accepted survivors (``--accepted``, ``mutant-gate accept``).
 
-Fast: the content hash, the file's format, ``baseline add`` on a recorded run, the
+Fast: the content hash, the file's format, ``accept`` on a recorded run, the
 score. Slow: real runs of ``tests/data/two_kernels.py`` (five dropped masks survive
 its whole-block check) with ``--fail-under 100``: exit 1; every survivor accepted:
 exit 0; one mutated line edited: that survivor is back, exit 1.
@@ -98,21 +98,21 @@ def test_score_leaves_accepted_survivors_out_never_as_killed():
     assert s["by_verdict"]["survived"] == 2
 
 
-def test_baseline_add_from_a_recorded_run(tmp_path, capsys, monkeypatch):
+def test_accept_from_a_recorded_run(tmp_path, capsys, monkeypatch):
     cache = tmp_path / "cache"
     assert main(["cache", "import", str(RECORDED), "--cache-dir", str(cache)]) == 0
     report = json.loads(RECORDED.read_text())
     survivor, killed = _row(report, "survived"), _row(report, "killed")
     file = tmp_path / "accepted.toml"
-    args = ["--cache-dir", str(cache), "--baseline", str(file)]
+    args = ["--cache-dir", str(cache), "--accepted", str(file)]
     capsys.readouterr()
-    code = main(["baseline", "add", "latest", survivor["id"][:8], "--reason", "pads", *args])
+    code = main(["accept", "latest", survivor["id"][:8], "--reason", "pads", *args])
     assert code == 0, capsys.readouterr().err
     (entry,) = accepted.load(str(file))
     assert entry.id == survivor["id"] and entry.reason == "pads"
     assert entry.hash == accepted.content_hash(report["kernel"]["source"], survivor)
     assert "accepted 1 survivor" in capsys.readouterr().out
-    assert main(["baseline", "add", "latest", survivor["id"], "--reason", "again", *args]) == 0
+    assert main(["accept", "latest", survivor["id"], "--reason", "again", *args]) == 0
     assert "already accepted" in capsys.readouterr().out
     assert len(accepted.load(str(file))) == 1
     # bad input: one line, exit 2, the file untouched
@@ -121,7 +121,7 @@ def test_baseline_add_from_a_recorded_run(tmp_path, capsys, monkeypatch):
         (["latest", "zzzz", "--reason", "x"], "no mutant 'zzzz'"),
         (["latest", survivor["id"], "--reason", "  "], "--reason"),
     ]:
-        assert main(["baseline", "add", *argv, *args]) == 2
+        assert main(["accept", *argv, *args]) == 2
         err = capsys.readouterr().err
         assert says in err and err.count("\n") == 1, err
     assert len(accepted.load(str(file))) == 1
@@ -130,8 +130,7 @@ def test_baseline_add_from_a_recorded_run(tmp_path, capsys, monkeypatch):
     assert (
         main(
             [
-                "baseline",
-                "add",
+                "accept",
                 "latest",
                 survivor["id"],
                 "--reason",
@@ -145,21 +144,21 @@ def test_baseline_add_from_a_recorded_run(tmp_path, capsys, monkeypatch):
     assert len(accepted.load(str(tmp_path / DEFAULT_BASELINE))) == 1
 
 
-def test_baseline_from_the_configuration_and_a_missing_file(tmp_path, capsys, monkeypatch):
+def test_accepted_from_the_configuration_and_a_missing_file(tmp_path, capsys, monkeypatch):
     cache = tmp_path / "cache"
     assert main(["cache", "import", str(RECORDED), "--cache-dir", str(cache)]) == 0
     survivor = _row(json.loads(RECORDED.read_text()), "survived")
     (tmp_path / "ci").mkdir()
-    (tmp_path / "pyproject.toml").write_text('[tool.mutant-gate]\nbaseline = "ci/accepted.toml"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.mutant-gate]\naccepted = "ci/accepted.toml"\n')
     monkeypatch.chdir(tmp_path)
-    argv = ["baseline", "add", "latest", survivor["id"], "--reason", "ok", "--cache-dir", "cache"]
+    argv = ["accept", "latest", survivor["id"], "--reason", "ok", "--cache-dir", "cache"]
     assert main(argv) == 0, capsys.readouterr().err
     assert [e.id for e in accepted.load(str(tmp_path / "ci" / "accepted.toml"))] == [survivor["id"]]
     kernel = DATA / "two_kernels.py"
     capsys.readouterr()
-    assert main(["run", str(kernel), "--baseline", str(tmp_path / "none.toml")]) == 2
+    assert main(["run", str(kernel), "--accepted", str(tmp_path / "none.toml")]) == 2
     err = capsys.readouterr().err
-    assert "--baseline: no such file" in err and err.count("\n") == 1
+    assert "--accepted: no such file" in err and err.count("\n") == 1
 
 
 @pytest.mark.slow
@@ -175,13 +174,13 @@ def test_accepted_survivors_pass_the_gate_until_their_code_changes(tmp_path):
     survivors = [r["id"] for r in json.loads((tmp_path / "1.json").read_text())["mutants"]]
     assert len(survivors) == 5
     add = run_cli(
-        "baseline", "add", "latest", *survivors, "--reason", "whole blocks only",
+        "accept", "latest", *survivors, "--reason", "whole blocks only",
         "--cache-dir", str(cache), cwd=tmp_path,
     )  # fmt: skip
     assert add.returncode == 0, add.stderr
     assert "accepted 5 survivors" in add.stdout
 
-    second = run_cli(*run, str(tmp_path / "2.json"), "--baseline", str(file), cwd=tmp_path)
+    second = run_cli(*run, str(tmp_path / "2.json"), "--accepted", str(file), cwd=tmp_path)
     assert second.returncode == 0, second.stdout + second.stderr
     report = json.loads((tmp_path / "2.json").read_text())
     assert report["score"]["killed"] == 0, "accepted is never killed"
@@ -196,7 +195,7 @@ def test_accepted_survivors_pass_the_gate_until_their_code_changes(tmp_path):
     old = "    x = tl.load(x_ptr + offs, mask=mask)\n"
     assert source.count(old) == 1
     kernel.write_text(source.replace(old, "    x = tl.load(x_ptr + offs, mask=mask) + 0.0\n"))
-    third = run_cli(*run, str(tmp_path / "3.json"), "--baseline", str(file), cwd=tmp_path)
+    third = run_cli(*run, str(tmp_path / "3.json"), "--accepted", str(file), cwd=tmp_path)
     assert third.returncode == 1, third.stdout + third.stderr
     report = json.loads((tmp_path / "3.json").read_text())
     back = [r for r in report["mutants"] if r["verdict"] == "survived" and not r.get("accepted")]
@@ -204,3 +203,24 @@ def test_accepted_survivors_pass_the_gate_until_their_code_changes(tmp_path):
     assert {r["function"] for r in back} == {"add_kernel"}
     assert all(r.get("accepted") for r in report["mutants"] if r["function"] == "scale_kernel")
     assert report["accepted"]["unmatched"], "entries that no longer match are listed"
+
+
+def test_the_old_spellings_still_work_and_say_once_that_they_are_old(tmp_path, capsys):
+    """``baseline add`` and ``--baseline`` are the old names of ``accept`` and
+    ``--accepted``: they do the same, and say so once per process."""
+    from mutant_gate.cli import config
+
+    config._said.clear()
+    cache = tmp_path / "cache"
+    assert main(["cache", "import", str(RECORDED), "--cache-dir", str(cache)]) == 0
+    survivor = _row(json.loads(RECORDED.read_text()), "survived")
+    file = tmp_path / "accepted.toml"
+    old = ["baseline", "add", "latest", survivor["id"], "--reason", "pads"]
+    capsys.readouterr()
+    assert main([*old, "--cache-dir", str(cache), "--baseline", str(file)]) == 0
+    err = capsys.readouterr().err
+    assert "--baseline is deprecated: it is called --accepted now" in err
+    assert "`mutant-gate baseline add` is deprecated: it is called `mutant-gate accept` now" in err
+    assert [e.id for e in accepted.load(str(file))] == [survivor["id"]]
+    assert main([*old, "--cache-dir", str(cache), "--baseline", str(file)]) == 0
+    assert "deprecated" not in capsys.readouterr().err  # once

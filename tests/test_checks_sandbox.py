@@ -55,9 +55,8 @@ def test_oracle_names_mean_and_rstd_differences_the_check_lets_through(tmp_path,
         """Stands where a writer's stage runs: claims the epsilon mutant equivalent."""
         for m in survivors:
             if m.operator == "epsilon-change":
-                ctx.ledger.row(m.id, "claims", []).append(
-                    {"by": "stage2", "claim": "equivalent", "reason": "eps is negligible"}
-                )
+                claim = {"by": "stage2", "claim": "equivalent", "reason": "eps is negligible"}
+                ctx.ledger.update_row(m.id, "claims", lambda had, c=claim: [*had, c], [])
                 yield from ctx.updated(
                     m, ctx.ledger.claim(m.id, "claimed by stage2", stage="stage2")
                 )
@@ -320,3 +319,35 @@ def test_trace_captures_the_autotune_config_and_constexprs(sandbox):
         types = dict(zip(sig["params"], sig["types"], strict=True))
         assert types["x_ptr"] == "*fp32" and types["alpha"] == "fp32"
         assert types["n_elements"] == "i32"
+
+
+def test_a_stage_that_raises_becomes_an_error_section_and_the_report_is_written(sandbox):
+    """A survivor stage's bug loses its own work only: each of its mutants says which
+    stage failed and why, the run keeps the traceback, the later stages still run and
+    the report is written."""
+    settings = RunSettings(
+        kernel_path=str(EXAMPLES / "softmax.py"),
+        operators="program-id-swap",
+        use_cache=False,
+        writers=NO_WRITER,
+        diff_oracle=True,
+    )
+
+    def broken(ctx, survivors):
+        yield from ()
+        raise ZeroDivisionError("a stage's own bug")
+
+    run = Run(settings, sandbox, None, extra_stages=(Stage("broken", broken),))
+    report, events = drive(run)
+    survivors = [m for m in report["mutants"] if m["verdict"] == "survived"]
+    assert survivors
+    for row in survivors:
+        assert row["error"] == [
+            {"stage": "broken", "reason": "ZeroDivisionError: a stage's own bug"}
+        ]
+        assert row["oracle"]["launches"] >= 1  # the diff-oracle, after it, still ran
+    (failed,) = report["stage_errors"]
+    assert failed["stage"] == "broken" and "ZeroDivisionError" in failed["traceback"]
+    assert sorted(failed["mutants"]) == sorted(m["id"] for m in survivors)
+    notes = [e for e in events if getattr(e, "level", "") == "error"]
+    assert notes and "the broken stage failed on" in notes[0].message

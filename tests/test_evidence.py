@@ -458,8 +458,10 @@ def test_memchecks_first_error_is_kept_not_its_summary():
     assert first_memcheck_error(api).startswith("Program hit cudaErrorLaunchFailure")
 
 
-#: Its check launches the kernel itself (no wrapper: the probe has nothing to vary) and
-#: tolerates a lot, so arithmetic mutants that change the outputs survive it.
+#: Its check launches the kernel itself and tolerates a lot, so arithmetic mutants that
+#: change the outputs survive it. The probe learns the launch; the test below leaves it
+#: only a kind a launch cannot vary (dtype: the recorded launch keeps its tensors), so it
+#: has nothing to try and its words are all the model's.
 LOOSE_KERNEL = textwrap.dedent("""
     import torch
     import triton
@@ -491,6 +493,8 @@ def test_a_model_that_claims_every_survivor_equivalent_excludes_nothing_unbacked
             "run",
             "affine.py",
             "--stage2",
+            "--probe-triggers",
+            "dtype",
             "--base-url",
             fake.base_url,
             "--fail-under",

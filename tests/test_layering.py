@@ -97,3 +97,39 @@ def test_tui_is_the_explorer_only():
                 if name == "argparse" or name.startswith("mutant_gate.cli"):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
     assert not found, found
+
+
+#: what the faces (``cli/``, ``tui/``) may import of the engine: its door, and the types
+#: the door speaks in
+FACE_ALLOWLIST = frozenset(
+    {
+        "mutant_gate.engine.session",
+        "mutant_gate.engine.vocabulary",
+        "mutant_gate.engine.events",
+        "mutant_gate.engine.errors",
+        "mutant_gate.engine.settings",
+    }
+)
+
+
+def test_the_faces_reach_the_engine_only_through_its_door():
+    found = []
+    for face in ("cli", "tui"):
+        for path, tree in _trees(ROOT / face):
+            for node in ast.walk(tree):
+                names = _imports(node)
+                if isinstance(node, ast.ImportFrom) and node.module == "mutant_gate.engine":
+                    names = [f"mutant_gate.engine.{alias.name}" for alias in node.names]
+                for name in names:
+                    if name.startswith("mutant_gate.engine") and name not in FACE_ALLOWLIST:
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+    assert not found, "\n".join(found)
+
+
+def test_every_name_the_door_lends_resolves():
+    """The door's names load lazily: each one must still exist where it points."""
+    from mutant_gate.engine import session
+
+    for name in [*session.DOOR, "TOGGLED_CHECKS"]:
+        assert getattr(session, name) is not None, name
+    assert "compile-check" in session.TOGGLED_CHECKS and "claims" not in session.TOGGLED_CHECKS

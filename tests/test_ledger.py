@@ -139,7 +139,11 @@ def test_a_claim_is_cached_only_if_the_verdict_and_the_reply_were():
 def test_sections_are_declared_and_rows_carry_them():
     ledger = Ledger()
     ledger.judge("m", PASSED, cached=False)
-    ledger.row("m", "claims", []).append({"by": "probe", "claim": "equivalent"})
+    claim = {"by": "probe", "claim": "equivalent"}
+    ledger.update_row("m", "claims", lambda had: [*had, claim], [])
+    ledger.row("m", "claims", []).append({"by": "nobody"})  # a copy: changes nothing
+    ledger.details("m")["claims"].clear()  # nor does this
+    assert ledger.row("m", "claims") == [claim]
     ledger.put_row("m", "oracle", {"sentence": "outputs identical on the only launch"})
     ledger.claim("m", "no difference found", stage="probe")
     with pytest.raises(KeyError, match="undeclared"):
@@ -169,10 +173,42 @@ def test_restore_carries_a_recorded_row_and_drops_undeclared_fields():
         "oracle": {"sentence": "s"},
         "stray": 1,
     }
-    ledger.restore("new", row)
+    row["changes"] = [{"stage": "probe", "was": "survived", "now": "killed", "evidence": "e"}]
+    ledger.restore("new", row, "20261203-000000-abc")
     outcome = ledger.outcome("new")
     assert outcome is not None
     assert (outcome.verdict, outcome.by, outcome.duration_s) == (Verdict.KILLED, "test:t", 1.5)
-    assert ledger.details("new") == {"oracle": {"sentence": "s"}}
+    details = ledger.details("new")
+    assert details["oracle"] == {"sentence": "s"} and "stray" not in details
+    # the recorded changes, then the restore itself: what it carried, from where
+    assert details["changes"][0] == row["changes"][0]
+    restored = details["changes"][-1]
+    assert (restored["stage"], restored["now"]) == ("restore", "killed")
+    assert "20261203-000000-abc" in restored["evidence"]
+    assert len(row["changes"]) == 1  # the recorded row is not changed in place
     ledger.restore("pending", {"verdict": "pending"})
     assert ledger.outcome("pending") is None
+
+
+def test_a_stage_cannot_reassign_its_context():
+    """The stage contract: a stage reads its context and changes the run only through
+    the ledger and ``add_tests``; every field is read-only, ``mutants`` a copy."""
+    from mutant_gate.engine.jobs import JobRunner
+    from mutant_gate.engine.pipeline import load
+    from mutant_gate.engine.sandbox.local import LocalSandbox
+    from mutant_gate.engine.settings import RunSettings
+    from mutant_gate.engine.stage import StageContext
+
+    from .conftest import EXAMPLES
+
+    settings = RunSettings(kernel_path=str(EXAMPLES / "vector_add.py"))
+    kernel, mutants, _, _ = load(settings)
+    runner = JobRunner(LocalSandbox(1), None, "interpret", 1)  # never started
+    ctx = StageContext(settings, runner, Ledger(), kernel, mutants)
+    for name in ("kernel", "mutants", "baseline", "timeout_s", "coverage", "settings", "ledger",
+                 "jobs", "configs", "baseline_cases", "workers"):  # fmt: skip
+        with pytest.raises(AttributeError):
+            setattr(ctx, name, None)
+    ctx.mutants.clear()
+    assert len(ctx.mutants) == len(mutants) > 0
+    assert ctx.workers == 1

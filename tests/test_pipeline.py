@@ -14,6 +14,7 @@ import diskcache
 import pytest
 
 from .conftest import EXAMPLES, run_cli
+from .test_report_schema import validate
 
 pytestmark = pytest.mark.slow
 
@@ -34,6 +35,7 @@ def test_run_vector_add_report_and_cache(tmp_path):
     assert proc.returncode == 0, proc.stderr
     report = read_report(report_path)
     assert report["schema_version"] == 2
+    validate(report)  # docs/reference/report.schema.json
     assert report["kernel"]["path"].endswith("vector_add.py")
     assert set(report["toolchain"]) >= {"python", "torch", "triton"}
     mutants = report["mutants"]

@@ -528,6 +528,52 @@ def test_the_probe_reaches_a_functions_backward_kernel_through_its_gradients(tmp
     assert any("result = _mg_grad(ReluFunction.apply, x)" in s for s in sources), sources
 
 
+#: a project test that launches the kernel itself: no public function of the module is on
+#: its path (256 elements in one block of 256: the mask's bound never matters there)
+DIRECT_TESTS = """import torch
+from kernel_lib.ops.scale import scale, scale_kernel
+
+
+def test_scale_function(device):
+    x = torch.randn(256, device=device)
+    torch.testing.assert_close(scale(x, 2.0), x * 2.0)
+
+
+def test_scale_kernel_launch(device):
+    torch.manual_seed(0)
+    x = torch.randn(256, device=device)
+    out = torch.empty_like(x)
+    scale_kernel[(1,)](x, out, 2.0, 256, BLOCK=256)
+    torch.testing.assert_close(out, x * 2.0)
+"""
+
+
+@pytest.mark.slow
+def test_the_probe_learns_a_launch_the_project_tests_make_themselves(tmp_path):
+    """The project's test launches ``scale_kernel`` directly: the probe learns the launch
+    (arguments, grid, constexprs, the test case), keeps its tensors and grid, runs it
+    with ``n`` one short of their extent, and kills ``offs <= n``; the written test
+    launches the kernel as the project's test does and says which case it varies."""
+    root = copy_lib(tmp_path)
+    (root / "tests" / "test_scale_kernel.py").write_text(DIRECT_TESTS)
+    args = ["run", "src/kernel_lib/ops/scale.py", "--tests", "tests/test_scale_kernel.py"]
+    flags = ["--operators", "compare-lt-le", "-j", "2", "--no-cache", "--json", "r.json"]
+    # -k leaves the case through scale() out: of the run, and of what the probe learns from
+    proc = run_cli(*args, *flags, "-k", "launch", "--write-tests", "written", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = " ".join(proc.stdout.split())
+    assert "learned 1 wrapper calls (1 of them kernel launches" in said, said
+    assert "scale_kernel[(1,)]((256,) float32, (256,) float32, 2.0, 256, 256)" in said, said
+    report = json.loads((root / "r.json").read_text())
+    (row,) = report["mutants"]
+    assert row["verdict"] == "killed" and row["probe"]["trigger"] == "size", row
+    (test,) = (root / "written").glob("*.py")
+    text = test.read_text()
+    assert "from kernel_lib.ops.scale import scale_kernel" in text
+    assert "    scale_kernel[(1,)](x_ptr, out_ptr, 2.0, 255, BLOCK=256)" in text
+    assert "tests/test_scale_kernel.py::test_scale_kernel_launch" in " ".join(text.split())
+
+
 @pytest.mark.slow
 def test_the_big_index_check_replays_the_project_tests_launches(tmp_path):
     """A row offset made 64-bit (``tl.program_id(0).to(tl.int64)``): the mutants that

@@ -338,6 +338,12 @@ async def test_export_writes_the_report_as_it_stands(report, tmp_path):
     assert [m["verdict"] for m in written["mutants"]] == [m["verdict"] for m in report["mutants"]]
     assert written["score"] == report["score"]
     assert written["tests"] == report["tests"]
+    # the explorer's export is what `report --format json` writes for the same run
+    source = tmp_path / "run.json"
+    source.write_text(json.dumps(report))
+    done = run_cli("report", str(source), "--format", "json", "--out", "cli.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "cli.json").read_text() == path.read_text()
 
 
 @pytest.mark.anyio

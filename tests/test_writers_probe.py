@@ -72,20 +72,33 @@ def test_probe_kills_what_a_block_multiple_check_misses_and_writes_plain_tests(t
     assert "Mismatched elements" in plain.stdout or "not close" in plain.stdout
 
 
-def test_probe_reports_when_the_own_check_calls_no_wrapper(tmp_path):
+def test_probe_learns_the_launch_where_the_own_check_calls_no_public_function(tmp_path):
+    """The own check reaches the kernel through a private helper: no public function is
+    on the path, so the probe learns the launch itself (arguments, grid, constexprs) and
+    varies it: its tensors and grid as recorded, an integer argument equal to their
+    extent one short, so the masked-off lane's ``other`` shows."""
     kernel = SUM_KERNEL.replace("def total(x):", "def _total(x):").replace(
         "total(x), x.sum()", "_total(x), x.sum()"
     )
     (tmp_path / "k.py").write_text(kernel)
-    proc = run_cli("run", "k.py", "--operators", "other-change", "--json", "r.json", cwd=tmp_path)
+    proc = run_cli(
+        "run", "k.py", "--operators", "other-change", "--json", "r.json",
+        "--write-tests", "written", cwd=tmp_path,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 of them kernel launches" in proc.stdout
     report = json.loads((tmp_path / "r.json").read_text())
     rows = report["mutants"]
     assert len(rows) == 2  # other=0.0 changed to 1.0 and to -inf
     for row in rows:
-        assert row["verdict"] == "survived" and row["claims"] == []
-        assert "calls no public function" in row["probe"]["result"]
-        assert row["probe"]["probes"] == 0
+        assert row["verdict"] == "killed", row
+        assert row["probe"]["trigger"] == "size"
+        assert "n=63 instead of 64" in row["probe"]["input"]
+    (test,) = (tmp_path / "written").glob("*.py")
+    source = test.read_text()
+    assert "from k import sum_kernel" in source
+    assert "    sum_kernel[(1,)](x_ptr, out_ptr, 63, BLOCK=64)\n" in source
+    assert "result" not in source.split("def test_")[1]  # a launch is a statement
 
 
 # The vector-add tutorial's shape (98432 = 96 blocks of 1024 + 128), checked only for its
@@ -243,21 +256,26 @@ if __name__ == "__main__":
 """
 
 
-def test_probe_says_when_no_wrapper_call_launches_the_mutated_kernel(tmp_path):
+def test_probe_reaches_each_kernel_the_way_the_check_does(tmp_path):
+    """``triple_kernel`` is reached through the public ``triple``: learned as that call;
+    ``halve_kernel`` only through the private ``_halve``: learned as its launch. Both
+    mutants die, each by a test that calls the kernel the way the check reached it."""
     (tmp_path / "two.py").write_text(TWO_KERNELS)
     args = ["run", "two.py", "--operators", "mul-div", "--probes", "4", "-j", "2"]
     proc = run_cli(*args, "--json", "r.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = " ".join(proc.stdout.split())
+    assert "learned 2 wrapper calls (1 of them kernel launches" in said, said
     report = json.loads((tmp_path / "r.json").read_text())
     (tri,) = [m for m in report["mutants"] if "* 3.0" in m["before"]]
     (half,) = [m for m in report["mutants"] if "* 0.5" in m["before"]]
-    assert tri["verdict"] == "killed" and tri["by"].startswith("test:")
-    assert half["verdict"] == "survived" and half["claims"] == []
-    assert half["probe"] == {
-        "probes": 0,
-        "result": "the own check's wrapper calls never launch halve_kernel "
-        "(they launch triple_kernel): nothing to vary",
-    }
+    for row in (tri, half):
+        assert row["verdict"] == "killed" and row["by"].startswith("test:"), row
+    sources = {t["name"]: t["source"] for t in report["tests"] if t["origin"] == "probe"}
+    assert any("result = triple(x)" in s for s in sources.values()), sources
+    assert any(
+        "    halve_kernel[(2,)](x_ptr, out_ptr, 100, BLOCK=64)" in s for s in sources.values()
+    )
 
 
 @pytest.mark.slow

@@ -9,7 +9,6 @@ and turns key presses into actions; widgets only show the model.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -21,9 +20,9 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from mutant_gate.cache import CacheUnavailable, Store
-from mutant_gate.engine import accepted, session
+from mutant_gate.engine import session
 from mutant_gate.engine.errors import BadInput
-from mutant_gate.engine.sandbox import Sandbox
+from mutant_gate.engine.session import Sandbox, accepted
 from mutant_gate.engine.settings import DEFAULT_BASELINE, RunSettings
 from mutant_gate.engine.vocabulary import by_words
 from mutant_gate.tui.bridge import (
@@ -281,7 +280,7 @@ class MutantGateApp(App[int]):
         self._refresh_mutants(was)
 
     def baseline_path(self) -> str:
-        """Where ``a`` writes: the run's ``--baseline`` file, else the one the replayed run
+        """Where ``a`` writes: the run's ``--accepted`` file, else the one the replayed run
         read, else ``mutant-gate-baseline.toml`` in the current directory."""
         if self.settings is not None and self.settings.accepted_path:
             return self.settings.accepted_path
@@ -312,11 +311,11 @@ class MutantGateApp(App[int]):
     def accept_survivor(self, mutant_id: str, reason: str, path: str) -> bool:
         """Write the entry for survivor ``mutant_id`` to ``path`` and show it accepted."""
         report = self.model.to_report()
-        run = self.bridge.run if self.bridge is not None else None
-        if not (report.get("kernel") or {}).get("source") and run is not None:
+        source = self.bridge.session.kernel_source() if self.bridge is not None else None
+        if not (report.get("kernel") or {}).get("source") and source is not None:
             # a live run before its report: the kernel as the run loaded it
             path = self.settings.kernel_path if self.settings else self.model.kernel_path
-            report["kernel"] = {"path": path, "source": run.kernel.source}
+            report["kernel"] = {"path": path, "source": source}
         row = self.model.row(mutant_id)
         try:
             added, present = accepted.accept(report, [{**row, "verdict": "survived"}], reason, path)
@@ -466,12 +465,25 @@ class MutantGateApp(App[int]):
 
         self.push_screen(ExportScreen(default), chosen)
 
+    def export_report(self) -> dict:
+        """What export writes: the engine's report (a finished run's, as ``mutant-gate
+        report RUN --format json`` writes it; a live run's as things stand, built by the
+        engine), or the rows shown where the engine has none (a run before its original
+        passed)."""
+        bridge = self.bridge
+        if bridge is not None and not bridge.finished and bridge.session.started:
+            report = bridge.session.report()  # a live run, as things stand
+        elif self.model.engine_report is not None:
+            report = self.model.engine_report  # finished, or a replay: the stored report
+        else:
+            return self.model.to_report()
+        return session.exported(report)[0]
+
     def write_report(self, path: str) -> bool:
         try:
-            with open(path, "w") as fh:
-                json.dump(self.model.to_report(), fh, indent=2)
-        except OSError as exc:
-            self.notify(f"cannot write {path}: {exc.strerror or exc}", severity="error")
+            session.formats.write(self.export_report(), "json", path)
+        except BadInput as exc:
+            self.notify(str(exc), severity="error")
             return False
         self.explorer.log_view.say(f"report written to {path}")
         self.notify(f"Report written to {path}.")

@@ -26,21 +26,15 @@ from textual.message import Message
 from textual.message_pump import MessagePump
 from textual.worker import Worker
 
-from mutant_gate.cache import CacheUnavailable, Store
 from mutant_gate.engine import session
-from mutant_gate.engine.checks import ALWAYS
-from mutant_gate.engine.checks import CHECKS as CHECK_STAGES
 from mutant_gate.engine.events import Event
-from mutant_gate.engine.pipeline import Run
-from mutant_gate.engine.records import Mutant
-from mutant_gate.engine.report import mutant_row
-from mutant_gate.engine.sandbox import Sandbox
+from mutant_gate.engine.session import Mutant, Sandbox, Session, mutant_row
 from mutant_gate.engine.settings import KEY_VARIABLES, RunSettings, api_key
-from mutant_gate.engine.writers.common import write_tests
+from mutant_gate.engine.vocabulary import check_name
 
 NEEDS_MODEL = f"needs a model: set {' or '.join(KEY_VARIABLES)}"
 #: The survivor checks the explorer can toggle, by name.
-CHECKS = tuple(name for name in CHECK_STAGES if name not in ALWAYS)
+CHECKS = session.TOGGLED_CHECKS
 
 
 def model_key_present() -> bool:
@@ -162,12 +156,14 @@ class EngineBridge:
     ) -> None:
         self.app = app
         self.settings = settings
-        self._sandbox_factory = sandbox_factory or session.make_sandbox
+        #: the run's lifecycle: store, sandboxes, driver, close order (engine/session)
+        self.session = Session(
+            settings,
+            sandbox_factory=sandbox_factory,
+            warn=lambda text: self._post(EngineNote(text)),
+        )
         #: Where Progress goes (the header); the app until one is attached.
         self.progress_target: MessagePump = app
-        self.run: Run | None = None
-        self.sandbox: Sandbox | None = None
-        self.store: Store | None = None
         #: Which checks are on: from the flags, then the user's toggles.
         self.checks = {
             "compile-check": bool(getattr(settings, "compile_check", False)),
@@ -216,18 +212,14 @@ class EngineBridge:
             exit_on_error=False,
         )
 
+    @property
+    def sandbox(self) -> Sandbox | None:
+        return self.session.sandbox
+
     def _drive(self) -> None:
-        try:
-            self.store = Store(self.settings.cache_dir) if self.settings.use_cache else None
-        except CacheUnavailable as exc:
-            if getattr(exc, "fatal", True):
-                raise
-            self._post(EngineNote(f"warning: {exc}; running without the cache"))
-        self.sandbox = self._sandbox_factory(self.settings)
-        self.run = session.start_run(self.settings, self.sandbox, self.store)
+        events = self.session.events()
         for name in CHECKS:  # toggled before the run existed
-            self.run.set_check(name, self.checks[name])
-        events = self.run.events()
+            self.session.set_check(name, self.checks[name])
         try:
             for event in events:
                 if self._stopping.is_set():
@@ -238,7 +230,7 @@ class EngineBridge:
                 raise
         finally:
             if self._stopping.is_set():
-                self.sandbox.close()  # first, so jobs in flight end at once (never stored)
+                self.session.stop()  # first, so jobs in flight end at once (never stored)
             events.close()
 
     def _post(self, message: Message) -> None:
@@ -248,7 +240,7 @@ class EngineBridge:
     def _progress(self) -> None:
         if self._stopping.is_set():
             return
-        tokens = self.run.ledger.sections().get("tokens") if self.run is not None else None
+        tokens = self.session.tokens()
         with self._lock:
             message = Progress(
                 phase=self._phase,
@@ -266,8 +258,7 @@ class EngineBridge:
         self.progress_target.post_message(message)
 
     def _row(self, mutant: Mutant) -> dict:
-        assert self.run is not None
-        return self.run.row(mutant)
+        return self.session.row(mutant.id)
 
     def _post_event(self, event: Event | object) -> None:
         """Adapt one engine event (from any engine thread) into messages: the method
@@ -342,21 +333,21 @@ class EngineBridge:
             self._finished_at = time.monotonic()
         self._post(RunDone(event.report))
         directory = getattr(self.settings.writers, "write_tests", None)
-        if directory and self.run is not None:
-            written = write_tests(self.run.accepted_tests(), directory)
+        if directory:
+            written = self.session.write_tests(directory)
             self._post(EngineNote(f"{len(written)} accepted test files written to {directory}"))
 
     # -- actions --------------------------------------------------------------
     def rerun(self, mutant_id: str, *, force: bool = False) -> str | None:
         """Judge one mutant again in a worker; returns why not, or None when started."""
-        run = self.run
-        if run is None or not self.baseline_done:
+        if not self.session.started or not self.baseline_done:
             return "the original has not passed its own check yet"
-        if run.ledger.outcome(mutant_id) is None:
+        if not self.session.judged(mutant_id):
             return "this mutant has no verdict yet; it is still queued"
         how = "in the sandbox" if force else "from the cache"
+        rerun = partial(self.session.rerun_mutant, mutant_id, force=force)
         self._worker(
-            partial(self._run_stage_events, partial(run.rerun_mutant, mutant_id, force=force)),
+            partial(self._run_stage_events, rerun),
             name=f"rerun-{mutant_id}",
             group="rerun",
             description=f"rerun mutant {mutant_id} {how}",
@@ -368,12 +359,12 @@ class EngineBridge:
         those it left; returns why not, or None when started."""
         if not mutant_ids:
             return "mark survivors first (space), then run stage 2 on them"
-        run = self.run
-        if run is None or not self.baseline_done:
+        if not self.session.started or not self.baseline_done:
             return "the original has not passed its own check yet"
         self._worker(
             partial(
-                self._run_stage_events, partial(run.run_writers, list(mutant_ids), model=model)
+                self._run_stage_events,
+                partial(self.session.run_writers, list(mutant_ids), model=model),
             ),
             name="stage2",
             group="stage2",
@@ -388,17 +379,16 @@ class EngineBridge:
             return f"{name} is not connected to this engine"
         self.checks[name] = on
         self.check_targets = None  # how many survivors it started on now, once known
-        run = self.run
-        if run is None:
+        if not self.session.has_run:
             return None  # set when the run starts
-        stage = run.set_check(name, on and not self.finished)
-        if not on or not self.baseline_done or run.ctx is None:
+        self.session.set_check(name, on and not self.finished)
+        if not on or not self.baseline_done:
             return None
-        targets = [m.id for m in stage.targets(run.ctx)]
+        targets = self.session.check_targets(name)
         self.check_targets = len(targets)
         if targets:
             self._worker(
-                partial(self._run_stage_events, partial(run.run_stage, stage, targets)),
+                partial(self._run_stage_events, partial(self.session.run_check, name, targets)),
                 name=f"check-{name}",
                 group="checks",
                 description=f"{name} on {len(targets)} survivors",
@@ -412,10 +402,8 @@ class EngineBridge:
             if self._stopping.is_set():
                 return
             self._post_event(event)
-        if self.finished and self.run is not None and not self._stopping.is_set():
-            report = self.run.report()
-            self.run.save(report)
-            self._post(RunDone(report, again=True))
+        if self.finished and not self._stopping.is_set():
+            self._post(RunDone(self.session.save(), again=True))
 
     # -- quitting -------------------------------------------------------------
     def stop(self, timeout_s: float = 30.0) -> None:
@@ -426,23 +414,15 @@ class EngineBridge:
         if self._stopping.is_set():
             return
         self._stopping.set()
-        if self.run is not None:
-            self.run.cancel.set()
-        if self.sandbox is not None:
-            self.sandbox.close()
+        self.session.stop()  # queued jobs skipped, the sandboxes closed: jobs end at once
         deadline = time.monotonic() + timeout_s
         for done in list(self._threads):
             done.wait(max(0.0, deadline - time.monotonic()))
-        if self.store is not None:
-            self.store.close()
+        self.session.close()  # then the cache
 
     @property
     def stopped(self) -> bool:
         return self._stopping.is_set()
-
-
-#: What each check is called in a sentence.
-CHECK_NAMES = {"compile": "compile-check", "oracle": "diff-oracle", "claims": "claims check"}
 
 
 def _where(mutant: Mutant | None) -> str:
@@ -509,7 +489,7 @@ def describe(event: object) -> str:
         where = f" for {get('mutant_id')}" if get("mutant_id", None) else ""
         return f"{get('origin')} test rejected{where} (attempt {get('attempt')}): {get('reason')}"
     if name in ("CheckStarted", "CheckFinished"):
-        check = CHECK_NAMES.get(get("check"), get("check"))
+        check = check_name(get("check"))
         mutant = get("mutant")
         if name == "CheckStarted":
             if mutant is None:

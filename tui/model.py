@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from mutant_gate.engine.report import score
+from mutant_gate.engine.session import score
 from mutant_gate.engine.vocabulary import EXCLUDED, ORDER, PENDING, RUNNING, Verdict
 
 #: The states that are verdicts (a cell's other states: ``pending``, ``running``).
@@ -78,6 +78,8 @@ class RunModel:
         self.kernel_path = ""
         #: The report's top-level fields except ``mutants`` (tests, tokens, settings...).
         self.report: dict = {}
+        #: the engine's last whole report (a finished run's, or a replay's)
+        self.engine_report: dict | None = None
         self.rows: list[dict] = []
         self.index: dict[str, int] = {}
         self.states: list[str] = []
@@ -131,6 +133,7 @@ class RunModel:
     def finish(self, report: dict) -> list[int]:
         """The finished report is authoritative; returns the indexes whose state changed."""
         self.report = {k: v for k, v in report.items() if k != "mutants"}
+        self.engine_report = report  # what export writes, as the engine built it
         self.run_id = report.get("run_id", self.run_id)
         self.kernel_path = report.get("kernel", {}).get("path", self.kernel_path)
         changed = []

@@ -13,8 +13,7 @@ from functools import lru_cache
 from textual.content import Content
 from textual.highlight import highlight
 
-from mutant_gate.engine.formats.common import probe_text, shown_claims
-from mutant_gate.engine.report import ROW_FIELDS
+from mutant_gate.engine.session import ROW_FIELDS, probe_text, shown_claims
 from mutant_gate.engine.vocabulary import by_words
 
 #: Row fields the inspector shows in their own sections; anything else goes under "more".

@@ -31,10 +31,10 @@ from ..project import jit_callers
 from ..records import Mutant
 from ..sandbox.job import Job, JobResult
 from ..stage import StageContext
-from ..vocabulary import By
+from ..vocabulary import CHECK_NAMES, By
 from . import common
 
-CHECK = "big_index"
+CHECK = CHECK_NAMES["big-index"]
 #: The operators whose mutants only differ past 2^31 elements.
 OVERFLOW_OPERATORS = frozenset({"int64-cast-drop", "int-narrow"})
 
@@ -69,7 +69,11 @@ def big_index_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Even
     summary: dict = {"survivors": len(chosen), "killed": 0, "skipped": None, "original": []}
     if not chosen:
         return
-    ctx.ledger.section("checks")[CHECK] = summary
+    yield from common.publishing(ctx, CHECK, summary, _big_index(ctx, chosen, summary))
+
+
+def _big_index(ctx: StageContext, chosen: list[Mutant], summary: dict) -> Iterator[Event]:
+    """The check's work; ``summary`` goes into the run's ``checks`` section when it ends."""
     yield CheckStarted(None, CHECK, total=len(chosen))
     if ctx.settings.mode != "interpret":
         summary["skipped"] = "the replay past 2^31 elements runs in the interpreter only"

@@ -34,24 +34,27 @@ from ..records import Mutant
 from ..sandbox.job import JobResult, JobStatus
 from ..stage import StageContext
 from ..verdicts import summarize_error
+from ..vocabulary import CHECK_NAMES
+from . import common
 from .diff_oracle import CHECK as ORACLE
 from .diff_oracle import oracle_job, record
 
-CHECK = "claims"
+CHECK = CHECK_NAMES["claims"]
 RACES = "races"
 
 
 def pending_claims(ctx: StageContext, mutant: Mutant) -> list[dict]:
     """The model's EQUIVALENT claims on ``mutant`` that no evidence weighed yet."""
-    claims = ctx.ledger.details(mutant.id).get("claims", [])
-    return [
-        c
-        for c in claims
-        if isinstance(c, dict)
-        and c.get("claim") == "equivalent"
-        and c.get("by") != "probe"
-        and c.get("evidence") is None
-    ]
+    return [c for c in ctx.ledger.row(mutant.id, "claims", []) if _pending(c)]
+
+
+def _pending(claim: object) -> bool:
+    return (
+        isinstance(claim, dict)
+        and claim.get("claim") == "equivalent"
+        and claim.get("by") != "probe"
+        and claim.get("evidence") is None
+    )
 
 
 def _traced(ctx: StageContext) -> bool:
@@ -111,7 +114,13 @@ def claims_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
     if not claimed:
         return
     summary = {"claims": len(claimed), "backed": 0, "refused": 0}
-    ctx.ledger.section("checks")[CHECK] = summary
+    yield from common.publishing(ctx, CHECK, summary, _claims(ctx, survivors, claimed, summary))
+
+
+def _claims(
+    ctx: StageContext, survivors: list[Mutant], claimed: list[Mutant], summary: dict
+) -> Iterator[Event]:
+    """The check's work; ``summary`` goes into the run's ``checks`` section when it ends."""
     yield CheckStarted(None, CHECK, total=len(claimed))
     oracles: dict[str, dict] = {}
     races: dict[str, dict] = {}
@@ -141,8 +150,7 @@ def claims_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
             oracle = oracles[mutant.id]["sentence"]
             probe = ctx.ledger.details(mutant.id)["probe"]["result"]
             evidence = {"backed": True, "oracle": oracle, "probe": probe}
-            for claim in claims:
-                claim["evidence"] = evidence
+            _weighed(ctx, mutant, evidence)
             outcome = ctx.ledger.claim(
                 mutant.id,
                 f"claimed by the model (stage 2): {reasons}; backed by execution: {oracle}; "
@@ -154,12 +162,21 @@ def claims_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
             line = f"equivalence claim backed: {oracle}"
             yield from ctx.updated(mutant, outcome)
         else:
-            for claim in claims:
-                claim["evidence"] = {"backed": False, "why": why}
+            _weighed(ctx, mutant, {"backed": False, "why": why})
             summary["refused"] += 1
             line = f"equivalence claim refused, still a survivor: {why}"
         yield CheckFinished(mutant, CHECK, line, done, len(claimed))
     yield CheckFinished(None, CHECK, overall(summary), len(claimed), len(claimed))
+
+
+def _weighed(ctx: StageContext, mutant: Mutant, evidence: dict) -> None:
+    """The evidence on each pending claim of ``mutant``, through the ledger."""
+    ctx.ledger.update_row(
+        mutant.id,
+        "claims",
+        lambda had: [{**c, "evidence": evidence} if _pending(c) else c for c in had],
+        [],
+    )
 
 
 def overall(summary: dict) -> str:

@@ -8,9 +8,12 @@ holds one JSON request naming an entry in ``engine/harness`` and the inner job
 
 from __future__ import annotations
 
+import copy
 import json
 import re
+from collections.abc import Iterator
 
+from ..events import Event
 from ..harness import TRACE_VERSION
 from ..kernel_file import KernelFile
 from ..records import Mutant
@@ -72,3 +75,16 @@ def reached_kernels(kernel: KernelFile, mutant: Mutant, launched: list[str]) -> 
                 callers.add(name)
                 grew = True
     return [k for k in launched if k in callers]
+
+
+def publishing(
+    ctx: StageContext, name: str, summary: dict, events: Iterator[Event]
+) -> Iterator[Event]:
+    """A check's events, then its ``summary`` put into the run's ``checks`` section (also
+    when it stops early or raises): the check owns the dict it fills, the ledger gets a
+    copy of it, under its lock."""
+    try:
+        yield from events
+    finally:
+        done = copy.deepcopy(summary)
+        ctx.ledger.update_section("checks", lambda checks: {**checks, name: done}, {})

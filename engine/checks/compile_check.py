@@ -28,9 +28,10 @@ from ..events import CheckFinished, CheckStarted, Event
 from ..records import Mutant
 from ..sandbox.job import Job, JobResult
 from ..stage import StageContext
+from ..vocabulary import CHECK_NAMES
 from . import common
 
-CHECK = "compile"
+CHECK = CHECK_NAMES["compile-check"]
 #: Compile time allowed per signature and target, on top of a fixed allowance.
 SECONDS_PER_COMPILE = 10.0
 
@@ -93,7 +94,15 @@ def compile_check_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[
         "errors": 0,
         "seconds_per_survivor": None,
     }
-    ctx.ledger.section("checks")[CHECK] = summary
+    yield from common.publishing(
+        ctx, CHECK, summary, _compile_check(ctx, survivors, targets, summary)
+    )
+
+
+def _compile_check(
+    ctx: StageContext, survivors: list[Mutant], targets: list[str], summary: dict
+) -> Iterator[Event]:
+    """The check's work; ``summary`` goes into the run's ``checks`` section when it ends."""
     yield CheckStarted(None, CHECK, total=len(survivors))
     if ctx.settings.mode != "interpret":
         why = "in compiled mode every mutant was already compiled for the device it ran on"

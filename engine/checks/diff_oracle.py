@@ -27,9 +27,10 @@ from ..events import CheckFinished, CheckStarted, Event
 from ..records import Mutant, Verdict
 from ..sandbox.job import Job, JobResult
 from ..stage import StageContext
+from ..vocabulary import CHECK_NAMES
 from . import common
 
-CHECK = "oracle"
+CHECK = CHECK_NAMES["diff-oracle"]
 SHOWN_ARGUMENTS = 3
 
 
@@ -130,8 +131,23 @@ def _equivalent_claims(ctx: StageContext, mutant: Mutant) -> list[dict]:
 
 
 def record(ctx: StageContext, mutant: Mutant, result: JobResult) -> tuple[dict, str]:
-    """The mutant's ``oracle`` report field and its sentence; claims get the evidence."""
-    return compare(ctx, mutant, result, _equivalent_claims(ctx, mutant))
+    """The mutant's ``oracle`` report field and its sentence; its equivalence claims get
+    the oracle's sentence (through the ledger)."""
+    claims = _equivalent_claims(ctx, mutant)
+    field, text = compare(ctx, mutant, result, claims)
+    if claims:
+        said = claims[0]["oracle"]  # compare's sentence for the claims
+
+        def heard(had: list) -> list:
+            return [
+                {**c, "oracle": said}
+                if isinstance(c, dict) and c.get("claim") == "equivalent"
+                else c
+                for c in had
+            ]
+
+        ctx.ledger.update_row(mutant.id, "claims", heard, [])
+    return field, text
 
 
 def compare(
@@ -195,7 +211,11 @@ def diff_oracle_stage(ctx: StageContext, mutants: list[Mutant]) -> Iterator[Even
         "seconds_per_mutant": None,
         "skipped": None,
     }
-    ctx.ledger.section("checks")[CHECK] = summary
+    yield from common.publishing(ctx, CHECK, summary, _diff_oracle(ctx, mutants, summary))
+
+
+def _diff_oracle(ctx: StageContext, mutants: list[Mutant], summary: dict) -> Iterator[Event]:
+    """The check's work; ``summary`` goes into the run's ``checks`` section when it ends."""
     yield CheckStarted(None, CHECK, total=len(mutants))
     if ctx.settings.mode != "interpret":
         why = "it traces launches in Triton's interpreter; this run is in compiled mode"

@@ -51,7 +51,7 @@ from .main_guard import is_main_guard
 # ``bounds`` (numpy) is imported where a job uses it: the tool's process imports this
 # module for ``VERSION`` and ``MARKER`` only, and a cached run never needs numpy.
 
-VERSION = "8"
+VERSION = "9"
 MARKER = "mutant-gate-probe:"
 MAX_CALLS = 64
 MAX_GOLDEN_ELEMENTS = 1 << 14  # expected values a compare job's answer holds in all (~0.4 MB)
@@ -115,6 +115,9 @@ class _Recorder:
         self.homes: dict[str, str] = {}
         #: the kernels a call must launch one of to be kept (None: any)
         self.only: set[str] | None = None
+        #: the kernel module's name: a launch of one of its kernels with no public call
+        #: around it is learned as a call of its own (``launch``)
+        self.module = ""
 
     def wrap(self, name: str, fn: Any, signature: inspect.Signature | None = None) -> Any:
         """``fn`` recording its outermost calls as ``name``; ``signature``: the one its
@@ -204,6 +207,65 @@ class _Recorder:
             self.keys[key] = record
             self.calls.append(record)
 
+    def launch(self, fn: Any, arg_names: Any, args: tuple, kwargs: dict) -> dict | None:
+        """A launch of one of the module's kernels with no public call of the module
+        around it (the tests launch the kernel themselves, or through a private helper):
+        recorded as the call ``kernel[grid](...)``, its arguments named by the kernel's
+        (constexprs marked: never varied), its grid filled in when it ran
+        (``launch_done``). None where a public call is current or the kernel is not the
+        module's."""
+        if self.current is not None or self.depth or not self.module:
+            return None
+        raw = getattr(fn, "fn", fn)  # a JITFunction holds the Python function
+        name = getattr(raw, "__name__", None)
+        if name is None or getattr(raw, "__module__", None) != self.module:
+            return None
+        names = list(arg_names or ())
+        if len(args) > len(names):
+            return None
+        try:
+            params = inspect.signature(raw).parameters
+        except (TypeError, ValueError):
+            params = {}
+
+        def constexpr(pname: str) -> bool:
+            annotation = getattr(params.get(pname), "annotation", None)
+            return annotation is not None and "constexpr" in str(annotation)
+
+        positional = [
+            {"name": n, **describe(v), **({"constexpr": True} if constexpr(n) else {})}
+            for n, v in zip(names, args, strict=False)
+        ]
+        keywords = {
+            k: {**describe(v), **({"constexpr": True} if constexpr(k) or k not in names else {})}
+            for k, v in kwargs.items()
+            if k not in ("grid", "warmup")
+        }
+        record = {
+            "function": name,
+            "launch": True,
+            "args": positional,
+            "kwargs": keywords,
+            "launches": 0,
+            "kernels": [],
+            "constexprs": {},
+            **({"case": self.case} if self.case else {}),
+        }
+        self.depth, self.current = 1, record
+        record["_start"] = time.perf_counter()
+        return record
+
+    def launch_done(self, record: dict | None) -> None:
+        if record is None:
+            return
+        record["duration_s"] = time.perf_counter() - record.pop("_start")
+        self.depth, self.current = 0, None
+        grids = record.get("grids") or []
+        if len(grids) != 1:
+            return  # no grid seen (or several): nothing to launch it with again
+        record["grid"] = grids[0]
+        self.finish(record)
+
     def grid(self, dims: list[int] | None) -> None:
         """The grid a launch of the current call ran (the interpreter's): ``grids``."""
         record = self.current
@@ -251,6 +313,20 @@ def _grid_dim() -> list[int] | None:
         return None
 
 
+def _resolved_grid(grid: Any, record: dict) -> list[int] | None:
+    """A compiled launch's grid as ints: a tuple as given, a callable applied to the
+    launch's arguments by name (as Triton does); None where it cannot be told."""
+    try:
+        if callable(grid):
+            named = {a["name"]: a.get("value") for a in record["args"] if "value" in a}
+            named.update({k: v.get("value") for k, v in record["kwargs"].items()})
+            grid = grid(named)
+        dims = [int(v) for v in grid]
+    except Exception:  # noqa: BLE001 - a grid it cannot resolve: no launch learned
+        return None
+    return (dims + [1, 1])[:3] if 0 < len(dims) <= 3 else None
+
+
 def _count_launches(recorder: _Recorder) -> Any:
     """Wrap the launch paths (interpreter and compiled) so the recorder sees every launch."""
     undo: list[Any] = []
@@ -264,11 +340,13 @@ def _count_launches(recorder: _Recorder) -> Any:
         grid_call = GridExecutor.__call__
 
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            record = recorder.launch(self.fn, getattr(self, "arg_names", ()), args, kwargs)
             recorder.launched(getattr(self.fn, "__name__", "?"), ints(kwargs))
             try:
                 return grid_call(self, *args, **kwargs)
             finally:
                 recorder.grid(_grid_dim())
+                recorder.launch_done(record)
 
         GridExecutor.__call__ = call
         undo.append(lambda: setattr(GridExecutor, "__call__", grid_call))
@@ -280,8 +358,14 @@ def _count_launches(recorder: _Recorder) -> Any:
         jit_run = JITFunction.run
 
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            record = recorder.launch(self, getattr(self, "arg_names", ()), args, kwargs)
             recorder.launched(getattr(self, "__name__", "?"), ints(kwargs))
-            return jit_run(self, *args, **kwargs)
+            try:
+                return jit_run(self, *args, **kwargs)
+            finally:
+                if record is not None:  # compiled: the grid as the launch resolved it
+                    recorder.grid(_resolved_grid(kwargs.get("grid"), record))
+                recorder.launch_done(record)
 
         JITFunction.run = run
         undo.append(lambda: setattr(JITFunction, "run", jit_run))
@@ -432,6 +516,7 @@ def _capture_project(request: dict, workdir: str, recorder: _Recorder) -> tuple[
     import pytest
 
     module = importlib.import_module(request["module"])
+    recorder.module = module.__name__
     path = module.__file__ or ""
     with open(path, encoding="utf-8") as fh:
         tree = ast.parse(fh.read(), path)
@@ -465,6 +550,9 @@ def _capture_project(request: dict, workdir: str, recorder: _Recorder) -> tuple[
         p for p, cases in project["tests"] if not cases
     ]
     args = [*targets, "-q", "-p", "no:cacheprovider", "-p", "no:unraisableexception"]
+    for flag in ("keyword", "marker"):  # the run's -k / -m selection
+        if project.get(flag):
+            args += ["-k" if flag == "keyword" else "-m", project[flag]]
     errors: list[str] = []
     rebound.scan()
     try:
@@ -613,6 +701,7 @@ def capture(request: dict, workdir: str) -> dict:
 def _capture_file(request: dict, workdir: str, recorder: _Recorder) -> tuple[list, list]:
     """The kernel file run as its own check (its ``__main__`` block, its ``test_*``)."""
     path = os.path.join(workdir, request["kernel"])
+    recorder.module = request["module"]
     _, wrapped, errors = _run_wrapped(request["module"], path, recorder, request.get("main"))
     if request.get("tests"):
         import pytest
@@ -687,7 +776,11 @@ def _execute(
             for name in candidate["tensors"]
             if isinstance(namespace.get(name), torch.Tensor)
         }
-        result = eval(candidate["call"], namespace)
+        if candidate.get("launch"):  # ``kernel[grid](...)``: what it wrote is the output
+            exec(candidate["call"], namespace)
+            result = None
+        else:
+            result = eval(candidate["call"], namespace)
     except BaseException as exc:  # noqa: BLE001 - an exception is an observation
         violations = bounds.violations()
         bounds.reset()
@@ -702,7 +795,7 @@ def _execute(
     bounds.reset()
     if violations:
         return None, None, violations[0]
-    outputs = {"result": result}
+    outputs = {} if candidate.get("launch") else {"result": result}
     for name in before:
         outputs[name] = namespace[name]
     return outputs, None, None
@@ -960,7 +1053,7 @@ class _Originals:
         # Only what the original returned or changed is an output.
         namespace: dict = {"torch": torch, "math": math}
         exec(candidate["setup"], namespace)
-        kept = {"result": outputs["result"]}
+        kept = {"result": outputs["result"]} if "result" in outputs else {}  # a launch: none
         for name in candidate["tensors"]:
             if name in outputs and _changed(namespace.get(name), outputs[name]):
                 kept[name] = outputs[name]

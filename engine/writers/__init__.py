@@ -45,8 +45,8 @@ def writer_stages(ctx: StageContext, session: ModelSession) -> list[Stage]:
 
     def start(ctx: StageContext, mutants: list[Mutant]) -> Iterator[Event]:
         for mutant in ctx.mutants:  # every mutant's row lists its claims and attempts
-            ctx.ledger.row(mutant.id, "claims", [])
-            ctx.ledger.row(mutant.id, "attempts", [])
+            for section in ("claims", "attempts"):
+                ctx.ledger.update_row(mutant.id, section, lambda had: had, [])
         return iter(())
 
     stages = [Stage("writers", start, phase=BEFORE_MUTANTS)]

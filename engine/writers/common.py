@@ -711,11 +711,28 @@ def accept_killer(
 
 # -- per-mutant records ------------------------------------------------------------------
 def claims(ctx: StageContext, mutant_id: str) -> list[dict]:
+    """A copy of the mutant's claims (``add_claim`` adds one)."""
     return ctx.ledger.row(mutant_id, "claims", [])
 
 
+def add_claim(ctx: StageContext, mutant_id: str, claim: dict) -> None:
+    ctx.ledger.update_row(mutant_id, "claims", lambda had: [*had, claim], [])
+
+
 def attempts(ctx: StageContext, mutant_id: str) -> list[dict]:
+    """A copy of the mutant's rejected attempts (``add_attempt`` adds one)."""
     return ctx.ledger.row(mutant_id, "attempts", [])
+
+
+def add_attempt(ctx: StageContext, mutant_id: str, entry: dict) -> int:
+    """Add a rejected attempt of ``entry["by"]``, numbered after that writer's earlier
+    ones (``entry["attempt"]``, set here when missing); returns its number."""
+
+    def add(had: list[dict]) -> list[dict]:
+        numbered = {"attempt": 1 + sum(1 for a in had if a.get("by") == entry.get("by"))}
+        return [*had, {**numbered, **entry}]
+
+    return ctx.ledger.update_row(mutant_id, "attempts", add, [])[-1]["attempt"]
 
 
 # -- writing accepted tests out ------------------------------------------------------------

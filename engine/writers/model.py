@@ -64,17 +64,18 @@ class ModelSession:
         self.client: LLMClient | None = None
         self.broken: str | None = None  # why the model can no longer be used
         self.checked = False
-        ctx.ledger.section(
-            "tokens", no_tokens(self.settings.llm.model if self.settings.wants_model else None)
-        )
-        ctx.ledger.section("writers", {"notes": []})
+        model = self.settings.llm.model if self.settings.wants_model else None
+        ctx.ledger.update_section("tokens", lambda had: had, no_tokens(model))
+        ctx.ledger.update_section("writers", lambda had: had, {"notes": []})
 
     def note(self, writer: str, message: str, level: str = "info", mutant_id=None) -> WriterNote:
         """A writer's note; warnings and errors are kept in the report (``writers.notes``)."""
         event = WriterNote(writer, message, level, mutant_id)
         if level != "info":
-            notes = self.ctx.ledger.section("writers", {"notes": []}).setdefault("notes", [])
-            notes.append({"writer": writer, "level": level, "message": message})
+            said = {"writer": writer, "level": level, "message": message}
+            self.ctx.ledger.update_section(
+                "writers", lambda had: {**had, "notes": [*had.get("notes", []), said]}, {}
+            )
         return event
 
     def update_tokens(self) -> None:

@@ -129,6 +129,9 @@ def capture_job(ctx: StageContext) -> Job:
             "root": kernel.project.root,
             "import_root": kernel.project.import_root,
             "tests": [[t.path, list(t.select)] for t in kernel.tests if t.origin == GIVEN],
+            # the cases -k / -m select: the ones the run judges by, the ones learned from
+            "keyword": ctx.settings.keyword or "",
+            "marker": ctx.settings.marker or "",
         }
     return _harness_job(ctx, request, (ctx.kernel.own_file(),), ctx.settings.timeout_s)
 
@@ -162,7 +165,13 @@ def capture(ctx: StageContext) -> tuple[list[dict], str]:
     cases = sorted({c["case"] for c in calls if c.get("case")})
     came = f" (from {len(cases)} test cases: {', '.join(cases[:3])}" if cases else ""
     came += (", ..." if len(cases) > 3 else "") + (")" if cases else "")
-    return calls, f"learned {len(calls)} wrapper calls from {source}: {shown}{more}{came}"
+    launches = sum(1 for c in calls if c.get("launch"))
+    what = f"{len(calls)} wrapper calls" + (
+        f" ({launches} of them kernel launches: no public function of the module was on their path)"
+        if launches
+        else ""
+    )
+    return calls, f"learned {what} from {source}: {shown}{more}{came}"
 
 
 def module_name(mutant: Mutant) -> str:
@@ -408,7 +417,7 @@ def _groups(searches: list[_Search], workers: int, est: dict[str, float]) -> lis
 
 def _original_jobs(ctx: StageContext, needed: list[Candidate]) -> dict[str, tuple[Job, list]]:
     """The original on candidates not run yet, once each, split over the workers."""
-    n = min(len(needed), ctx.jobs.workers)
+    n = min(len(needed), ctx.workers)
     chunks: list[list[Candidate]] = [[] for _ in range(n)]
     for i, c in enumerate(needed):
         chunks[i % n].append(c)
@@ -497,6 +506,8 @@ def probe_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
         spend["seconds"] = round(spend["seconds"] + time.perf_counter() - start, 2)
         if meter is not None:
             spend["job_s"] = round(spend["job_s"] + meter[0], 2)
+        # the stage's own record of this run of it, into the run's ``writers.probe``
+        ctx.ledger.update_section("writers", lambda had: {**had, "probe": summary}, {"notes": []})
 
 
 #: the probe's spend in the run's ``writers.probe.spend``
@@ -638,7 +649,7 @@ def _probe(
                 refit = False  # the shares stand: what it ran is part of them
                 continue  # the batches again, without what the original rejects
             refit = True
-            groups = _groups(active, ctx.jobs.workers, {s.mutant.id: _work(s) for s in active})
+            groups = _groups(active, ctx.workers, {s.mutant.id: _work(s) for s in active})
             # the original on the next batches too, beside this round's mutants (not in
             # the first round: most survivors that die, die there)
             ahead = {
@@ -704,7 +715,7 @@ def _probe(
                 continue
             # the other survivors seen to differ: their evidence goes in the proof's round
             likely = {s.mutant.id for s in searches.values() if s.differs or s.hit}
-            yield from _prove(ctx, search, survivors, likely)
+            yield from _prove(ctx, search, survivors, likely, kills)
     for search in searches.values():
         mid = search.mutant.id
         if ctx.ledger.verdict(mid) is not Verdict.SURVIVED:
@@ -768,7 +779,11 @@ def _golden_for_hang(ctx: StageContext, search: _Search) -> Iterator[Event]:
 
 
 def _prove(
-    ctx: StageContext, search: _Search, survivors: list[Mutant], likely: set[str]
+    ctx: StageContext,
+    search: _Search,
+    survivors: list[Mutant],
+    likely: set[str],
+    kills: dict[str, int],
 ) -> Iterator[Event]:
     mutant = search.mutant
     test = _test_for(ctx, search)
@@ -779,16 +794,10 @@ def _prove(
         ctx, test, mutant, expected_s=search.hit[0].est_s, others=survivors, likely=likely
     )
     if not proof.ok:
-        tried = common.attempts(ctx, mutant.id)
-        attempt = 1 + sum(1 for a in tried if a.get("by") == "probe")
-        tried.append(
-            {
-                "by": "probe",
-                "attempt": attempt,
-                "file": test.name,
-                "source": test.source,
-                "why": proof.why,
-            }
+        attempt = common.add_attempt(
+            ctx,
+            mutant.id,
+            {"by": "probe", "file": test.name, "source": test.source, "why": proof.why},
         )
         yield TestRejected("probe", attempt, proof.why, mutant.id)
         search.unkept = f"no test written from them passed the proof ({proof.why[:200]})"
@@ -797,17 +806,20 @@ def _prove(
     candidate = search.hit[0] if search.hit is not None else None
     for event in common.accept_killer(ctx, "probe", test, mutant, proof, survivors):
         if isinstance(event, TestAccepted) and candidate is not None:
-            _record_trigger(ctx, event, candidate, search.probes)
+            _record_trigger(ctx, event, candidate, search.probes, kills)
         yield event
 
 
 def _record_trigger(
-    ctx: StageContext, accepted: TestAccepted, candidate: Candidate, probes: int
+    ctx: StageContext,
+    accepted: TestAccepted,
+    candidate: Candidate,
+    probes: int,
+    kills: dict[str, int],
 ) -> None:
     """Each mutant the probe's test killed: which trigger kind (and input) did it, in its
-    ``probe`` row and in the run's count by trigger kind (``writers.probe``)."""
+    ``probe`` row and in the count by trigger kind (``kills``: ``writers.probe``'s)."""
     test = f"{accepted.file}::{accepted.tests[0]}" if accepted.tests else accepted.file
-    summary = _summary(ctx)
     for mid in accepted.kills:
         row = {
             "trigger": candidate.kind,
@@ -819,11 +831,11 @@ def _record_trigger(
         else:
             row["result"] += f", written for {accepted.mutant_id}"
         ctx.ledger.put_row(mid, "probe", row)
-        kills = summary.setdefault("kills_by_trigger", {})
         kills[candidate.kind] = kills.get(candidate.kind, 0) + 1
 
 
 def _summary(ctx: StageContext) -> dict:
-    """The run's ``writers.probe``: what the probe tried and what killed."""
+    """A copy of the run's ``writers.probe`` (what the probe tried and what killed) for
+    this run of the stage to add to; ``probe_stage`` puts it back when it ends."""
     writers = ctx.ledger.section("writers", {"notes": []})
-    return writers.setdefault("probe", {"survivors": 0, "kills_by_trigger": {}})
+    return writers.get("probe") or {"survivors": 0, "kills_by_trigger": {}}

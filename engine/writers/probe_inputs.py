@@ -125,6 +125,9 @@ class Candidate:
     elements: int
     est_s: float  # expected seconds for one side
     case: str = ""  # the test case whose call this varies (project mode), for the test's words
+    #: a kernel launch ``kernel[grid](...)`` (learned where no public function was on the
+    #: path): a statement, whose outputs are the tensors it wrote
+    launch: bool = False
     #: where the function is imported from when not the kernel module (project mode: a
     #: Function of another module of the package over the kernel module's functions)
     module: str = ""
@@ -137,6 +140,7 @@ class Candidate:
             "setup": self.setup,
             "call": self.call,
             "tensors": list(self.tensors),
+            **({"launch": True} if self.launch else {}),
         }
 
 
@@ -408,13 +412,20 @@ def build(
     layout: str | None = None,
     special: tuple[str, str, str] | None = None,
     lane: bool = False,
+    scalars: dict[str, int] | None = None,
 ) -> Candidate | None:
     """One candidate from a captured call with some sizes, dtypes or values changed;
     with more than ``shrink_above`` elements in all, its sizes shrink (``_shrink``).
     ``layout`` makes every input tensor a view of that layout (``_tensor_code``);
     ``special`` (an entry of ``SPECIAL``) fills one row of the largest float tensor
-    (with ``lane``: one lane of every row)."""
-    sizes, dtypes = sizes or {}, dtypes or {}
+    (with ``lane``: one lane of every row). A launch (``call["launch"]``) keeps its
+    tensors' sizes and its grid: only its values change, and ``scalars`` (an integer
+    argument by name: its new value)."""
+    sizes, dtypes, scalars = sizes or {}, dtypes or {}, scalars or {}
+    if call.get("launch"):
+        if sizes or dtypes or layout:
+            return None  # its grid and extents are the recorded launch's
+        shrink_above = None
     describe = describe or "the own check's shapes with fresh values"
     slug = slug or "fresh_values"
     if shrink_above is not None and _elements(call, sizes) > shrink_above:
@@ -449,6 +460,8 @@ def build(
             n = math.prod(shape)
             if dtype in FLOAT_DTYPES and shape and (largest is None or n > largest[0]):
                 largest = (n, var, len(shape))
+        elif name in scalars:
+            text = repr(scalars[name])
         else:
             text = _value_code(spec, sizes, dtypes)
         if keyword is None:
@@ -471,6 +484,8 @@ def build(
     est = float(call.get("duration_s", 0.1)) * max(1.0, elements / old)
     setup = "\n".join(lines) + "\n"
     call_text = f"{function}({', '.join(positional + keywords)})"
+    if call.get("launch"):
+        call_text = f"{function}[{_grid(call)!r}]({', '.join(positional + keywords)})"
     if call.get("backward"):  # a Function whose backward launches kernels: run it too
         call_text = f"_mg_grad({', '.join([function, *positional, *keywords])})"
     # keyed by what runs: survivors planning the same input share the original's run
@@ -489,6 +504,7 @@ def build(
         est_s=est + 0.05,
         case=str(call.get("case", "")),
         module=str(call.get("module", "")),
+        launch=bool(call.get("launch")),
     )
 
 
@@ -501,7 +517,8 @@ def _signature(call: dict) -> str:
             parts.append(repr(spec["value"]))
         else:
             parts.append(spec.get("value") or spec.get("type", "?"))
-    return f"{call['function']}({', '.join(parts)})"
+    grid = f"[{_grid(call)!r}]" if call.get("launch") else ""
+    return f"{call['function']}{grid}({', '.join(parts)})"
 
 
 def describe_call(call: dict) -> str:
@@ -510,6 +527,60 @@ def describe_call(call: dict) -> str:
 
 def _variants(call: dict) -> list[tuple[str, dict]]:
     """(kind, build keyword arguments) for one call, most promising first per kind."""
+    if call.get("launch"):
+        return _launch_variants(call)
+    return _call_variants(call)
+
+
+def _grid(call: dict) -> tuple[int, ...]:
+    """A recorded launch's grid as its call writes it: trailing axes of 1 left out."""
+    grid = [int(g) for g in call["grid"]]
+    while len(grid) > 1 and grid[-1] == 1:
+        grid.pop()
+    return tuple(grid)
+
+
+def _launch_variants(call: dict) -> list[tuple[str, dict]]:
+    """A recorded launch's: its values changed (every kind that changes no size), and
+    each integer argument that equals an extent of its tensors one short (its grid and
+    tensors as recorded: the last lane masked off, where a bound is off by one)."""
+    out = [
+        (kind, kw)
+        for kind, kw in _call_variants(call)
+        if not {"sizes", "dtypes", "layout"} & set(kw)
+    ]
+    extents = {
+        d
+        for s in _all_args(call)
+        if s["kind"] == "tensor"
+        for d in [*s["shape"], math.prod(s["shape"])]
+    }
+    for spec in call["args"]:
+        value = spec.get("value")
+        if (
+            spec["kind"] == "value"
+            and not spec.get("constexpr")
+            and spec.get("name")
+            and isinstance(value, int)
+            and not isinstance(value, bool)
+            and value > 1
+            and value in extents
+        ):
+            out.insert(
+                1,
+                (
+                    "size",
+                    {
+                        "scalars": {spec["name"]: value - 1},
+                        "describe": f"{spec['name']}={value - 1} instead of {value} (one short of the tensors' extent)",
+                        "slug": f"{spec['name']}_{value - 1}",
+                    },
+                ),
+            )
+    return out
+
+
+def _call_variants(call: dict) -> list[tuple[str, dict]]:
     dims = _sizes(call)
     floats = sorted(
         {s["dtype"] for s in _all_args(call) if s["kind"] == "tensor"} & set(FLOAT_DTYPES)
@@ -915,7 +986,7 @@ def render_test(
         lines += [*GRAD_HELPER.strip().splitlines(), "", ""]
     lines += [f"def {test_name}():"]
     lines += ["    " + line for line in candidate.setup.strip().splitlines()]
-    lines.append(f"    result = {candidate.call}")
+    lines.append(f"    {candidate.call}" if candidate.launch else f"    result = {candidate.call}")
     for name, value in outputs.items():
         if value.get("kind") == "none":
             lines.append(f"    assert {name} is None")

@@ -68,7 +68,14 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
     assert client is not None
     settings = ctx.settings.writers
     module = ctx.kernel.module
+    # the stage's record: its own dict, put into the run's ``stage1`` section as it grows
     record = ctx.ledger.section("stage1", {"accepted": None, "attempts": []})
+    ctx.ledger.put_section("stage1", record)
+
+    def rejected(entry: dict) -> None:
+        record["attempts"].append(entry)
+        ctx.ledger.put_section("stage1", record)
+
     messages = prompts.stage1_messages(ctx.kernel)
     name = f"{common.file_stem(ctx)}_stage1.py"
     best: tuple[int, str, set[str]] | None = None  # (passing functions, code, names)
@@ -89,15 +96,13 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
             why = "no code: the reply has no ```python block"
             if reply.finish_reason == "length":
                 why += " (it was cut off at the token limit)"
-            record["attempts"].append(
-                {"attempt": attempt, "why": why, "reply": reply.content[:2000]}
-            )
+            rejected({"attempt": attempt, "why": why, "reply": reply.content[:2000]})
             yield TestRejected("stage1", attempt, why)
             messages.append({"role": "user", "content": prompts.NO_CODE})
             continue
         problem = common.static_problem(code, module)
         if problem is not None:
-            record["attempts"].append({"attempt": attempt, "why": problem, "source": code})
+            rejected({"attempt": attempt, "why": problem, "source": code})
             yield TestRejected("stage1", attempt, problem)
             messages.append(prompts.retry_message(problem[0].upper() + problem[1:] + "."))
             continue
@@ -111,7 +116,7 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
         if proof.slow:  # the time each test took on the original, over the budget
             entry["slow"] = proof.slow
             slow = True
-        record["attempts"].append(entry)
+        rejected(entry)
         yield TestRejected("stage1", attempt, proof.why)
         passing = passing_functions(proof, code) - set(proof.slow)
         if passing and (best is None or len(passing) > best[0]):
@@ -131,7 +136,7 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
         )
         yield from _accept(ctx, record, test, proof, settings.attempts)
     else:
-        record["attempts"].append({"attempt": "pruned", "why": proof.why, "source": pruned})
+        rejected({"attempt": "pruned", "why": proof.why, "source": pruned})
         yield TestRejected("stage1", settings.attempts, f"pruned file: {proof.why}")
 
 
@@ -147,6 +152,7 @@ def _accept(
         "tests": list(functions),
         **common.timing(test),
     }
+    ctx.ledger.put_section("stage1", record)
     yield TestAccepted("stage1", test.name, functions, duration_s=common.file_time(test))
 
 

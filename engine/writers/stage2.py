@@ -80,14 +80,16 @@ def stage2(ctx: StageContext, w: ModelSession, survivors: list[Mutant]) -> Itera
             if reason is not None:
                 # A claim, not a verdict: it excludes the mutant from the adjusted score
                 # only once execution backs it (``checks/claims.py``, after the writers).
-                common.claims(ctx, mutant.id).append(
+                common.add_claim(
+                    ctx,
+                    mutant.id,
                     {
                         "by": "stage2",
                         "claim": "equivalent",
                         "reason": reason,
                         "cached": reply.cached,
                         "evidence": None,
-                    }
+                    },
                 )
                 yield WriterNote(
                     "stage2",
@@ -149,4 +151,4 @@ def _reject(
     entry: dict = {"by": "stage2", "attempt": attempt, "why": why, "source": source}
     if reply:
         entry["reply"] = reply[:2000]
-    common.attempts(ctx, mutant.id).append(entry)
+    common.add_attempt(ctx, mutant.id, entry)

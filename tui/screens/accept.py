@@ -30,7 +30,7 @@ class AcceptScreen(ModalScreen[str | None]):
         with Vertical():
             yield Label(f"Accept {self.what} in {self.path}")
             yield Label(
-                "It stays a survivor; the CI gate (--baseline) leaves it out of the adjusted "
+                "It stays a survivor; the CI gate (--accepted) leaves it out of the adjusted "
                 "score while its function is unchanged. Why may it survive?"
             )
             yield Input(placeholder="the reason, for the team", id="accept-reason")

@@ -24,7 +24,7 @@ The score is shown raw (killed / all) and adjusted (without not-compilable and
 claimed-equivalent mutants). Mark survivors (`[✗]`) and run stage 2 on them: a
 model writes a killer test, kept only if it passes the original and fails the
 mutant when run. Accept a survivor the team lets stand (`a`, with a reason): it is
-written to the baseline file (`--baseline`, else `mutant-gate-baseline.toml`), shown
+written to the baseline file (`--accepted`, else `mutant-gate-baseline.toml`), shown
 dim, and left out of the adjusted score, never counted as killed. A replay
 (`mutant-gate replay`) is offline and read-only, except that `a` writes the baseline.
 

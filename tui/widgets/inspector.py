@@ -18,6 +18,7 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Label, Static
 
+from mutant_gate.engine.vocabulary import CHECK_NAMES
 from mutant_gate.tui import render
 from mutant_gate.tui.model import RunModel
 
@@ -26,8 +27,8 @@ SECTIONS = {
     "diff": "diff",
     "test": "killing test",
     "candidates": "tests that kill it too",
-    "oracle": "diff-oracle",
-    "compile": "compile-check",
+    CHECK_NAMES["diff-oracle"]: "diff-oracle",
+    CHECK_NAMES["compile-check"]: "compile-check",
     "writers": "claims and attempts (probe, stage 2)",
     "more": "more",
 }
