@@ -66,11 +66,14 @@ class JobRunner:
 
     @contextmanager
     def metered(self) -> Iterator[list[float]]:
-        """``[seconds]``: the jobs this thread runs or reads from the cache meanwhile, at
-        the seconds each took when it ran (a run served from the cache costs what it
-        did: a budget spent this way is spent alike on every rerun)."""
+        """``[seconds, path]``: the jobs this thread runs or reads from the cache
+        meanwhile, at the seconds each took when it ran (a run served from the cache costs
+        what it did: a budget spent this way is spent alike on every rerun); and their
+        rounds one after the other (``path``): each ``run_all`` call costs its longest
+        job, or its jobs' seconds over the workers where that is more, as a phase of
+        rounds takes on the wall clock."""
         outer = getattr(self._meters, "value", None)
-        meter = [0.0]
+        meter = [0.0, 0.0]
         self._meters.value = meter
         try:
             yield meter
@@ -78,6 +81,14 @@ class JobRunner:
             self._meters.value = outer
             if outer is not None:
                 outer[0] += meter[0]
+                outer[1] += meter[1]
+
+    def _round(self, results: dict[str, tuple[JobResult, bool]]) -> None:
+        meter = getattr(self._meters, "value", None)
+        if meter is None or not results:
+            return
+        seconds = [r.duration_s for r, _ in results.values()]
+        meter[1] += max(max(seconds), sum(seconds) / self.workers)
 
     def _metered(self, result: JobResult) -> None:
         meter = getattr(self._meters, "value", None)
@@ -156,6 +167,7 @@ class JobRunner:
         for kind, key, result in self.run_jobs(jobs):
             if kind != "started" and result is not None:
                 results[key] = (result, kind == "cached")
+        self._round(results)
         return results
 
     def run_jobs(

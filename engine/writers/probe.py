@@ -75,6 +75,10 @@ PER_JOB = 4
 #: a mutant this many times slower than the original on the own check: its hangs on
 #: bigger inputs are proved only while the probe's time lasts
 SLOW = 4.0
+#: the part of the time left on the wall clock (the path) a round is planned to fill: a
+#: survivor's round is as long as its slowest candidate, and estimates come out short by
+#: up to a third on the examples (the measured over the estimated seconds of a round)
+PATH_MARGIN = 0.7
 REQUEST = "_mg_probe.json"
 MUTANT_MODULE = "_mg_mutant"
 _MARKER = re.compile(re.escape(harness.MARKER) + r" (\S+) (\S+)")
@@ -506,6 +510,7 @@ def probe_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
         spend["seconds"] = round(spend["seconds"] + time.perf_counter() - start, 2)
         if meter is not None:
             spend["job_s"] = round(spend["job_s"] + meter[0], 2)
+            spend["path_s"] = round(spend.get("path_s", 0.0) + meter[1], 2)
         # the stage's own record of this run of it, into the run's ``writers.probe``
         ctx.ledger.update_section("writers", lambda had: {**had, "probe": summary}, {"notes": []})
 
@@ -522,6 +527,7 @@ SPEND = (
     "retried",  # survivors whose candidates ran again after a shared job failed
     "seconds",  # the probe's wall time, proofs included
     "job_s",  # its sandbox jobs' seconds (at their time when run), against ``budget_s``
+    "path_s",  # its rounds of jobs one after the other (``JobRunner.metered``)
 )
 
 
@@ -561,8 +567,12 @@ def _probe(
 ) -> Iterator[Event]:
     budget = max(1, ctx.settings.writers.probes)
     limit, limit_text = _time_budget(ctx)
+    path_limit = None
     if limit is not None:
         spend["budget_s"] = round(spend.get("budget_s", 0.0) + limit, 3)
+        # as long on the wall clock as the mutants' phase: its rounds one after the other
+        # may take the budget's seconds over the workers (``JobRunner.metered``'s path)
+        path_limit = meter[1] + limit / max(1, ctx.workers)
         limit += meter[0]  # the meter counts from the stage's start
     share = ctx.settings.writers.probe_share
     yield WriterNote("probe", f"probing {len(survivors)} survivors (up to {budget} inputs each)")
@@ -618,7 +628,12 @@ def _probe(
         ]
         if limit is not None and refit:
             scale = min(50.0, max(0.5, clock[1] / clock[0])) if clock[0] else 1.0
-            _fit(active, limit - meter[0], scale, known, unusable)
+            assert path_limit is not None
+            # a round takes its slowest job: plan it to a part of the path that is left
+            # (``PATH_MARGIN``), the rest covers estimates that came out short
+            path_left = PATH_MARGIN * (path_limit - meter[1]) * ctx.workers
+            left = min(limit - meter[0], path_left)
+            _fit(active, left, scale, known, unusable)
         if limit is not None:
             for s in active:
                 if not s.batch(unusable):
@@ -699,7 +714,8 @@ def _probe(
                 _read_mutant(search, batch, answer, ctx.kernel.name, tried)
         for search in searches.values():
             if search.hang is not None and search.hit is None:
-                if search.slow >= SLOW and limit is not None and meter[0] >= limit:
+                spent = limit is not None and (meter[0] >= limit or meter[1] >= path_limit)
+                if search.slow >= SLOW and spent:
                     # a mutant that is slower everywhere hangs where the inputs are big;
                     # proving it costs its whole time limit and the oracle's, and shows
                     # a difference only if its outputs differ too
