@@ -156,7 +156,7 @@ def _big_index(ctx: StageContext, chosen: list[Mutant], summary: dict) -> Iterat
             by=By.BIG_INDEX.value,
             reason=reason,
             duration_s=result.duration_s,
-            cached=False,
+            cached=kind == "cached",  # a rerun serves the replay from the cache
             stage=CHECK,
             evidence=evidence,
         )
