@@ -719,24 +719,32 @@ class ContextLost(RuntimeError):
     knows whom to blame and runs the others again."""
 
 
-#: project mode: the kernel module's import name, and the copies of other modules made
-#: against each mutant (``_home``), for one compare job
-_KERNEL: dict = {"name": "", "copies": {}}
+class _Homes:
+    """Project mode, one compare job: the kernel module's import name (empty outside
+    project mode) and the copies of other project modules made against each mutant."""
 
+    def __init__(self, kernel_name: str = "") -> None:
+        self.kernel_name = kernel_name
+        self.copies: dict[tuple[str, str], Any] = {}
 
-def _home(name: str, kernel: Any) -> Any:
-    """Module ``name`` of the project (where a candidate's entry point, a Function over
-    the kernel module's functions, is defined) as it is against ``kernel``: imported
-    as it is for the original; for a mutant, a copy of it loaded afresh while the
-    mutant stands at the kernel module's import path, so that what it imports from
-    the kernel module is the mutant's."""
-    real = _KERNEL["name"]
-    if kernel is sys.modules.get(real) or not real:
-        return importlib.import_module(name)
-    key = (name, kernel.__name__)
-    if key not in _KERNEL["copies"]:
+    def home(self, name: str, kernel: Any) -> Any:
+        """Module ``name`` of the project (where a candidate's entry point, a Function
+        over the kernel module's functions, is defined) as it is against ``kernel``:
+        imported as it is for the original; for a mutant, a copy of it loaded afresh
+        while the mutant stands at the kernel module's import path, so that what it
+        imports from the kernel module is the mutant's."""
+        real = self.kernel_name
+        if kernel is sys.modules.get(real) or not real:
+            return importlib.import_module(name)
+        key = (name, kernel.__name__)
+        if key not in self.copies:
+            self.copies[key] = self._copy(name, kernel)
+        return self.copies[key]
+
+    def _copy(self, name: str, kernel: Any) -> Any:
         from importlib import util
 
+        real = self.kernel_name
         origin = util.find_spec(name).origin  # type: ignore[union-attr]
         spec = util.spec_from_file_location(f"{kernel.__name__}__{name.replace('.', '_')}", origin)
         assert spec is not None and spec.loader is not None
@@ -749,22 +757,22 @@ def _home(name: str, kernel: Any) -> Any:
         finally:
             if held is not None:
                 sys.modules[real] = held
-        _KERNEL["copies"][key] = copy
-    return _KERNEL["copies"][key]
+        return copy
 
 
 def _execute(
-    module: Any, candidate: dict, side: str | None = None
+    module: Any, candidate: dict, homes: _Homes, side: str | None = None
 ) -> tuple[dict | None, str | None, dict | None]:
     """(outputs, error, bounds violation) of one candidate on one module (``side``:
-    ``original``, else the module's name)."""
+    ``original``, else the module's name); ``homes``: where a candidate's entry point
+    lives when another module of the project defines it."""
     import torch
 
     from . import bounds
 
     namespace: dict = {"torch": torch, "math": math}
     root = candidate["function"].split(".")[0]  # ``XFunction.apply``: the class
-    home = _home(candidate["module"], module) if candidate.get("module") else module
+    home = homes.home(candidate["module"], module) if candidate.get("module") else module
     namespace[root] = getattr(home, root)
     if "_mg_grad(" in candidate["call"]:
         exec(GRAD_HELPER, namespace)
@@ -1021,8 +1029,9 @@ class _Originals:
     their digest before each reuse: a mutant's stray write cannot change what it is
     compared with), and what was learned, for the tool to share with later jobs."""
 
-    def __init__(self, module: Any, known: dict, exact: bool) -> None:
+    def __init__(self, module: Any, known: dict, exact: bool, homes: _Homes) -> None:
         self.module = module
+        self.homes = homes  # the job's modules against each mutant (project mode)
         self.known = known  # cid -> {"status", "digest", "kept"} from an earlier job
         self.exact = exact  # same input, same bits (the interpreter on the CPU)
         self.held: dict[str, tuple[dict, str | None]] = {}
@@ -1044,7 +1053,7 @@ class _Originals:
         print(f"{MARKER} {cid} original", flush=True)
         self.runs += 1
         start = time.perf_counter()
-        outputs, error, violation = _execute(self.module, candidate, "original")
+        outputs, error, violation = _execute(self.module, candidate, self.homes, "original")
         seconds = time.perf_counter() - start
         if outputs is None:
             why = (error or (violation or {}).get("message", "bounds"))[:300]
@@ -1086,7 +1095,7 @@ class _Originals:
         if self.exact or cid in self.confirmed:
             return ""
         self.runs += 1
-        again, error, violation = _execute(self.module, candidate, "original")
+        again, error, violation = _execute(self.module, candidate, self.homes, "original")
         whys = (
             [error or (violation or {}).get("message", "")]
             if again is None
@@ -1124,7 +1133,7 @@ def _against(
     else:
         names = list(known.get("kept", ["result"]))
     print(f"{MARKER} {cid} {module.__name__}", flush=True)
-    m_outputs, m_error, m_violation = _execute(module, candidate)
+    m_outputs, m_error, m_violation = _execute(module, candidate, originals.homes)
     if m_outputs is not None:
         m_outputs = {name: m_outputs.get(name) for name in names}
         if kept is None and known is not None and digest(m_outputs) == known["digest"]:
@@ -1196,9 +1205,11 @@ def compare(request: dict, workdir: str) -> dict:
     original runs on every candidate: what it learned comes back (``originals``), and
     with ``golden`` its outputs on the first one it accepts."""
     original = _definitions(request["module"], workdir)
-    _KERNEL.update(name=request["module"] if request.get("package") else "", copies={})
+    homes = _Homes(request["module"] if request.get("package") else "")
     by_id = {c["id"]: c for c in request["candidates"]}
-    originals = _Originals(original, request.get("originals") or {}, bool(request.get("exact")))
+    originals = _Originals(
+        original, request.get("originals") or {}, bool(request.get("exact")), homes
+    )
     answer: dict = {"version": VERSION, "mutants": {}}
     mutant_runs = 0
     # The mutants of a job share one budget of expected values: the answer stays far
