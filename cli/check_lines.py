@@ -8,6 +8,12 @@ from rich.markup import escape
 from mutant_gate.engine.events import CheckFinished
 
 
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``1 survivor``, ``2 survivors``: a count with its noun in agreement (``plural``
+    where adding an s is wrong: ``entry``, ``entries``)."""
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
 def event_line(event: CheckFinished) -> str:
     """One log line for a check's result on a mutant, or for the whole check."""
     text = escape(event.summary)
@@ -61,11 +67,13 @@ def summary_lines(report: dict) -> list[str]:
         if oracle["errors"]:
             counts.append(f"{oracle['errors']} not compared")
         if oracle["contradictions"]:
-            counts.append(f"[bold red]{oracle['contradictions']} EQUIVALENT claims contradicted[/]")
+            contradicted = counted(oracle["contradictions"], "EQUIVALENT claim")
+            counts.append(f"[bold red]{contradicted} contradicted[/]")
     claims = checks.get("claims")
     if claims is not None:
         counts.append(
-            f"{claims['backed']} of {claims['claims']} equivalence claims backed by execution"
+            f"{claims['backed']} of {counted(claims['claims'], 'equivalence claim')} backed "
+            "by execution"
             + (f", [bold]{claims['refused']} refused[/]" if claims["refused"] else "")
         )
         for m in rows:
@@ -82,7 +90,7 @@ def summary_lines(report: dict) -> list[str]:
         checked = oracle["mutants"]
     else:
         checked = claims["claims"] if claims is not None else 0
-    lines.append(f"checks on {checked} survivors: " + "; ".join(counts))
+    lines.append(f"checks on {counted(checked, 'survivor')}: " + "; ".join(counts))
     timing = []
     if compiled is not None and compiled.get("seconds_per_survivor") is not None:
         timing.append(f"compile {compiled['seconds_per_survivor']:.2f} s")

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from mutant_gate.cache import DEFAULT_DIR, Store
+from mutant_gate.cli.check_lines import counted
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import EXIT_OK, EXIT_UNDER_THRESHOLD, BadInput
 from mutant_gate.engine.session import formats, gate, percent
@@ -86,8 +87,9 @@ def write_reports(report: dict, args: argparse.Namespace, console: Console) -> N
             )
 
 
-def finish_run(report: dict, args: argparse.Namespace, console: Console) -> int:
-    """After `run`'s summary: what --changed-since left out, the reports, the gate."""
+def after_run(report: dict, args: argparse.Namespace, console: Console) -> None:
+    """After `run`'s summary, before its score: what --changed-since left out, and the
+    reports written."""
     changed = report.get("changed_since")
     if isinstance(changed, dict):
         functions = ", ".join(changed.get("functions") or []) or "none"
@@ -97,7 +99,6 @@ def finish_run(report: dict, args: argparse.Namespace, console: Console) -> int:
             f"changed since {changed.get('ref')}: {functions}; not mutated (unchanged): {left}",
         )
     write_reports(report, args, console)
-    return gate_exit(report, args.fail_under, console)
 
 
 def gate_exit(report: dict, fail_under: float | None, console: Console) -> int:
@@ -165,7 +166,8 @@ def report_site(args: argparse.Namespace, console: Console) -> int:
     files = sorted({(r.get("kernel") or {}).get("path") for r in reports}, key=str)
     say(
         console,
-        f"site of {len(reports)} runs ({len(files)} kernel files) written to {written[0]}; "
+        f"site of {counted(len(reports), 'run')} ({counted(len(files), 'kernel file')}) "
+        f"written to {written[0]}; "
         "open it in a browser, no server needed",
     )
     return EXIT_OK

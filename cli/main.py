@@ -31,12 +31,30 @@ class ArgumentError(BadInput):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
-        raise ArgumentError(f"{self.prog}: {message}")
+    def error(self, message: str) -> None:
+        """One line, exit 2: ``main`` says ``mutant-gate: error:``, so the message names
+        only the command below it (``run: argument --jobs: ...``)."""
+        command = self.prog.removeprefix(PROG).strip()
+        raise ArgumentError(f"{command}: {message}" if command else message)
+
+
+PROG = "mutant-gate"
+#: the width of output that is not a terminal: wide enough never to cut or wrap a line
+LOG_WIDTH = 100_000
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console for standard output (or error). Not a terminal (a pipe, a file, a CI
+    log): no width to fit, so lines and tables are written whole, never wrapped or cut
+    to 80 columns."""
+    console = Console(stderr=stderr)
+    if console.is_terminal:
+        return console
+    return Console(stderr=stderr, width=LOG_WIDTH, soft_wrap=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="mutant-gate", description="Mutation testing for Triton kernels.")
+    parser = _Parser(prog=PROG, description="Mutation testing for Triton kernels.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="mutate a kernel file and run its checks against every mutant")
     run.add_argument("file", help="a .py file with @triton.jit kernels and its own check")
@@ -321,8 +339,8 @@ def stop_on_signals() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    console = Console(stderr=False)
-    err = Console(stderr=True)
+    console = make_console()
+    err = make_console(stderr=True)
     replaced: dict = {}
     try:
         parser = build_parser()

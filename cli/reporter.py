@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import time
 from collections import Counter
 
 from rich.console import Console
 from rich.markup import escape
 
 from mutant_gate.cli import check_lines
+from mutant_gate.cli.check_lines import counted
 from mutant_gate.engine.events import (
     BaselineFinished,
     BaselineProgress,
@@ -61,7 +64,12 @@ class Reporter(Observer):
     Use it as a context manager around the event loop (the progress bar lives inside)."""
 
     def __init__(self, console: Console, quiet: bool = False) -> None:
-        self.progress = _NoBar(console) if quiet else _bar(console)
+        if quiet:
+            self.progress = _NoBar(console)
+        elif console.is_terminal:
+            self.progress = _bar(console)
+        else:  # a log or CI: a bar would be drawn only once, at the end
+            self.progress = _LogBar(console, progress_every())
         self.task = self.progress.add_task("loading", total=None, counts="")
         self.counts: Counter[str] = Counter()
         self.verdicts: dict[str, str] = {}  # mutant id -> its verdict so far
@@ -71,8 +79,11 @@ class Reporter(Observer):
         self.progress.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if isinstance(self.progress, _LogBar):
+            self.progress.stop(said_last=kind is None)  # an error ends it in its own words
+        else:
+            self.progress.stop()
 
     def say(self, line: str) -> None:
         self.progress.console.print(line, highlight=False)
@@ -89,8 +100,8 @@ class Reporter(Observer):
     def on_run_started(self, event: RunStarted) -> None:
         """The kernel, its jit functions and mutants; the bar's total."""
         self.say(
-            f"{event.kernel.path}: {len(event.kernel.jit_functions)} jit functions, "
-            f"{len(event.mutants)} mutants ({event.generation_s * 1000:.0f} ms)"
+            f"{event.kernel.path}: {counted(len(event.kernel.jit_functions), 'jit function')}, "
+            f"{counted(len(event.mutants), 'mutant')} ({event.generation_s * 1000:.0f} ms)"
         )
         self.progress.update(self.task, description="original", total=len(event.mutants))
 
@@ -143,10 +154,9 @@ class Reporter(Observer):
         self.say(check_lines.event_line(event))
 
     def on_writer_note(self, event: WriterNote) -> None:
-        """A writer says what it does, or why it stopped (warnings and errors stand out)."""
-        style = {"error": "bold red", "warning": "yellow"}.get(event.level, "dim")
-        where = f" {event.mutant_id}" if event.mutant_id else ""
-        self.say(f"[{style}]{event.writer}{where}: {escape(event.message)}[/]")
+        """A writer says what it does, or why it stopped; the run is in its phase now."""
+        self.say(writer_note_line(event))
+        self.progress.update(self.task, description=event.writer)
 
     def on_test_accepted(self, event: TestAccepted) -> None:
         """A written test proved itself: its file, its tests and what it kills."""
@@ -154,7 +164,7 @@ class Reporter(Observer):
         took = f", {event.duration_s:.2f} s on the original" if event.duration_s is not None else ""
         self.say(
             f"[green]{event.origin}: accepted {event.file}[/] "
-            f"({len(event.tests)} tests{took}{kills})"
+            f"({counted(len(event.tests), 'test')}{took}{kills})"
         )
 
     def on_test_rejected(self, event: TestRejected) -> None:
@@ -164,6 +174,13 @@ class Reporter(Observer):
             f"[yellow]{event.origin}: rejected attempt {event.attempt}{where}:[/] "
             f"{escape(event.reason)}"
         )
+
+
+def writer_note_line(event: WriterNote) -> str:
+    """A writer's note: what it does, or why it stopped (warnings and errors stand out)."""
+    style = {"error": "bold red", "warning": "yellow"}.get(event.level, "dim")
+    where = f" {event.mutant_id}" if event.mutant_id else ""
+    return f"[{style}]{event.writer}{where}: {escape(event.message)}[/]"
 
 
 def _bar(console: Console):
@@ -199,6 +216,95 @@ class _NoBar:
 
     def stop(self) -> None:
         pass
+
+
+#: seconds between progress lines when the output is not a terminal (a log, CI)
+PROGRESS_S = 10.0
+#: the environment variable that sets another interval (tests set it small)
+PROGRESS_ENV = "MUTANT_GATE_PROGRESS_S"
+
+
+def progress_every() -> float:
+    """The interval between progress lines: ``$MUTANT_GATE_PROGRESS_S`` when it is a
+    positive number of seconds, else ``PROGRESS_S``."""
+    try:
+        every = float(os.environ.get(PROGRESS_ENV, ""))
+    except ValueError:
+        return PROGRESS_S
+    return every if every > 0 else PROGRESS_S
+
+
+class _LogBar:
+    """What ``Reporter`` asks of its bar, as plain lines for output that is not a
+    terminal (a pipe, a CI log), where a bar is drawn only once, at the end: a line at
+    each phase change and every ``every`` seconds in between (phase, mutants done of
+    the total, the verdicts so far, the time), so a long run is seen to move."""
+
+    def __init__(self, console: Console, every: float) -> None:
+        self.console, self.every = console, every
+        self.fields: dict = {"description": "", "completed": 0, "total": None, "counts": ""}
+        self.phase = ""
+        self.started = self.said = 0.0
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    def add_task(self, description: str, **fields: object) -> int:
+        self.fields.update(fields, description=description)
+        self.phase = _phase(description)
+        return 0
+
+    def update(self, task: int, **fields: object) -> None:
+        """New fields; a new phase (the description's first word) is said at once."""
+        with self._lock:
+            self.fields.update(fields)
+            phase = _phase(str(self.fields["description"]))
+            changed, self.phase = phase != self.phase, phase
+        if changed and self._ticker is not None:
+            self.say()
+
+    def line(self) -> str:
+        """``mutants: 7/25 done, killed 5 survived 1 (40 s)``."""
+        with self._lock:
+            f = dict(self.fields)
+        total = "?" if f["total"] is None else f["total"]
+        counts = f", {f['counts']}" if f["counts"] else ""
+        elapsed = time.monotonic() - self.started
+        return (
+            f"{f['description']}: {f['completed']}/{total} mutants done{counts} ({elapsed:.0f} s)"
+        )
+
+    def say(self) -> None:
+        self.said = time.monotonic()
+        self.console.print(self.line(), highlight=False)
+
+    def _tick(self) -> None:
+        """A line whenever ``every`` seconds passed without one."""
+        wait = self.every
+        while not self._done.wait(wait):
+            quiet = time.monotonic() - self.said
+            if quiet >= self.every:
+                self.say()
+            wait = self.every - quiet if quiet < self.every else self.every
+
+    def start(self) -> None:
+        self.started = self.said = time.monotonic()
+        self._ticker = threading.Thread(target=self._tick, name="progress-lines", daemon=True)
+        self._ticker.start()
+
+    def stop(self, said_last: bool = True) -> None:
+        """End the lines; ``said_last``: one more with where the run ended."""
+        self._done.set()
+        if self._ticker is not None:
+            self._ticker.join()
+            self._ticker = None
+            if said_last:
+                self.say()
+
+
+def _phase(description: str) -> str:
+    """``original 3/10 cases`` -> ``original``: the part of the run it is in."""
+    return description.split(" ", 1)[0]
 
 
 class RerunReporter(Observer):
@@ -242,6 +348,8 @@ class RerunReporter(Observer):
         self.say(f"[{style}]{event.mutant.id} {outcome.verdict.value}{by}[/]")
 
     # ``--writer``: the same lines as a run's
-    on_writer_note = Reporter.on_writer_note
+    def on_writer_note(self, event: WriterNote) -> None:
+        self.say(writer_note_line(event))
+
     on_test_accepted = Reporter.on_test_accepted
     on_test_rejected = Reporter.on_test_rejected

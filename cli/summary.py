@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from mutant_gate.cli.check_lines import counted
 from mutant_gate.engine.session import (
     by_operator,
     predictions,
@@ -28,8 +29,9 @@ def modes_summary(console: Console, modes: dict | None) -> None:
     if "auto" in modes:
         auto = modes["auto"]
         line = (
-            f"mode auto: compiled; {auto['killed']} of {auto['rechecked']} mask, bound and "
-            f"offset survivors killed in {auto.get('by', 'the interpreter')}"
+            f"mode auto: compiled; {auto['killed']} of "
+            f"{counted(auto['rechecked'], 'mask, bound and offset survivor')} killed in "
+            f"{auto.get('by', 'the interpreter')}"
         )
         console.print(line + (f" ({auto['note']})" if auto.get("note") else ""), highlight=False)
         return
@@ -39,7 +41,7 @@ def modes_summary(console: Console, modes: dict | None) -> None:
         return
     total = modes["agree"] + len(modes["disagreements"])
     console.print(
-        f"modes: {first} and {second} agree on {modes['agree']}/{total} mutants; "
+        f"modes: {first} and {second} agree on {modes['agree']} of {counted(total, 'mutant')}; "
         f"the table and the score show {first} mode's verdicts",
         highlight=False,
     )
@@ -67,11 +69,12 @@ def summary(console: Console, report: dict) -> None:
     table = Table(
         title=f"mutants of {os.path.basename(report['kernel']['path'])}", title_justify="left"
     )
-    table.add_column("family")
-    table.add_column("operator")
+    # a narrow terminal folds a name onto two lines rather than cutting it ("equival…")
+    table.add_column("family", overflow="fold")
+    table.add_column("operator", overflow="fold")
     table.add_column("total", justify="right")
     for v in verdicts:
-        table.add_column(v, justify="right", style=STYLES[v])
+        table.add_column(v, justify="right", style=STYLES[v], overflow="fold")
     for row in by_operator(report):
         table.add_row(
             row["family"],
@@ -93,16 +96,7 @@ def summary(console: Console, report: dict) -> None:
                 f"[magenta]error[/] {m['id']} {m['operator']} line {m['line']}: {m['reason']}",
                 highlight=False,
             )
-    s = report["score"]
-    excluded = ", ".join(f"{e['id']} ({e['verdict']})" for e in s["excluded"]) or "none"
-    raw = "n/a" if s["raw"] is None else f"{s['raw']:.1f}%"
-    adjusted = "n/a" if s["adjusted"] is None else f"{s['adjusted']:.1f}%"
     modes_summary(console, report.get("modes"))
-    console.print(
-        f"score: [bold]{s['killed']}/{s['total']}[/] killed, raw {raw}, adjusted {adjusted} "
-        f"(excluded: {excluded})",
-        highlight=False,
-    )
     races = (report.get("races") or {}).get("found") or []
     if races:
         more = f" (and {len(races) - 1} more)" if len(races) > 1 else ""
@@ -119,9 +113,10 @@ def summary(console: Console, report: dict) -> None:
     if selection and selection.get("mutants"):
         n, suite = selection["mutants"], selection["suite_cases"]
         console.print(
-            f"test selection: {selection['cases_run']} test cases for {n} mutants "
-            f"({selection['cases_run'] / n:.1f} per mutant, fastest first, stopping at the "
-            f"first kill); the full suite: {suite} per mutant ({suite * n} in all)",
+            f"test selection: {counted(selection['cases_run'], 'test case')} for "
+            f"{counted(n, 'mutant')} ({selection['cases_run'] / n:.1f} per mutant, fastest "
+            f"first, stopping at the first kill); the full suite: {suite} per mutant "
+            f"({suite * n} in all)",
             highlight=False,
         )
     cases = [c for c in (report.get("baseline") or {}).get("cases") or [] if "::" in c["case"]]
@@ -135,7 +130,8 @@ def summary(console: Console, report: dict) -> None:
         original = f"{bound['original_s']:.1f} s original + " if bound["original_s"] else ""
         console.print(
             f"bound by checks: {original}{bound['jobs_s']:.1f} s of mutant jobs over "
-            f"{bound['workers']} workers = {bound['bound_s']:.1f} s; took {bound['wall_s']:.1f} s",
+            f"{counted(bound['workers'], 'worker')} = {bound['bound_s']:.1f} s; took "
+            f"{bound['wall_s']:.1f} s",
             highlight=False,
         )
     gpus = report["sandbox"].get("gpus") or []
@@ -143,7 +139,7 @@ def summary(console: Console, report: dict) -> None:
         console.print(
             "per GPU: "
             + "; ".join(
-                f"slot {g['slot']} (CUDA device {g['device']}): {g['jobs']} jobs, "
+                f"slot {g['slot']} (CUDA device {g['device']}): {counted(g['jobs'], 'job')}, "
                 f"{g['jobs_per_s']} jobs/s, {g['busy_s']:.1f} s busy"
                 for g in gpus
             ),
@@ -161,7 +157,7 @@ def summary(console: Console, report: dict) -> None:
         memory = f"memory {box['memory_mb']} MB per job ({source}), "
     console.print(
         f"[dim]sandbox: {box['backend']} x{box['workers']}, network {net}, {memory}"
-        f"mutant timeout {box['mutant_timeout_s']} s; {cached} results from cache; "
+        f"mutant timeout {box['mutant_timeout_s']} s; {counted(cached, 'result')} from cache; "
         f"run {report['run_id']}[/]",
         highlight=False,
     )
@@ -172,6 +168,31 @@ def summary(console: Console, report: dict) -> None:
             + ", ".join(f"{limit} {n}" for limit, n in sorted(kills.items())),
             highlight=False,
         )
+    shims = shims_line(report)
+    if shims:
+        console.print(f"[dim]{shims}[/]", highlight=False)
+
+
+def score_line(report: dict) -> str:
+    """The score: killed of total, raw and adjusted, what the adjusted one leaves out.
+    The run says it last, with only the gate's verdict after it."""
+    s = report["score"]
+    excluded = ", ".join(f"{e['id']} ({e['verdict']})" for e in s["excluded"]) or "none"
+    raw = "n/a" if s["raw"] is None else f"{s['raw']:.1f}%"
+    adjusted = "n/a" if s["adjusted"] is None else f"{s['adjusted']:.1f}%"
+    return (
+        f"score: [bold]{s['killed']}/{s['total']}[/] killed, raw {raw}, adjusted {adjusted} "
+        f"(excluded: {excluded})"
+    )
+
+
+def shims_line(report: dict) -> str | None:
+    """The stand-ins the file needed to run here (``baseline.shims``: a GPU query
+    answered on the CPU, a benchmark decorator made a no-op...), or None."""
+    shims = (report.get("baseline") or {}).get("shims") or []
+    if not shims:
+        return None
+    return f"shims the original needed to run here: {', '.join(escape(str(s)) for s in shims)}"
 
 
 def accepted_lines(report: dict) -> list[str]:
@@ -182,8 +203,10 @@ def accepted_lines(report: dict) -> list[str]:
     rows = {m["id"]: m for m in report["mutants"]}
     covered = (report.get("score") or {}).get("accepted") or []
     lines = [
-        f"accepted (not counted): {len(covered)} of the {section.get('entries', 0)} "
-        f"entries in {escape(str(section.get('file')))} cover a survivor"
+        f"accepted (not counted): {len(covered)} of the "
+        f"{counted(section.get('entries', 0), 'entry', 'entries')} in "
+        f"{escape(str(section.get('file')))} {'covers' if len(covered) == 1 else 'cover'} "
+        "a survivor"
     ]
     for a in covered:
         m = rows.get(a["id"], {})
@@ -220,7 +243,7 @@ def writers_summary(report: dict) -> list[str]:
         by = ", ".join(f"{k} {n}" for k, n in sorted(kills.items(), key=lambda kv: -kv[1]))
         killed = sum(kills.values())
         lines.append(
-            f"probe: {killed} of {probe['survivors']} survivors killed"
+            f"probe: {killed} of {counted(probe['survivors'], 'survivor')} killed"
             + (f" (by trigger: {by})" if by else "")
         )
         spend = probe_spend(probe.get("spend"))
@@ -251,7 +274,7 @@ def tokens_line(report: dict) -> str | None:
     else:
         money = f"cost unknown: no price for {tokens.get('model')} (--price-in/--price-out)"
     return (
-        f"model {tokens.get('model')}: {tokens['calls']} calls ({tokens.get('cached_calls', 0)} "
-        f"from cache), {tokens.get('prompt', 0):,} prompt + {tokens.get('completion', 0):,} "
+        f"model {tokens.get('model')}: {counted(tokens['calls'], 'call')} "
+        f"({tokens.get('cached_calls', 0)} from cache), {tokens.get('prompt', 0):,} prompt + {tokens.get('completion', 0):,} "
         f"completion tokens, {money}"
     )

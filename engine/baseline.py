@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from .errors import BadInput
 from .events import Event, OwnCheckJudged
-from .kernel_file import OWN_CHECK, KernelFile
+from .kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, KernelFile
 from .limits import describe
 from .own_check import NOTHING_ASSERTED
 from .sandbox.job import JobResult, JobStatus
@@ -48,25 +48,62 @@ def cpu_tensor_hint(mode: str, error: str) -> str:
     return ""
 
 
-def _each_test_file_reaches_the_module(kernel: KernelFile, coverage: dict | None) -> None:
-    """Project mode: a test file none of whose cases launches a kernel of the module
-    (``jit_callers`` of any of its jit functions) can never kill a mutant: bad input.
-    Judged by what the original's run launched, not by import lines, so a test that
-    imports the kernel through a package's re-exports counts."""
-    if coverage is None or kernel.project is None:
+def _each_test_file_launches_a_kernel(kernel: KernelFile, result: JobResult) -> None:
+    """A ``--tests`` file none of whose cases launches a kernel of the file (project
+    mode: of the module; ``jit_callers`` of any of its jit functions) can never kill a
+    mutant, yet every mutant would run it: bad input. Judged by what the original's run
+    launched, not by import lines, so a test that imports the kernel through a
+    package's re-exports counts; a skipped case launches nothing."""
+    coverage = result.extra.get("coverage")
+    if coverage is None:
         return
     from .project import jit_callers
 
     names = {f.name for f in kernel.jit_functions}
     reach = set().union(*(jit_callers(kernel.source, n) for n in names)) if names else set()
+    skipped = _skipped_cases(result)
+    of = kernel.project.module if kernel.project is not None else kernel.path
     for test in kernel.tests:
-        rel = os.path.relpath(test.path, kernel.project.root)
-        cases = {k: v for k, v in coverage.items() if k.split("::", 1)[0] == rel}
-        if cases and not any(reach & set(c.get("functions", ())) for c in cases.values()):
-            raise BadInput(
-                f"{test.path}: none of its {len(cases)} test cases launches a kernel of "
-                f"{kernel.project.module}, so it cannot kill its mutants"
-            )
+        if test.origin != GIVEN:
+            continue
+        prefix = os.path.relpath(test.path, kernel.project.root) if kernel.project else test.name
+        cases = {
+            k.split("::", 1)[1]: v for k, v in coverage.items() if k.split("::", 1)[0] == prefix
+        }
+        ran = [v for case, v in cases.items() if case not in skipped]
+        if cases and not any(reach & set(v.get("functions", ())) for v in ran):
+            reasons = [skipped[case] for case in cases if case in skipped]
+            raise BadInput(f"{test.path}: {launches_nothing(len(cases), reasons, of)}")
+
+
+def _skipped_cases(result: JobResult) -> dict[str, str]:
+    """The --tests cases pytest skipped: {case: its skip reason, "" when none came
+    back}. Outcomes name a case without its file, so a name some file ran is not
+    counted as skipped."""
+    prefix = f"{EXTRA_TESTS}::"
+    cases = [o for o in result.outcomes if o.name.startswith(prefix)]
+    ran = {o.name[len(prefix) :] for o in cases if o.status != "skipped"}
+    return {
+        o.name[len(prefix) :]: o.message
+        for o in cases
+        if o.status == "skipped" and o.name[len(prefix) :] not in ran
+    }
+
+
+def launches_nothing(cases: int, reasons: list[str], of: str) -> str:
+    """Why a test file cannot kill a mutant of ``of``: its ``cases`` launch no kernel of
+    it, or pytest skipped them (``reasons``: one per skipped case, with pytest's words
+    where they came back)."""
+    said = sorted({r.strip() for r in reasons if r.strip()})
+    others = len(said) - 1
+    more = f" (and {others} other reason{'s' if others > 1 else ''})" if others else ""
+    why = f": {said[0]}{more}" if said else ""
+    if reasons and len(reasons) == cases:
+        each = "its test case was" if cases == 1 else f"all {cases} of its test cases were"
+        return f"{each} skipped{why}, so it launches no kernel of {of} and cannot kill its mutants"
+    n = "its one test case never" if cases == 1 else f"none of its {cases} test cases"
+    skipped = f" ({len(reasons)} skipped{why})" if reasons else ""
+    return f"{n} launches a kernel of {of}{skipped}, so it cannot kill its mutants"
 
 
 def interpreter_failure(result: JobResult, mode: str) -> str | None:
@@ -175,8 +212,7 @@ def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
     _selection_leaves_cases(ctx, result)
     if settings.all_configs:
         result = _other_configs(ctx, result)
-    if kernel.project is not None:
-        _each_test_file_reaches_the_module(kernel, result.extra.get("coverage"))
+    _each_test_file_launches_a_kernel(kernel, result)
     ctx.set_baseline(result)
     ctx.measured(result)
     if ctx.coverage is not None and (kernel.project is not None or ctx.coverage):

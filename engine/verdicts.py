@@ -138,7 +138,11 @@ def _decide(result: JobResult) -> tuple[Verdict, str | None, str]:
         ran = sum(1 for o in result.outcomes if o.status == "passed")
         if not result.outcomes:
             return Verdict.SURVIVED, None, "no test reaches this mutant's function"
-        return Verdict.SURVIVED, None, f"all {ran} checks passed"
+        return (
+            Verdict.SURVIVED,
+            None,
+            "its one check passed" if ran == 1 else f"all {ran} checks passed",
+        )
     if status is JobStatus.FAILED:
         failure = result.first_failure
         name = failure.name if failure else OWN_CHECK

@@ -166,7 +166,7 @@ def test_fp16_accumulator_in_matmul_is_compiled_and_recorded(tmp_path):
     assert first["kernel"] == "matmul_kernel"
     assert "a_ptr: *fp16 (divisible by 16)" in first["arguments"]
     assert "BLOCK_SIZE_M=32" in first["arguments"]
-    assert "checks on 1 survivors" in proc.stdout
+    assert "checks on 1 survivor" in proc.stdout
 
 
 ROW_SUM = """

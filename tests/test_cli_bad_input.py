@@ -203,3 +203,67 @@ def test_mode_auto_without_a_cuda_device_is_the_interpreter_and_imports_no_torch
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.split() == ["('interpret',", "True)", "False"], out.stdout + out.stderr
+
+
+def test_argument_errors_name_the_tool_once(tmp_path):
+    """argparse's errors read "mutant-gate: error: mutant-gate: ..." before."""
+    flag = run_cli("run", str(EXAMPLES / "vector_add.py"), "--frobnicate", cwd=tmp_path)
+    assert_one_line_error(flag, "unrecognized arguments: --frobnicate")
+    value = run_cli("run", str(EXAMPLES / "vector_add.py"), "-j", "many", cwd=tmp_path)
+    assert_one_line_error(value, "mutant-gate: error: run: argument -j/--jobs")
+    for proc in (flag, value):
+        assert proc.stderr.count("mutant-gate") == 1, proc.stderr
+        assert proc.stdout == ""
+
+
+UNRELATED_TEST = """
+    import torch
+
+    def test_ones():
+        assert torch.ones(3).sum() == 3
+
+    def test_sum():
+        assert 1 + 1 == 2
+"""
+
+SKIPPED_TEST = """
+    import pytest
+    import torch
+
+    from vector_add import add
+
+    pytestmark = pytest.mark.skipif(True, reason="needs a CUDA device")
+
+    def test_add():
+        x = torch.rand(100)
+        torch.testing.assert_close(add(x, x), 2 * x)
+
+    def test_add_again():
+        x = torch.rand(10)
+        torch.testing.assert_close(add(x, x), 2 * x)
+"""
+
+
+@pytest.mark.slow
+def test_a_tests_file_that_launches_no_kernel_of_the_file(tmp_path):
+    """Outside project mode it was accepted silently: every mutant ran it for nothing."""
+    (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
+    write(tmp_path, "test_other.py", UNRELATED_TEST)
+    proc = run_cli("run", "vector_add.py", "--tests", "test_other.py", "--no-cache", cwd=tmp_path)
+    assert_one_line_error(
+        proc,
+        "test_other.py: none of its 2 test cases launches a kernel of ",
+        "vector_add.py, so it cannot kill its mutants",
+    )
+    assert "0/?" not in proc.stdout  # no progress bar left behind before the error
+
+
+@pytest.mark.slow
+def test_a_tests_file_whose_cases_are_all_skipped(tmp_path):
+    (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
+    write(tmp_path, "test_gpu.py", SKIPPED_TEST)
+    proc = run_cli("run", "vector_add.py", "--tests", "test_gpu.py", "--no-cache", cwd=tmp_path)
+    assert_one_line_error(
+        proc, "test_gpu.py: all 2 of its test cases were skipped: needs a CUDA device"
+    )
+    assert "none of its" not in proc.stderr

@@ -13,7 +13,6 @@ reads the same), so no address in a reason or a setting becomes a reference.
 from __future__ import annotations
 
 import html
-import json
 
 from .. import predictions
 from ..vocabulary import GLYPHS, by_words
@@ -132,6 +131,21 @@ if(start)show(start,false);
 """
 
 
+#: Where a test came from, in words
+ORIGIN_WORDS = {
+    "own": "the kernel file's own check",
+    "given": "a --tests file",
+    "probe": "written by the probe",
+    "stage1": "written by the model",
+    "stage2": "written by the model for a survivor",
+}
+
+
+def origin_words(test: dict) -> str:
+    origin = test.get("origin")
+    return ORIGIN_WORDS.get(str(origin), f"from {origin}")
+
+
 def diff_block(diff: str) -> str:
     out = []
     for line in diff.rstrip("\n").split("\n"):
@@ -163,7 +177,7 @@ SHOWN_SECTIONS = frozenset({"claims", "oracle", "compile", "attempts", "accepted
 
 def evidence_lines(row: dict) -> list[str]:
     """The row's other sections in words: every verdict change (the ledger's
-    ``changes``), then each remaining section as compact JSON."""
+    ``changes``), then each remaining section as a sentence (never raw JSON)."""
     from ..verdicts import ROW_SECTIONS
 
     out = [
@@ -173,8 +187,55 @@ def evidence_lines(row: dict) -> list[str]:
     ]
     for name in sorted(ROW_SECTIONS - SHOWN_SECTIONS - {"changes"}):
         if name in row:
-            out.append(f"{name}: {json.dumps(row[name], sort_keys=True, default=str)}")
+            out.append(section_sentence(name, row[name]))
     return out
+
+
+#: How a row section reads, where a plain "name: value" would not
+SECTION_WORDS = {
+    "timeout_s": lambda v: f"time limit of its job: {v:g} s",
+    "tests_selected": lambda v: (
+        "test cases chosen for it (they launch its kernel): " + (in_words(v) or "none")
+    ),
+    "tests_run": lambda v: (
+        "test cases its job ran, fastest first, to the first kill: " + (in_words(v) or "none")
+    ),
+    "reached": lambda v: (
+        "a check launches its kernel"
+        if v
+        else "no check launches its kernel: no job ran, no evidence either way"
+    ),
+}
+
+
+def section_sentence(name: str, value: object) -> str:
+    """One row section as a sentence: its own words where ``SECTION_WORDS`` has them,
+    else its name and its fields in words."""
+    said = SECTION_WORDS.get(name)
+    if said is not None:
+        try:
+            return said(value)
+        except (TypeError, ValueError):
+            pass  # an older record's shape: said the plain way
+    return f"{name.replace('_', ' ')}: {in_words(value)}"
+
+
+def in_words(value: object) -> str:
+    """A report value as text a person reads: fields as "name value" parts separated by
+    semicolons, lists by commas, no braces or quotes."""
+    if isinstance(value, dict | list | tuple) and not value:
+        return "none"
+    if isinstance(value, dict):
+        return "; ".join(f"{str(k).replace('_', ' ')} {in_words(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(in_words(v) for v in value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "none"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def detail_section(report: dict, row: dict, test_ids: dict[str, str], prefix: str = "") -> str:
@@ -205,7 +266,7 @@ def detail_section(report: dict, row: dict, test_ids: dict[str, str], prefix: st
             for test in killers:
                 tid = test_ids.get(test.get("name", ""), "")
                 parts.append(
-                    f"<p><code>{esc(test.get('name'))}</code> ({esc(test.get('origin'))}, "
+                    f"<p><code>{esc(test.get('name'))}</code> ({esc(origin_words(test))}, "
                     f'{esc(test.get("file"))}) <a href="#{tid}">source</a></p>'
                     f'<div data-test="{tid}-src"></div>'
                 )
@@ -339,7 +400,7 @@ def html_page(report: dict) -> str:
         kills = test.get("kills") or []
         out.append(
             f'<section id="{tid}"><p><code>{esc(test.get("name"))}</code> · '
-            f"{esc(test.get('origin'))} · {esc(test.get('file'))} · kills {len(kills)}</p>"
+            f"{esc(origin_words(test))} · {esc(test.get('file'))} · kills {len(kills)}</p>"
             f'<pre id="{tid}-src">{esc(test.get("source") or "(no source recorded)")}</pre>'
             "</section>"
         )

@@ -15,15 +15,14 @@ in this process's environment is blanked wherever it appears.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from urllib.parse import urlsplit, urlunsplit
 
 from ..settings import KEY_VARIABLES
 from ..vocabulary import GLYPHS, REPORT_STATES
-from .common import counts, gate, kernel_name, percent, tool_version
-from .html import SCRIPT, STYLE, detail_section, esc, run_notes
+from .common import counts, gate, kernel_name, percent, probe_spend, tool_version
+from .html import SCRIPT, STYLE, detail_section, esc, in_words, origin_words, run_notes
 
 INDEX = "index.html"
 REMOVED = "[removed]"
@@ -133,28 +132,53 @@ def _run_section(index: int, report: dict) -> tuple[str, list[str], str]:
                 f'title="{esc(title)}">{GLYPHS.get(v, "?")}</a>'
             )
         out.append("</div></div>")
-    run_facts = {
-        "settings": scrub(report.get("settings") or {}),
-        **{
-            k: report[k]
-            for k in ("own_check", "tokens", "checks", "writers", "accepted")
-            if k in report
-        },
-    }
     out.append(
-        "<details><summary>settings and run sections</summary>"
-        f"<pre>{esc(json.dumps(run_facts, indent=1, sort_keys=True, default=str))}</pre>"
-        "</details></section>"
+        "<details><summary>settings and run sections</summary><ul>"
+        + "".join(f"<li>{esc(line)}</li>" for line in run_facts(report))
+        + "</ul></details></section>"
     )
     panels = [detail_section(report, row, test_ids, prefix) for row in rows]
     sources = "".join(
         f'<section id="{test_ids.get(t.get("name", ""), "")}"><p><code>{esc(t.get("name"))}'
-        f"</code> · {esc(t.get('origin'))} · {esc(t.get('file'))}</p>"
+        f"</code> · {esc(origin_words(t))} · {esc(t.get('file'))}</p>"
         f'<pre id="{test_ids.get(t.get("name", ""), "")}-src">'
         f"{esc(t.get('source') or '(no source recorded)')}</pre></section>"
         for t in tests
     )
     return "\n".join(out), panels, sources
+
+
+def run_facts(report: dict) -> list[str]:
+    """A run's settings (scrubbed) and its run sections, each a sentence."""
+    lines = []
+    own = report.get("own_check") or {}
+    if own:
+        asserts = "asserts on the kernel's output" if own.get("asserts") else "asserts nothing"
+        lines.append(f"own check: {asserts} ({own.get('evidence') or 'no evidence'})")
+    probe = (report.get("writers") or {}).get("probe") or {}
+    if probe.get("survivors"):
+        kills = probe.get("kills_by_trigger") or {}
+        lines.append(
+            f"probe: {sum(kills.values())} of {probe['survivors']} "
+            f"survivor{'s' if probe['survivors'] != 1 else ''} killed"
+            + (f" (by trigger: {in_words(kills)})" if kills else "")
+        )
+        spend = probe_spend(probe.get("spend"))
+        if spend:
+            lines.append(f"probe spend: {spend}")
+    tokens = report.get("tokens") or {}
+    if tokens.get("calls"):
+        lines.append(
+            f"model {tokens.get('model')}: {tokens['calls']} "
+            f"call{'s' if tokens['calls'] != 1 else ''}, {tokens.get('prompt', 0)} "
+            f"prompt and {tokens.get('completion', 0)} completion tokens"
+        )
+    for name in ("checks", "accepted"):
+        if report.get(name):
+            lines.append(f"{name}: {in_words(report[name])}")
+    settings = scrub(report.get("settings") or {})
+    lines += [f"setting {k.replace('_', ' ')}: {in_words(v)}" for k, v in sorted(settings.items())]
+    return lines
 
 
 def site_page(reports: list[dict]) -> str:

@@ -111,7 +111,8 @@ class _PytestCollector:
         elif previous is None or previous.status == "passed":
             status = "skipped" if report.skipped else "passed"
             if report.when == "call" or previous is None:
-                self.outcomes[name] = CheckOutcome(name, status, duration)
+                why = _skip_reason(report) if report.skipped else ""
+                self.outcomes[name] = CheckOutcome(name, status, duration, why)
         if report.when == "teardown":  # the case is through: say so to whoever follows
             outcome = self.outcomes[name]
             progress(
@@ -126,6 +127,14 @@ class _PytestCollector:
     def pytest_collectreport(self, report) -> None:
         if report.failed:
             self.collect_errors.append(tail(report.longreprtext))
+
+
+def _skip_reason(report) -> str:
+    """pytest's words for a skip (``pytest.skip("...")``, a ``skipif`` reason)."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return ""
 
 
 class _Tee(io.TextIOBase):

@@ -575,7 +575,8 @@ def _probe(
         path_limit = meter[1] + limit / max(1, ctx.workers)
         limit += meter[0]  # the meter counts from the stage's start
     share = ctx.settings.writers.probe_share
-    yield WriterNote("probe", f"probing {len(survivors)} survivors (up to {budget} inputs each)")
+    many = f"{len(survivors)} survivor" + ("s" if len(survivors) != 1 else "")
+    yield WriterNote("probe", f"probing {many} (up to {budget} inputs each)")
     calls, note = capture(ctx)
     yield WriterNote("probe", note, "info" if calls else "warning")
     if not calls:
