@@ -1,7 +1,7 @@
 """``run`` and ``tui`` flags as the engine's ``RunSettings``, checked before anything runs.
 
 A bad value, a flag that needs an optional extra that is not installed
-(``--backend contree``, ``--writer llm``, ``--stage2``), or a model stage asked for with
+(``--backend contree`` or ``ray``, ``--writer llm``, ``--stage2``), or a model stage asked for with
 no key (by a flag or by ``[tool.mutant-gate]``, which then is named) is ``BadInput``:
 one line, exit 2.
 """
@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from mutant_gate.cli.config import TABLE, load_table
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import BadInput
 from mutant_gate.engine.settings import (
+    DEFAULT_BASELINE,
     DEFAULT_TARGETS,
     LLMSettings,
     RunSettings,
@@ -76,11 +78,17 @@ def writer_settings(args: argparse.Namespace) -> WriterSettings:
 
 def _accepted(path: str | None) -> str | None:
     """The accepted-survivors file, read once now: a missing or malformed one fails before
-    the run."""
+    the run. Without ``--accepted`` (nor the configuration's), the file ``accept`` and the
+    explorer's ``a`` write by default, when it is in the current directory: said in one
+    line, so a run never leaves survivors out of the adjusted score unannounced."""
+    found = not path and os.path.isfile(DEFAULT_BASELINE)
+    path = DEFAULT_BASELINE if found else path
     if path:
         from mutant_gate.engine.session import accepted
 
-        accepted.load(path)
+        entries = accepted.load(path)
+        if found:
+            print(f"accepted survivors: {path} ({len(entries)} entries)", file=sys.stderr)
     return path
 
 
@@ -122,20 +130,23 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
     from mutant_gate.engine.session import resolve_mode
 
     # A remote sandbox does not run on this machine's GPU: auto is the interpreter there.
-    remote = args.backend == "contree" and args.mode == "auto"
+    remote = args.backend in ("contree", "ray") and args.mode == "auto"
     mode, auto = ("interpret", True) if remote else resolve_mode(args.mode)
     if args.sanitize and mode != "compiled" and not args.compare_modes:
         found = " (--mode auto found no CUDA device)" if auto else ""
         raise BadInput(f"--sanitize needs --mode compiled (or --compare-modes){found}")
     if args.backend != "contree" and (args.contree_image or args.contree_url):
         raise BadInput("--contree-image and --contree-url need --backend contree")
+    ray_address = getattr(args, "ray_address", None)
+    if args.backend != "ray" and ray_address:
+        raise BadInput("--ray-address needs --backend ray")
     settings = RunSettings(
         kernel_path=args.file,
         tests=tuple(args.tests),
         operators=args.operators,
         changed_since=args.changed_since,
-        # contree: None lets the sandbox pick (remote runs cost no local cores)
-        workers=args.jobs or (None if args.backend == "contree" else os.cpu_count() or 1),
+        # contree, ray: None lets the sandbox pick (remote runs cost no local cores)
+        workers=args.jobs or (None if args.backend != "local" else os.cpu_count() or 1),
         timeout_s=args.timeout,
         timeout_factor=args.timeout_factor,
         timeout_base_s=args.timeout_base,
@@ -150,6 +161,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         backend=args.backend,
         contree_image=args.contree_image,
         contree_url=args.contree_url,
+        ray_address=ray_address,
         mode=mode,
         auto_mode=auto,
         project_root=args.project_root,

@@ -176,9 +176,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--backend",
-        choices=("local", "contree"),
+        choices=("local", "contree", "ray"),
         default="local",
-        help="where jobs run: local worker pool, or Nebius Contree sandboxes (default: %(default)s)",
+        help="where jobs run: local worker pool, Nebius Contree sandboxes, or Ray actors "
+        "(default: %(default)s)",
+    )
+    run.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="--backend ray: the cluster to join, or 'local' for a Ray of this machine "
+        "started for the run (default: a running cluster, else a local one)",
     )
     run.add_argument(
         "--contree-image",

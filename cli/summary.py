@@ -177,7 +177,13 @@ def score_line(report: dict) -> str:
     """The score: killed of total, raw and adjusted, what the adjusted one leaves out.
     The run says it last, with only the gate's verdict after it."""
     s = report["score"]
-    excluded = ", ".join(f"{e['id']} ({e['verdict']})" for e in s["excluded"]) or "none"
+    excluded = (
+        ", ".join(
+            f"{e['id']} ({'accepted' if e.get('accepted') else e['verdict']})"
+            for e in s["excluded"]
+        )
+        or "none"
+    )
     raw = "n/a" if s["raw"] is None else f"{s['raw']:.1f}%"
     adjusted = "n/a" if s["adjusted"] is None else f"{s['adjusted']:.1f}%"
     return (

@@ -45,7 +45,7 @@ from .records import Mutant, Verdict
 from .report import build_report, check_bound, mutant_row
 from .sandbox import Sandbox
 from .sandbox.job import CheckKind, JobResult
-from .settings import RunSettings
+from .settings import KEY_VARIABLES, RunSettings
 from .stage import BEFORE_MUTANTS, Stage, StageContext
 from .verdicts import Ledger, decide
 from .writers import ModelSession, stage2_stage, writer_stages
@@ -96,6 +96,18 @@ def load(
             "unchanged": [n for n in names if n not in functions],
         }
     return kernel, mutants, time.perf_counter() - start, changed
+
+
+class _Retuned:
+    """A run's stage context read with other settings (``run_writers``'s harder probe):
+    ``settings`` is this one's; everything else (jobs, ledger, the tests a stage adds)
+    is the run's own context, so what the stage does lands in the run."""
+
+    def __init__(self, ctx: StageContext, settings: RunSettings) -> None:
+        self._ctx, self.settings = ctx, settings
+
+    def __getattr__(self, name: str):
+        return getattr(self._ctx, name)
 
 
 class _Beside:
@@ -536,12 +548,38 @@ class Run:
         by_id = {m.id: m for m in self.mutants}
         yield from self._run_stage(stage, [by_id[i] for i in mutant_ids if i in by_id])
 
-    def run_writers(self, mutant_ids: list[str], *, model: bool) -> Iterator[Event]:
+    def run_writers(
+        self, mutant_ids: list[str], *, model: bool, harder: bool = False
+    ) -> Iterator[Event]:
         """Test writers on chosen survivors: the probe (no model needed), then, with
-        ``model``, stage 2 on those the probe left alive."""
-        names = ["probe", "stage2"] if model else ["probe"]
-        for name in names:
-            yield from self.run_stage(self.stage_named(name), mutant_ids)
+        ``model``, stage 2 on those the probe left alive.
+
+        ``harder`` (the explorer's stage 2 without a model): the probe goes past the
+        run's own (twice ``--probes`` inputs each, every trigger kind, no time limit);
+        a survivor it tried no more inputs on than before gets a note saying so."""
+        probe = self.stage_named("probe")
+        tried: dict[str, int | None] = {}
+        if harder:
+            writers = self.settings.writers
+            wider = replace(writers, probes=2 * writers.probes, probe_time=0, probe_triggers=())
+            settings = replace(self.settings, writers=wider)
+            run = probe.run
+            probe = Stage(probe.name, lambda ctx, ms: run(_Retuned(ctx, settings), ms))
+            tried = {i: (self.ledger.row(i, "probe") or {}).get("probes") for i in mutant_ids}
+        yield from self.run_stage(probe, mutant_ids)
+        for mutant_id, before in tried.items():
+            now = (self.ledger.row(mutant_id, "probe") or {}).get("probes")
+            if before and now == before and self.ledger.verdict(mutant_id) is Verdict.SURVIVED:
+                yield WriterNote(
+                    "probe",
+                    f"nothing more to try: no input beyond the {before} the run's probe "
+                    "tried; a model would read the mutated code and write a test aimed at "
+                    f"it (set {' or '.join(KEY_VARIABLES)})",
+                    "info",
+                    mutant_id,
+                )
+        if model:
+            yield from self.run_stage(self.stage_named("stage2"), mutant_ids)
 
     def rerun_mutant(self, mutant_id: str, *, force: bool = False) -> Iterator[Event]:
         """Judge one mutant again after the baseline: from the cache, or (``force``) in
@@ -591,6 +629,7 @@ class Run:
                 **({"gpus": g} if (g := self._gpu_throughput()) else {}),
                 # workers that never started (the pool ran without them)
                 **({"start_errors": e} if (e := getattr(self.sandbox, "start_errors", [])) else {}),
+                **(c() if (c := getattr(self.sandbox, "cluster_record", None)) else {}),
             },
         )
         report["bound"] = check_bound(report)

@@ -46,7 +46,9 @@ def score(rows: Sequence[dict]) -> dict:
     exclusion from the adjusted score is listed.
 
     Survivors the baseline file accepts (a row's ``accepted``) are left out of the
-    adjusted score's denominator and listed in ``accepted``: never counted as killed."""
+    adjusted score's denominator and listed in ``accepted``: never counted as killed.
+    They are in ``excluded`` too (``verdict`` survived, ``accepted`` true): every mutant
+    the adjusted score leaves out is there, so a line that lists it names them."""
     verdicts = [(row["id"], str(row["verdict"])) for row in rows]
     excluded_values = {v.value for v in EXCLUDED}
     total = len(verdicts)
@@ -57,7 +59,10 @@ def score(rows: Sequence[dict]) -> dict:
         for row in rows
         if str(row["verdict"]) == Verdict.SURVIVED.value and row.get("accepted")
     ]
-    counted = total - len(excluded) - len(accepted)
+    excluded += [
+        {"id": a["id"], "verdict": Verdict.SURVIVED.value, "accepted": True} for a in accepted
+    ]
+    counted = total - len(excluded)
     return {
         "killed": killed,
         "total": total,

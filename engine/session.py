@@ -2,15 +2,16 @@
 ask of it, so that no face builds a sandbox, looks a run up or sets a driver's field
 on its own.
 
-- ``make_sandbox(settings)``: the backend the settings name (contree-sdk is imported
-  only when used; a remote sandbox is started so its image's versions key the cache).
+- ``make_sandbox(settings)``: the backend the settings name (contree-sdk and ray are
+  imported only when used; a remote sandbox is started so its image's versions key the
+  cache, a Ray one so that a node that cannot harden jobs is refused up front).
 - ``check_input(settings)``: bad input fails here, before anything runs (one line); a
   model stage asked for with no key is bad input too.
 - ``start_run(settings, sandbox, store)``: a ``Run`` to drive with ``events()``;
   ``start_rerun(report, ...)``: chosen mutants of a past run again, same driver.
 - ``find_record`` / ``find_report`` / ``latest_id`` / ``replay_lookup``: a past run
   by id, unique prefix, ``latest`` or a JSON report file.
-- ``require`` / ``check_extras``: an optional extra (``[tui]``, ``[llm]``, ``[contree]``)
+- ``require`` / ``check_extras``: an optional extra (``[tui]``, ``[llm]``, ``[contree]``, ``[ray]``)
   that is not installed is one line before anything starts, not an ImportError later.
 """
 
@@ -88,6 +89,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "textual": ("textual", "tui"),
     "openai": ("openai", "llm"),
     "contree_sdk": ("contree-sdk", "contree"),
+    "ray": ("ray", "ray"),
 }
 
 
@@ -105,6 +107,8 @@ def check_extras(settings: RunSettings) -> None:
 
     if settings.backend == "contree":
         require("contree_sdk", "--backend contree")
+    if settings.backend == "ray":
+        require("ray", "--backend ray")
     if settings.writers.writer == "llm":
         require("openai", "--writer llm")
     if settings.writers.stage2:
@@ -125,6 +129,12 @@ def make_sandbox(settings: RunSettings, mode: str | None = None) -> Sandbox:
             settings.workers, mode, image=settings.contree_image, base_url=settings.contree_url
         )
         box.start()  # its image's torch/triton versions key the cache
+        return box
+    if settings.backend == "ray":
+        from .sandbox.ray import RaySandbox
+
+        box = RaySandbox(settings.workers, mode, address=settings.ray_address)
+        box.start()  # a node that cannot harden jobs is refused before anything runs
         return box
     from .sandbox.local import LocalSandbox
 
@@ -254,8 +264,12 @@ class Session:
     def rerun_mutant(self, mutant_id: str, *, force: bool = False) -> Iterator[Event]:
         return self._driver().rerun_mutant(mutant_id, force=force)
 
-    def run_writers(self, mutant_ids: list[str], *, model: bool) -> Iterator[Event]:
-        return self._driver().run_writers(list(mutant_ids), model=model)
+    def run_writers(
+        self, mutant_ids: list[str], *, model: bool, harder: bool = False
+    ) -> Iterator[Event]:
+        """The probe, then (``model``) stage 2 on chosen survivors; ``harder``: the probe
+        past the run's own (``pipeline.Run.run_writers``)."""
+        return self._driver().run_writers(list(mutant_ids), model=model, harder=harder)
 
     def set_check(self, name: str, on: bool) -> None:
         """Turn a survivor check on or off for the rest of the run (``check_targets``:

@@ -141,9 +141,11 @@ class RunSettings:
     keyword: str | None = None
     marker: str | None = None
     all_configs: bool = False  # run every @triton.autotune config, not only the first
-    backend: str = "local"  # local | contree (engine/sandbox/contree.py)
+    backend: str = "local"  # local | contree (engine/sandbox/contree.py) | ray (sandbox/ray.py)
     contree_image: str | None = None  # None: contree.DEFAULT_IMAGE
     contree_url: str | None = None  # None: the SDK's endpoint
+    #: --backend ray: the cluster to join; None: a running one, else a local Ray for the run
+    ray_address: str | None = None
     extra: dict = field(default_factory=dict)
     #: test writers (probe, model stage 1/2): ``engine/writers``; never holds the API key
     writers: WriterSettings = field(default_factory=WriterSettings)

@@ -109,3 +109,19 @@ CHECK_OF_KEY: dict[str, str] = {key: name for name, key in CHECK_NAMES.items()}
 def check_name(key: str) -> str:
     """The check's name for its report key (anything else unchanged)."""
     return CHECK_OF_KEY.get(key, key)
+
+
+#: Where a test came from, in words (the report's ``tests[].origin``)
+ORIGIN_WORDS: dict[str, str] = {
+    "own": "the kernel file's own check",
+    "given": "a --tests file",
+    "probe": "written by the probe",
+    "stage1": "written by the model",
+    "stage2": "written by the model for a survivor",
+}
+
+
+def origin_words(test: dict) -> str:
+    """Where ``test`` (a report's ``tests`` entry) came from, in words."""
+    origin = test.get("origin")
+    return ORIGIN_WORDS.get(str(origin), f"from {origin}")

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input, SelectionList
+from textual.widgets import Input, Markdown, SelectionList
 
 from mutant_gate.cache import Store
 from mutant_gate.engine import accepted
@@ -587,3 +587,207 @@ async def test_replay_folds_identical_runs_and_deletes_them(tmp_path):
     assert proc.returncode == 0 and f"removed run {kept}" in proc.stdout, proc.stderr
     proc = run_cli("replay", "--cache-dir", cache, cwd=tmp_path)
     assert proc.returncode == 2 and "no runs in the cache" in proc.stderr
+
+
+def screen_text(app) -> str:
+    """What the terminal shows now, as text (the screen's compositor, modal on top)."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def region_text(app, region) -> str:
+    """What the terminal shows inside ``region`` (a widget's place on the screen)."""
+    lines = screen_text(app).split("\n")[region.y : region.bottom]
+    return "\n".join(line[region.x : region.right] for line in lines)
+
+
+def flat(text: str) -> str:
+    """Text with its line breaks and runs of spaces as single spaces (wrapped lines)."""
+    return " ".join(text.split())
+
+
+@pytest.mark.anyio
+async def test_enter_opens_the_mutant_and_escape_gives_the_keyboard_back_to_the_grid(report):
+    app = create_app(report=report)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        explorer, grid, inspector = app.explorer, app.explorer.grid, app.explorer.inspector
+        await pilot.press("right", "right", "down")
+        await pilot.pause()
+        where = grid.current
+        await pilot.press("enter")
+        await pilot.pause()
+        # the mutant full screen, the keyboard in it, its own keys in the footer
+        assert explorer.maximized is inspector and app.focused is inspector
+        assert inspector.mutant_id == where
+        escape = app.screen.active_bindings["escape"]
+        assert escape.node is inspector and escape.binding.description == "back to the grid"
+        await pilot.press("down", "right")  # they scroll the inspector, not the grid
+        await pilot.pause()
+        assert grid.current == where
+        await pilot.press("escape")
+        await pilot.pause()
+        assert explorer.maximized is None and app.focused is grid and grid.current == where
+        await pilot.press("right")
+        await pilot.pause()
+        assert grid.current not in (None, where)
+        # the inspector focused without Enter (a click): Escape returns too
+        inspector.focus()
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.focused is grid
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("size", [(160, 40), (80, 24)])
+async def test_the_export_dialog_is_on_screen_and_takes_the_keys_it_shows(
+    report, tmp_path, monkeypatch, size
+):
+    monkeypatch.chdir(tmp_path)
+    app = create_app(report=report)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        await pilot.press("e")
+        await pilot.pause()
+        dialog = app.screen
+        field = dialog.query_one(Input)
+        box = dialog.query_one("#export-dialog")
+        for widget in (box, dialog.query_one("#export-title"), field):
+            assert widget.display and widget.visible and widget.region.area > 0
+            assert dialog.region.contains_region(widget.region), widget
+        assert app.focused is field
+        shown = flat(screen_text(app))
+        assert "Write the JSON report to:" in shown and field.value in shown
+        assert "Enter writes, Escape cancels" in shown
+        await pilot.press("x")  # a key typed now is seen in the field
+        await pilot.pause()
+        assert field.value.endswith(".jsonx") and field.value[-20:] in flat(screen_text(app))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.explorer
+        await pilot.press("s")  # later keys go to the explorer, not to a hidden field
+        await pilot.pause()
+        assert "verdict survived" in app.explorer.header.filters_text
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.anyio
+async def test_an_accepted_survivor_keeps_its_mark_when_the_engine_reports_again(
+    report, tmp_path, monkeypatch
+):
+    """After a rerun (or stage 2, a check) the engine's report comes again (``RunDone``
+    ``again``) with rows that know nothing of a survivor accepted in this session."""
+    from mutant_gate.tui.bridge import RunDone
+
+    monkeypatch.chdir(tmp_path)
+    report["kernel"]["source"] = (EXAMPLES / "layer_norm.py").read_text()
+    engine_report = copy.deepcopy(report)
+    app = create_app(report=report)
+    one = survivors(report)[0]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.accept_survivor(one, "the wrapper pads every row", DEFAULT_BASELINE)
+        adjusted = app.model.score.adjusted
+        app.post_message(RunDone(engine_report, again=True))
+        await pilot.pause()
+        assert app.model.row(one)["accepted"]["reason"] == "the wrapper pads every row"
+        assert app.model.score.accepted == 1 and app.model.score.adjusted == adjusted
+        app.explorer.grid.select(one)
+        await pilot.pause()
+        assert "Accepted by the team" in app.explorer.inspector.section_text("why")
+
+
+def test_the_score_lists_accepted_survivors_as_left_out():
+    from mutant_gate.engine.session import score
+
+    rows = [
+        {"id": "a", "verdict": "killed"},
+        {"id": "b", "verdict": "survived", "accepted": {"reason": "fine"}},
+        {"id": "c", "verdict": "equivalent"},
+    ]
+    s = score(rows)
+    assert s["adjusted"] == 100.0
+    assert {e["id"] for e in s["excluded"]} == {"b", "c"}
+
+
+@pytest.mark.anyio
+async def test_no_diff_oracle_hint_when_it_is_on(report):
+    """A survivor's "why" suggests the diff-oracle (o) only where it is off."""
+    app = create_app(report=report)  # a run without the diff-oracle
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.explorer.grid.select(survivors(report)[0])
+        await pilot.pause()
+        assert "turn on the diff-oracle (o)" in app.explorer.inspector.section_text("why")
+    oracle_run = json.loads((DATA / "tui_affine_oracle_report.json").read_text())
+    assert oracle_run["settings"]["diff_oracle"]
+    app = create_app(report=oracle_run)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.explorer.grid.select(survivors(oracle_run)[0])
+        await pilot.pause()
+        why = app.explorer.inspector.section_text("why")
+        assert why.startswith("Survived") and "diff-oracle" not in why
+
+
+@pytest.mark.anyio
+async def test_legend_accept_dialog_and_help_are_whole_at_160_columns(report, tmp_path):
+    report["kernel"]["path"] = str(tmp_path / "a" / "long" / "way" / "down" / "layer_norm.py")
+    app = create_app(report=report)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        shown = flat(screen_text(app))
+        legend = ("equivalent (claimed)", "not compilable", "marked for stage 2")
+        for words in (*legend, "click a cell: inspect it, double click: full screen"):
+            assert words in shown, words
+        app.explorer.grid.select(survivors(report)[0])
+        await pilot.press("a")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, AcceptScreen)
+        box = dialog.query_one("Vertical").content_region
+        for label in dialog.query("Label"):
+            text = flat(str(label.render()))
+            assert box.contains_region(label.region), text
+            assert flat(region_text(app, label.region)) == text
+        await pilot.press("escape")
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        source = app.screen.query_one(Markdown).source
+        assert "| `/` | search" in source and "| `? / f1` |" in source
+        assert "slash" not in source and "question_mark" not in source
+
+
+@pytest.mark.slow
+def test_run_reads_the_default_accepted_file_and_names_what_it_leaves_out(tmp_path):
+    """``accept`` (and the explorer's ``a``) write ``mutant-gate-baseline.toml`` here by
+    default; ``run`` without ``--accepted`` reads it, says so, and its score line names
+    the accepted survivor among what the adjusted score leaves out."""
+    import shutil
+
+    kernel = tmp_path / "two_kernels.py"
+    shutil.copy(DATA / "two_kernels.py", kernel)
+    run = ["run", str(kernel), "--operators", "mask-drop", "--writer", "none"]
+    run += ["--cache-dir", str(tmp_path / "cache")]
+    first = run_cli(*run, "--json", str(tmp_path / "1.json"), cwd=tmp_path)
+    assert "accepted survivors:" not in first.stderr
+    one = json.loads((tmp_path / "1.json").read_text())["mutants"][0]["id"]
+    add = run_cli("accept", "latest", one, "--reason", "pads", "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)  # fmt: skip
+    assert add.returncode == 0 and (tmp_path / DEFAULT_BASELINE).is_file(), add.stderr
+    second = run_cli(*run, "--json", str(tmp_path / "2.json"), cwd=tmp_path)
+    assert f"accepted survivors: {DEFAULT_BASELINE} (1 entries)" in second.stderr
+    report = json.loads((tmp_path / "2.json").read_text())
+    assert report["score"]["accepted"] == [{"id": one, "reason": "pads"}]
+    score_line = next(ln for ln in second.stdout.splitlines() if ln.startswith("score:"))
+    assert "excluded: none" not in score_line and one in score_line, score_line
+
+
+def test_a_killing_test_is_said_in_words():
+    """The inspector says where a test came from as a person would ("the kernel file's
+    own check"), not as the report's field (``origin own, status passed``)."""
+    from mutant_gate.tui import render
+
+    text = render.test_content({"name": "check", "origin": "own", "status": "passed"}).plain
+    assert "the kernel file's own check" in text and "passed on the original" in text
+    assert "origin own" not in text and "status passed" not in text

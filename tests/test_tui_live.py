@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from textual.widgets import Input
 
 from mutant_gate.cache import Store
 from mutant_gate.engine.settings import LLMSettings, RunSettings, WriterSettings
@@ -149,8 +150,13 @@ async def test_stage2_without_a_key_probes_the_marked_survivors(tmp_path, monkey
         await pilot.press("2")
         await wait_for(pilot, lambda: any(m.again for m in of(seen, RunDone)), what="stage 2")
         log = "\n".join(app.explorer.log_view.lines_written)
-        assert f"stage 2 on {len(chosen)} marked survivors: the probe writer" in log
-        assert "stage 2 without the model: the model needs a model" in log
+        assert (
+            f"stage 2 on {len(chosen)} marked survivors: the probe, harder than the run's "
+            "(up to 48 inputs each, every kind, no time limit)"
+        ) in log
+        assert "stage 2 without the model (no model key: set NEBIUS_API_KEY" in log
+        assert "needs a model" not in log
+        assert f"probing {len(chosen)} survivors (up to 48 inputs each)" in log
         for mutant in chosen:
             row = app.model.row(mutant)
             assert row["verdict"] == "killed" and row["by"].startswith("test:test_total_size_")
@@ -232,6 +238,95 @@ async def test_a_failing_original_is_shown_and_becomes_the_exit_code(tmp_path):
         await wait_for(pilot, lambda: app.failure is not None, what="the failure")
         assert "the original fails its own check" in app.explorer.header.failure
         assert any("fails its own check" in n.message for n in app._notifications)
+        # every cell says why it has no result, not "queued"
+        await pilot.pause()
+        why = app.explorer.inspector.section_text("why")
+        assert why.startswith("Not run: the run stopped") and "fails its own check" in why
+        verdict = str(app.explorer.query_one("#inspector-verdict").render())
+        assert verdict.startswith("not run")
+        assert "not run" in app.explorer.grid._group_title("sum_kernel", [0])
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 2
+
+
+async def test_stage2_without_a_key_probes_past_the_runs_own_probe(tmp_path, monkeypatch):
+    """The run's probe left other-drop alive (truly equivalent here); stage 2 without a
+    key does not run that probe again: more inputs, or a line that there is none."""
+    for name in ("NEBIUS_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "sum_kernel.py").write_text(GUARDED_SUM_KERNEL)
+    writers = WriterSettings(writer="probe", probes=6)
+    app = create_app(
+        settings=settings(tmp_path / "sum_kernel.py", tmp_path / "cache", writers=writers)
+    )
+    seen: list = []
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await wait_for(pilot, lambda: of(seen, RunDone), what="the run")
+        target = next(r for r in app.model.rows if r["operator"] == "other-drop")
+        assert app.model.row(target["id"])["verdict"] == "survived"
+        before = app.model.row(target["id"])["probe"]["probes"]
+        app.explorer.grid.select(target["id"])
+        await pilot.press("space", "2")
+        await wait_for(pilot, lambda: any(m.again for m in of(seen, RunDone)), what="stage 2")
+        log = "\n".join(app.explorer.log_view.lines_written)
+        assert "probing 1 survivor (up to 12 inputs each)" in log, log
+        row = app.model.row(target["id"])
+        assert row["verdict"] == "survived"
+        more = row["probe"]["probes"] > before
+        said = f"nothing more to try: no input beyond the {before} the run's probe tried" in log
+        assert more or said, (before, row["probe"], log)
+        await pilot.press("q")
+        await pilot.pause()
+
+
+async def test_an_accepted_survivor_survives_a_rerun_and_the_next_tui_reads_the_file(
+    tmp_path, monkeypatch
+):
+    from mutant_gate.cli.config import apply_config
+    from mutant_gate.cli.flags import run_settings
+    from mutant_gate.cli.main import build_parser
+    from mutant_gate.engine.settings import DEFAULT_BASELINE
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sum_kernel.py").write_text(SUM_KERNEL)
+    app = create_app(settings=settings(tmp_path / "sum_kernel.py", tmp_path / "cache"))
+    seen: list = []
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await wait_for(pilot, lambda: of(seen, RunDone), what="the run")
+        one = app.model.rows[0]["id"]
+        app.explorer.grid.select(one)
+        # Enter and Escape in a live run: the keyboard comes back to the same cell
+        await pilot.press("enter", "escape")
+        await pilot.pause()
+        assert app.focused is app.explorer.grid and app.explorer.grid.current == one
+        await pilot.press("a")
+        await pilot.pause()
+        app.screen.query_one(Input).value = "the wrapper pads"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.model.score.accepted == 1
+        await pilot.press("r")
+        await wait_for(pilot, lambda: any(m.again for m in of(seen, RunDone)), what="the rerun")
+        assert app.model.row(one)["accepted"]["reason"] == "the wrapper pads"
+        assert app.model.score.accepted == 1
+        await pilot.press("q")
+        await pilot.pause()
+    assert (tmp_path / DEFAULT_BASELINE).is_file()
+    # `mutant-gate tui` without --accepted now reads the file in this directory
+    argv = ["tui", "sum_kernel.py", "--writer", "none", "--operators", "masks"]
+    argv += ["--cache-dir", str(tmp_path / "cache")]
+    parser = build_parser()
+    run = run_settings(apply_config(parser, parser.parse_args(argv), argv))
+    assert run.accepted_path == DEFAULT_BASELINE
+    app = create_app(settings=run)
+    again: list = []
+    async with app.run_test(size=SIZE, message_hook=again.append) as pilot:
+        await wait_for(pilot, lambda: of(again, RunDone), what="the second run")
+        log = app.explorer.log_view.lines_written
+        assert f"accepted survivors: {DEFAULT_BASELINE} (1 entries)" in log
+        assert app.model.row(one)["accepted"]["reason"] == "the wrapper pads"
+        report = of(again, RunDone)[0].report
+        assert {"id": one, "verdict": "survived", "accepted": True} in report["score"]["excluded"]
+        await pilot.press("q")
+        await pilot.pause()

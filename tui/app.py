@@ -133,13 +133,23 @@ class MutantGateApp(App[int]):
         explorer = self.explorer
         if self.bridge is not None:
             explorer.header.checks = dict(self.bridge.checks)
+            explorer.inspector.oracle_on = self.bridge.checks["diff-oracle"]
             self.bridge.progress_target = explorer.header
             self.bridge.start()
             explorer.log_view.say(f"starting {self.bridge.settings.kernel_path}")
+            self._say_accepted_file()
         elif self.runs is not None:
             self.push_screen(RunPickerScreen(self.runs, self.cache_dir or ""), self._open_record)
         else:
             self._replayed()
+
+    def _say_accepted_file(self) -> None:
+        """Which accepted-survivors file the run reads (``--accepted``, the
+        configuration's, or ``mutant-gate-baseline.toml`` found in this directory)."""
+        path = self.settings.accepted_path if self.settings is not None else None
+        if path:
+            entries = accepted.load(path)
+            self.explorer.log_view.say(f"accepted survivors: {path} ({len(entries)} entries)")
 
     def _open_record(self, record: dict | None) -> None:
         if record and record.get("report"):
@@ -150,6 +160,9 @@ class MutantGateApp(App[int]):
 
     def _replayed(self) -> None:
         model = self.model
+        settings = model.report.get("settings") or {}
+        self.explorer.inspector.oracle_on = bool(settings.get("diff_oracle"))
+        self.explorer.inspector.show(self.explorer.inspector.mutant_id)
         self.explorer.log_view.say(
             f"replay of run {model.run_id}: {len(model.rows)} mutants of {model.kernel_path}"
             f"{'' if model.finished else ' (incomplete)'}"
@@ -239,9 +252,17 @@ class MutantGateApp(App[int]):
             self.failure = error
             explorer.header.failure = text
             explorer.header.refresh()
+            self._stopped(text)
             self.notify(text, title="the run stopped", severity="error", timeout=30)
         else:
             self.notify(text, title=worker.description or worker.name, severity="error")
+
+    def _stopped(self, reason: str) -> None:
+        """The run stopped: every mutant without a result says why, not "queued"."""
+        explorer = self.explorer
+        self.model.stop(reason)
+        explorer.grid.rebuild()  # every line: the group titles say "not run", not "to go"
+        explorer.inspector.show(explorer.inspector.mutant_id)
 
     # -- actions ------------------------------------------------------------
     def _engine(self, what: str) -> EngineBridge | None:
@@ -345,16 +366,25 @@ class MutantGateApp(App[int]):
         except BadInput as exc:
             why_no_model = str(exc)
         if why_no_model is None and not model_key_present():
-            why_no_model = f"the model {NEEDS_MODEL}"
+            why_no_model = NEEDS_MODEL
         marked = [row["id"] for row in self.model.rows if row["id"] in self.model.marked]
         refused = bridge.stage2(marked, model=why_no_model is None)
         if refused:
             self.notify(refused, title="stage 2", severity="warning")
             return
-        how = "the probe writer, then the model" if why_no_model is None else "the probe writer"
-        self.explorer.log_view.say(f"stage 2 on {len(marked)} marked survivors: {how}")
-        if why_no_model is not None:
-            self.explorer.log_view.say(f"stage 2 without the model: {why_no_model}")
+        say = self.explorer.log_view.say
+        if why_no_model is None:
+            say(f"stage 2 on {len(marked)} marked survivors: the probe writer, then the model")
+            return
+        probes = 2 * bridge.settings.writers.probes
+        say(
+            f"stage 2 on {len(marked)} marked survivors: the probe, harder than the run's "
+            f"(up to {probes} inputs each, every kind, no time limit)"
+        )
+        say(
+            f"stage 2 without the model ({why_no_model}): a model would read each "
+            "survivor's code and write a test aimed at it"
+        )
 
     def action_rerun(self, force: bool = False) -> None:
         current = self.explorer.grid.current
@@ -380,6 +410,9 @@ class MutantGateApp(App[int]):
         header = self.explorer.header
         header.checks = dict(bridge.checks)
         header.refresh()
+        inspector = self.explorer.inspector
+        inspector.oracle_on = bridge.checks["diff-oracle"]
+        inspector.show(inspector.mutant_id)
         say = self.explorer.log_view.say
         if not turn_on:
             say(f"{name} off")
@@ -429,10 +462,11 @@ class MutantGateApp(App[int]):
             explorer.grid.focus()
 
     def action_back(self) -> None:
+        """Escape: back to the grid (from the inspector, full screen or not, or the log),
+        else clear the filter."""
         explorer = self.explorer
-        if self.screen is explorer and explorer.maximized is not None:
-            explorer.minimize()
-            explorer.grid.focus()
+        if self.screen is explorer and explorer.away_from_grid:
+            explorer.back_to_grid()
         elif explorer.grid.filters.active:
             explorer.search.value = ""
             self.apply_filters(Filters())

@@ -32,7 +32,7 @@ from mutant_gate.engine.session import Mutant, Sandbox, Session, mutant_row
 from mutant_gate.engine.settings import KEY_VARIABLES, RunSettings, api_key
 from mutant_gate.engine.vocabulary import check_name
 
-NEEDS_MODEL = f"needs a model: set {' or '.join(KEY_VARIABLES)}"
+NEEDS_MODEL = f"no model key: set {' or '.join(KEY_VARIABLES)}"
 #: The survivor checks the explorer can toggle, by name.
 CHECKS = session.TOGGLED_CHECKS
 
@@ -356,7 +356,8 @@ class EngineBridge:
 
     def stage2(self, mutant_ids: list[str], *, model: bool) -> str | None:
         """Stage 2 on the given survivors: the probe writer, then (``model``) the model on
-        those it left; returns why not, or None when started."""
+        those it left; without the model the probe goes past the run's own (more
+        inputs, every kind, no time limit). Returns why not, or None when started."""
         if not mutant_ids:
             return "mark survivors first (space), then run stage 2 on them"
         if not self.session.started or not self.baseline_done:
@@ -364,7 +365,7 @@ class EngineBridge:
         self._worker(
             partial(
                 self._run_stage_events,
-                partial(self.session.run_writers, list(mutant_ids), model=model),
+                partial(self.session.run_writers, list(mutant_ids), model=model, harder=not model),
             ),
             name="stage2",
             group="stage2",

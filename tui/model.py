@@ -86,6 +86,11 @@ class RunModel:
         self.marked: set[str] = set()
         self.score = Score()
         self.finished = False
+        #: why the run stopped before every mutant had a result (None: it did not)
+        self.stopped: str | None = None
+        #: survivors accepted in this session (``a``), by id: a later engine row (a
+        #: rerun, stage 2, the run's end) does not know them, and must not drop them
+        self.accepted_here: dict[str, dict] = {}
         self._haystack: dict[int, str] = {}
 
     # -- filling -------------------------------------------------------------
@@ -108,8 +113,21 @@ class RunModel:
         self.index = {row["id"]: i for i, row in enumerate(self.rows)}
         self.states = [PENDING] * len(self.rows)
         self.marked.clear()
+        self.accepted_here.clear()
+        self.stopped = None
         self._haystack.clear()
         self._recount()
+
+    def stop(self, reason: str) -> list[int]:
+        """The run stopped (its original fails its own check, the engine failed): the
+        mutants without a result are not run, none is running any more. Returns the
+        indexes of the mutants that have no result."""
+        self.stopped = reason
+        waiting = [i for i, s in enumerate(self.states) if s in (PENDING, RUNNING)]
+        for i in waiting:
+            self.states[i] = PENDING
+            self._haystack.pop(i, None)
+        return waiting
 
     def set_state(self, mutant_id: str, state: str) -> int:
         """Show a transient state (``running``); returns the row's index."""
@@ -122,7 +140,7 @@ class RunModel:
         """A verdict arrived or changed for ``row["id"]``; returns the row's index."""
         i = self.index[row["id"]]
         self._count(i, -1)
-        self.rows[i] = {**self.rows[i], **row}
+        self.rows[i] = self._keep_accepted({**self.rows[i], **row})
         self.states[i] = self.rows[i].get("verdict", PENDING)
         self._count(i, +1)
         self._haystack.pop(i, None)
@@ -142,7 +160,7 @@ class RunModel:
             if i is None:
                 continue
             before = self.states[i]
-            self.rows[i] = dict(row)
+            self.rows[i] = self._keep_accepted(dict(row))
             self.states[i] = row.get("verdict", PENDING)
             self._haystack.pop(i, None)
             if self.states[i] != before:
@@ -151,6 +169,14 @@ class RunModel:
         self.finished = bool(report.get("complete", True))
         self._recount()
         return changed
+
+    def _keep_accepted(self, row: dict) -> dict:
+        """``row`` with the accepted mark given in this session, where the engine's row
+        has none (the engine read the baseline file before the survivor was accepted)."""
+        entry = self.accepted_here.get(row["id"])
+        if entry is not None and not row.get("accepted"):
+            row["accepted"] = dict(entry)
+        return row
 
     def _recount(self) -> None:
         self.score = Score(total=len(self.rows))
@@ -229,6 +255,7 @@ class RunModel:
         """The survivor is accepted in the baseline file (``entry``: its reason, hash,
         date and file): it stays a survivor and leaves the adjusted score."""
         i = self.index[mutant_id]
+        self.accepted_here[mutant_id] = dict(entry)
         self._count(i, -1)
         self.rows[i] = {**self.rows[i], "accepted": entry}
         self._count(i, +1)

@@ -14,7 +14,7 @@ from textual.content import Content
 from textual.highlight import highlight
 
 from mutant_gate.engine.session import ROW_FIELDS, probe_text, shown_claims
-from mutant_gate.engine.vocabulary import by_words
+from mutant_gate.engine.vocabulary import by_words, origin_words
 
 #: Row fields the inspector shows in their own sections; anything else goes under "more".
 KNOWN_FIELDS = ROW_FIELDS | {"oracle", "compile", "claims", "attempts", "probe", "accepted"}
@@ -51,9 +51,14 @@ def diff_content(diff: str) -> Content:
     return Content("\n").join(out)
 
 
-def why(row: dict, state: str) -> str:
-    """The verdict in a sentence or two: what decided it, and what to do next."""
+def why(row: dict, state: str, *, oracle_on: bool = False, stopped: str | None = None) -> str:
+    """The verdict in a sentence or two: what decided it, and what to do next.
+
+    ``oracle_on``: the diff-oracle runs on survivors (it is not suggested then);
+    ``stopped``: why the run stopped before this mutant had a result."""
     reason = row.get("reason") or ""
+    if state in ("pending", "running") and stopped:
+        return f"Not run: the run stopped before this mutant had a result: {stopped}"
     if state == "pending":
         return "Queued: no result yet."
     if state == "running":
@@ -70,10 +75,15 @@ def why(row: dict, state: str) -> str:
             "score while its function is unchanged (never counted as killed)."
         )
     if state == "survived":
+        oracle = (
+            ""
+            if oracle_on or row.get("oracle")
+            else "turn on the diff-oracle (o) to see whether its outputs even differ, "
+        )
         return (
             f"Survived: {reason or 'every check passed'}. Nothing tells this bug apart. "
-            "Mark it (space) for stage 2, turn on the diff-oracle (o) to see whether "
-            "its outputs even differ, add a test (--tests), or accept it with a reason (a)."
+            f"Mark it (space) for stage 2, {oracle}add a test (--tests), or accept it "
+            "with a reason (a)."
         )
     if state == "equivalent":
         return f"Claimed equivalent (a claim, not a proof): {reason}"
@@ -273,7 +283,9 @@ def writers_content(claims: object, attempts: object, probe: object = None) -> C
 
 def test_content(test: dict) -> Content:
     head = Content.styled(str(test.get("name", "?")), "bold")
-    facts = [f"{k} {test[k]}" for k in ("origin", "status") if test.get(k)]
+    facts = [origin_words(test)] if test.get("origin") else []
+    if test.get("status"):
+        facts.append(f"{test['status']} on the original")
     if test.get("kills"):
         facts.append(f"kills {len(test['kills'])}")
     if facts:

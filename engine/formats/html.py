@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 
 from .. import predictions
-from ..vocabulary import GLYPHS, by_words
+from ..vocabulary import GLYPHS, by_words, origin_words
 from ..vocabulary import REPORT_STATES as VERDICTS
 from .common import (
     claim_lines,
@@ -129,21 +129,6 @@ if(!start){var s=cells.filter(function(c){return c.dataset.verdict==='survived'}
 if(start)show(start,false);
 })();
 """
-
-
-#: Where a test came from, in words
-ORIGIN_WORDS = {
-    "own": "the kernel file's own check",
-    "given": "a --tests file",
-    "probe": "written by the probe",
-    "stage1": "written by the model",
-    "stage2": "written by the model for a survivor",
-}
-
-
-def origin_words(test: dict) -> str:
-    origin = test.get("origin")
-    return ORIGIN_WORDS.get(str(origin), f"from {origin}")
 
 
 def diff_block(diff: str) -> str:

@@ -16,8 +16,11 @@ class AcceptScreen(ModalScreen[str | None]):
     DEFAULT_CSS = """
     AcceptScreen { align: center middle; }
     AcceptScreen > Vertical {
-        width: 80; height: auto; border: thick $accent; background: $surface; padding: 1 2;
+        width: 80; max-width: 100%; height: auto;
+        border: thick $accent; background: $surface; padding: 1 2;
     }
+    /* the dialog's width, wrapped: a label as wide as its text runs out of the box */
+    AcceptScreen Label { width: 100%; }
     AcceptScreen #accept-problem { color: $error; }
     """
 

@@ -20,6 +20,10 @@ from mutant_gate.tui.widgets.search_bar import SearchBar
 class ExplorerScreen(Screen):
     """Widgets only; the app owns the model, the bridge and the actions."""
 
+    #: Escape is the explorer's own (back to the grid, focused): Textual's default would
+    #: only shrink the inspector and leave the keyboard in it.
+    ESCAPE_TO_MINIMIZE = False
+
     def __init__(self, model: RunModel, *, live: bool) -> None:
         super().__init__(id="explorer")
         self.model = model
@@ -64,7 +68,26 @@ class ExplorerScreen(Screen):
     def _follow_cursor(self, event: MutantGrid.Highlighted) -> None:
         self.inspector.show(event.mutant_id)
 
+    @property
+    def away_from_grid(self) -> bool:
+        """The inspector is full screen, or the keyboard is elsewhere than the grid."""
+        return self.maximized is not None or self.focused is not self.grid
+
+    def back_to_grid(self) -> None:
+        """The grid again, full size and focused, its cursor on the cell it was on."""
+        if self.maximized is not None:
+            self.minimize()
+        self.grid.focus()
+
     @on(MutantGrid.Chosen)
     def _inspect(self, event: MutantGrid.Chosen) -> None:
+        """Enter or a double click: the mutant full screen, the keyboard in it (its own
+        keys in the footer) until Escape."""
+        self.inspector.show(event.mutant_id)
         self.maximize(self.inspector, container=False)
         self.inspector.focus()
+
+    @on(Inspector.Left)
+    def _left_inspector(self, event: Inspector.Left) -> None:
+        event.stop()
+        self.back_to_grid()

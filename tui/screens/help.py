@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -34,17 +36,24 @@ dim, and left out of the adjusted score, never counted as killed. A replay
 GRID_KEYS = [
     ("arrows / h j k l", "move between mutants (the inspector follows)"),
     ("page up / down, home / end", "move by a page, to the first / last"),
-    ("enter, double click", "inspect the mutant full screen (escape returns)"),
+    ("enter, double click", "open the mutant full screen, the keyboard in it (escape returns)"),
     ("ctrl+p", "command palette: every action by name"),
 ]
 
 
-def keys_table(bindings: list[Binding]) -> str:
+def key_names(binding: Binding, display: Callable[[Binding], str]) -> str:
+    """A binding's keys as the keyboard shows them (``/`` and ``?``, not ``slash`` and
+    ``question_mark``), ``display`` being the app's ``get_key_display``."""
+    keys = [k.strip() for k in binding.key.split(",")]
+    return " / ".join(display(Binding(k, binding.action)) for k in keys)
+
+
+def keys_table(bindings: list[Binding], display: Callable[[Binding], str]) -> str:
     rows = ["| key | action |", "|---|---|"]
     rows += [f"| `{k}` | {what} |" for k, what in GRID_KEYS]
     for b in bindings:
         if b.description:
-            rows.append(f"| `{b.key.replace(',', ' / ')}` | {b.tooltip or b.description} |")
+            rows.append(f"| `{key_names(b, display)}` | {b.tooltip or b.description} |")
     return "\n".join(rows)
 
 
@@ -66,7 +75,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Markdown(INTRO + keys_table(self.app_bindings))
+            yield Markdown(INTRO + keys_table(self.app_bindings, self.app.get_key_display))
 
     def action_dismiss(self) -> None:
         self.dismiss(None)

@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Label, Static
 
 from mutant_gate.engine.vocabulary import CHECK_NAMES
@@ -35,6 +37,17 @@ SECTIONS = {
 
 
 class Inspector(VerticalScroll, can_focus=True):
+    """The chosen mutant's sections. Enter on the grid opens it full screen and focused:
+    then the arrows scroll it, and Escape (``Left``) gives the keyboard back to the grid."""
+
+    #: Enter opens it full screen (a scrolling container is not maximizable by default).
+    ALLOW_MAXIMIZE = True
+    BINDINGS = [
+        Binding("escape", "leave", "back to the grid"),
+        Binding("down", "scroll_down", "scroll", key_display="↑ ↓"),
+        Binding("pagedown", "page_down", "page", key_display="pgup pgdn"),
+        Binding("J", "app.toggle_raw", "row as JSON"),
+    ]
     DEFAULT_CSS = """
     Inspector { padding: 0 1; }
     Inspector > #inspector-title { text-style: bold; width: 1fr; height: 1; }
@@ -50,6 +63,14 @@ class Inspector(VerticalScroll, can_focus=True):
         self.sections: dict[str, Content] = {}
         #: Show the mutant's report row as JSON instead of the sections (``J``).
         self.raw = False
+        #: The diff-oracle runs on survivors (the app keeps it as the toggle says).
+        self.oracle_on = False
+
+    class Left(Message):
+        """Escape in the inspector: the keyboard goes back to the grid."""
+
+    def action_leave(self) -> None:
+        self.post_message(self.Left())
 
     def compose(self) -> ComposeResult:
         yield Static("No mutant selected.", id="inspector-title")
@@ -84,7 +105,8 @@ class Inspector(VerticalScroll, can_focus=True):
             ),
             layout=False,
         )
-        label = state.replace("_", " ")
+        stopped = model.stopped if state in ("pending", "running") else None
+        label = "not run" if stopped else state.replace("_", " ")
         if state == "killed" and row.get("by"):
             label += f" by {row['by']}"
         if row.get("cached") and state not in ("pending", "running"):
@@ -93,13 +115,14 @@ class Inspector(VerticalScroll, can_focus=True):
             label += "  [marked for stage 2]"
         verdict.display = True
         verdict.update(label)
-        verdict.set_classes([f"-{state}"])
+        verdict.set_classes(["-error" if stopped else f"-{state}"])
 
         if self.raw:
             self.sections = {"raw": Content(json.dumps(row, indent=1, default=str))}
             body.update(self.sections["raw"])
             return
-        self.sections = sections = {"why": Content(render.why(row, state))}
+        why = render.why(row, state, oracle_on=self.oracle_on, stopped=stopped)
+        self.sections = sections = {"why": Content(why)}
         if row.get("diff"):
             sections["diff"] = render.diff_content(row["diff"])
         killer = model.killing_test(row)

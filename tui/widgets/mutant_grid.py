@@ -263,7 +263,7 @@ class MutantGrid(ScrollView, can_focus=True):
         if survived:
             parts.append(f"{survived} survived")
         if pending:
-            parts.append(f"{pending} to go")
+            parts.append(f"{pending} {'not run' if self.model.stopped else 'to go'}")
         return " · ".join(parts)
 
     # -- cursor ---------------------------------------------------------------

@@ -1,0 +1,245 @@
+"""``--backend ray`` against a real Ray cluster started here (2 CPUs): the same verdicts
+as the local pool, an actor or worker killed mid-run loses nothing and kills nothing, and
+no key reaches an actor or a job."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'mutant-gate[ray]')")
+
+from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobResult, JobStatus  # noqa: E402
+from mutant_gate.engine.sandbox.ray import RaySandbox, hardening_refusal  # noqa: E402
+
+from .conftest import EXAMPLES, run_cli  # noqa: E402
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+#: Fake credentials in the environment of this process, and so of the cluster it starts:
+#: the worst case, a cluster whose own environment carries keys.
+SECRETS = {
+    "NEBIUS_API_KEY": "sk-nebius-must-not-leak",
+    "OPENAI_API_KEY": "sk-openai-must-not-leak",
+    "GITHUB_TOKEN": "ghp-must-not-leak",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A local Ray of 2 CPUs started by this test (keys in its environment); its address."""
+    saved = {k: os.environ.get(k) for k in SECRETS}
+    os.environ.update(SECRETS)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def run_args(name: str, out: str, *extra: str) -> list[str]:
+    return ["run", str(EXAMPLES / name), "--writer", "none", "--no-cache", "-j", "2"] + [
+        "--json",
+        out,
+        *extra,
+    ]
+
+
+def verdicts(path) -> dict[str, str]:
+    report = json.loads(open(path).read())
+    return {row["id"]: row["verdict"] for row in report["mutants"]}
+
+
+_LOCAL: dict[str, dict[str, str]] = {}
+
+
+def local_verdicts(name: str, tmp_path) -> dict[str, str]:
+    """The local pool's verdicts on an example (once per module)."""
+    if name not in _LOCAL:
+        out = str(tmp_path / "local.json")
+        proc = run_cli(*run_args(name, out), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        _LOCAL[name] = verdicts(out)
+    return _LOCAL[name]
+
+
+@pytest.mark.parametrize("name", ["vector_add.py", "softmax.py"])
+def test_same_verdicts_as_local(cluster, tmp_path, name):
+    out = tmp_path / "ray.json"
+    proc = run_cli(
+        *run_args(name, str(out), "--backend", "ray", "--ray-address", cluster), cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert verdicts(out) == local_verdicts(name, tmp_path)
+    sandbox = json.loads(out.read_text())["sandbox"]
+    assert sandbox["backend"] == "ray"
+    assert sandbox["network_cut"] and sandbox["isolation"]["filesystem"] == "private"
+    record = sandbox["cluster"]
+    assert (record["nodes"], record["cpus"], record["gpus"], record["actors"]) == (1, 2, 0, 2)
+    assert not record["started_here"]  # it joined this test's cluster, and left it running
+    ran = sum(node["jobs"] for node in record["per_node"])
+    assert ran >= len(verdicts(out))  # every mutant's job (and the original's) ran there
+    assert record["lost"] == 0
+
+
+def processes(prefix: str) -> list[tuple[int, str]]:
+    """(pid, command line) of every process whose command line starts with ``prefix``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    line = fh.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if line.startswith(prefix):
+                found.append((int(entry), line))
+    return found
+
+
+def victim(target: str) -> int | None:
+    """An actor busy with a job (Ray titles it ``ray::RayRunner.run``), or its worker."""
+    busy = [pid for pid, _ in processes("ray::RayRunner.run")]
+    if not busy or target == "actor":
+        return busy[0] if busy else None
+    for pid, line in processes(sys.executable):
+        if "mutant_gate.engine.sandbox.worker" in line and parent(pid) == busy[0]:
+            return pid
+    return None
+
+
+def parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        return int(fh.read().rsplit(b")", 1)[1].split()[1])
+
+
+@pytest.mark.parametrize("target", ["actor", "worker"])
+def test_a_process_killed_mid_run_loses_nothing(cluster, tmp_path, target):
+    """Kill an actor's process (or its warm worker) while it runs a job: the job runs
+    again on another actor, and every verdict is the local pool's. (vector_add: on
+    softmax.py one mutant leaves its output unwritten, and whether that is noticed depends
+    on what the runner's allocator held before, i.e. on which jobs ran there first.)"""
+    out = tmp_path / "ray.json"
+    args = run_args("vector_add.py", str(out), "--backend", "ray", "--ray-address", cluster)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mutant_gate.cli", *args],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    killed = None
+    while killed is None and proc.poll() is None:
+        killed = victim(target)
+        if killed is not None:
+            os.kill(killed, signal.SIGKILL)
+        time.sleep(0.002)
+    _, err = proc.communicate(timeout=600)
+    assert killed is not None, "the run ended before a job could be caught running"
+    assert proc.returncode == 0, err[-2000:]
+    found = verdicts(out)
+    assert "error" not in found.values()
+    assert found == local_verdicts("vector_add.py", tmp_path)
+    record = json.loads(out.read_text())["sandbox"]["cluster"]
+    assert record["lost"] >= 1 and record["retried"] >= 1
+
+
+#: A job that reads its whole environment and says what it found in its failure message
+#: (a message is shortened, so it says only what the test needs).
+ENV_DUMP = """
+import os, re
+names = sorted(os.environ)
+leaked = [k for k in names if re.search("KEY|TOKEN|SECRET", k, re.I)]
+raise AssertionError(f"LEAKED={leaked} INTERPRET={os.environ.get('TRITON_INTERPRET')} N={len(names)}")
+"""
+
+
+def test_no_key_reaches_an_actor_or_a_job(cluster):
+    """The cluster's own environment carries keys; the job's environment holds none."""
+    job = Job(
+        files=(("dump.py", ENV_DUMP),), checks=(Check(CheckKind.MAIN, "dump.py", "own-check"),)
+    )
+    with RaySandbox(1) as box:
+        box.start()  # its actors said hello with no credential left in their environment
+        result = box.run(job)
+    assert result.status is JobStatus.FAILED
+    message = result.outcomes[0].message
+    assert "LEAKED=[] INTERPRET=1" in message  # the job read its real environment
+    text = json.dumps(result.to_json())
+    assert not any(value in text for value in SECRETS.values())
+
+
+def test_a_node_without_the_hardening_is_refused():
+    """What a non-root node's probe job reports (the worker's own words) is refused."""
+    unsandboxed = JobResult(
+        JobStatus.PASSED,
+        network_cut=False,
+        extra={"isolation": {"filesystem": "shared", "user": "unchanged"}},
+    )
+    why = hardening_refusal(unsandboxed)
+    assert why == "no network namespace, no private filesystem, no unprivileged uid"
+    hardened = JobResult(
+        JobStatus.PASSED,
+        network_cut=True,
+        extra={"isolation": {"filesystem": "private", "user": "uid 1500000001"}},
+    )
+    assert hardening_refusal(hardened) is None
+
+
+def environ_of(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as fh:
+        pairs = [item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item]
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+
+
+def descends(pid: int, ancestor: int) -> bool:
+    """Whether ``ancestor`` started ``pid`` (a local Ray's processes are the driver's)."""
+    while pid > 1:
+        pid = parent(pid)
+        if pid == ancestor:
+            return True
+    return False
+
+
+def test_a_ray_started_for_the_run_never_holds_a_key(cluster, tmp_path):
+    """``--ray-address local`` (as no address where no cluster runs) starts a Ray for the
+    run with the keys held out: its actors' processes never had them."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    args = run_args(
+        "vector_add.py", str(tmp_path / "ray.json"), "--backend", "ray", "--ray-address", "local"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mutant_gate.cli", *args],
+        cwd=tmp_path,
+        env={**env, **SECRETS},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen: dict[int, dict[str, str]] = {}
+    while proc.poll() is None:
+        for pid, _ in processes("ray::RayRunner"):
+            try:  # this run's actors only (the module's cluster carries keys on purpose)
+                if descends(pid, proc.pid):
+                    seen.setdefault(pid, environ_of(pid))
+            except OSError:
+                pass
+        time.sleep(0.05)
+    _, err = proc.communicate()
+    assert proc.returncode == 0, err[-2000:]
+    assert seen, "no actor was seen while the run ran"
+    for environ in seen.values():
+        assert not set(SECRETS) & set(environ)
+    record = json.loads((tmp_path / "ray.json").read_text())["sandbox"]["cluster"]
+    assert record["started_here"]
