@@ -45,11 +45,11 @@ DOOR: dict[str, tuple[str, str | None]] = {
     # the report's formats, and the words they share with the faces
     "formats": ("formats", None),
     "write_site": ("formats.site", "write_site"),
-    "gate": ("formats.common", "gate"),
-    "percent": ("formats.common", "percent"),
-    "probe_spend": ("formats.common", "probe_spend"),
-    "probe_text": ("formats.common", "probe_text"),
-    "shown_claims": ("formats.common", "shown_claims"),
+    "gate": ("formats.words", "gate"),
+    "percent": ("formats.words", "percent"),
+    "probe_spend": ("formats.words", "probe_spend"),
+    "probe_text": ("formats.words", "probe_text"),
+    "shown_claims": ("formats.words", "shown_claims"),
     "price_words": ("prices", "price_words"),
     # files a run reads or writes beside its report
     "accepted": ("accepted", None),
@@ -319,7 +319,7 @@ class Session:
 
     def write_tests(self, directory: str) -> list[str]:
         """Every accepted test (and its data files) written to ``directory``."""
-        from .writers.common import write_tests
+        from .writers.proving import write_tests
 
         return write_tests(self.accepted_tests(), directory)
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from mutant_gate.engine.checks import parse_targets
-from mutant_gate.engine.checks.common import reached_kernels
 from mutant_gate.engine.checks.diff_oracle import describe_arguments, sentence
+from mutant_gate.engine.checks.harness_jobs import reached_kernels
 from mutant_gate.engine.errors import BadInput
 from mutant_gate.engine.harness.compiler import _one_line, parse_target
 from mutant_gate.engine.harness.oracle import compare_arrays

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mutant_gate.engine.checks.common import harness_data, harness_job
+from mutant_gate.engine.checks.harness_jobs import harness_data, harness_job
 from mutant_gate.engine.events import CheckFinished, RunFinished
 from mutant_gate.engine.kernel_file import load_kernel_file
 from mutant_gate.engine.pipeline import Run

@@ -243,3 +243,50 @@ def test_a_ray_started_for_the_run_never_holds_a_key(cluster, tmp_path):
         assert not set(SECRETS) & set(environ)
     record = json.loads((tmp_path / "ray.json").read_text())["sandbox"]["cluster"]
     assert record["started_here"]
+
+
+def test_ctrl_c_leaves_no_task_running(cluster, tmp_path):
+    """Ctrl-C in the middle of the mutants: the run stops, cancels what it sent the
+    cluster and kills its actors, so no runner (``ray::RayRunner``) nor a sandbox worker
+    of it is left busy on the cluster."""
+    out = tmp_path / "ray.json"
+    args = run_args("layer_norm.py", str(out), "--backend", "ray", "--ray-address", cluster)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mutant_gate.cli", *args],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 300
+    while not processes("ray::RayRunner.run") and proc.poll() is None:
+        assert time.monotonic() < deadline, "no job ever ran on the cluster"
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be stopped"
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert proc.returncode != 0  # stopped, not finished
+    deadline = time.monotonic() + 30
+    while processes("ray::RayRunner") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not processes("ray::RayRunner"), processes("ray::RayRunner")
+    assert not [
+        line for _, line in processes(sys.executable) if "mutant_gate.engine.sandbox.worker" in line
+    ]
+
+
+def test_project_mode_gives_the_local_verdicts(cluster, tmp_path):
+    """A kernel module judged by its package's own tests (``examples/kernel_lib``): the
+    same verdicts on the cluster as in the local pool."""
+    lib = EXAMPLES / "kernel_lib"
+    module = str(lib / "src" / "kernel_lib" / "ops" / "rms_norm.py")
+    tests = str(lib / "tests" / "test_rms_norm.py")
+    base = ["run", module, "--tests", tests, "--writer", "none", "--no-cache", "-j", "2"]
+    local = run_cli(*base, "--json", "local.json", cwd=tmp_path)
+    assert local.returncode == 0, local.stderr[-2000:]
+    remote = run_cli(
+        *base, "--json", "ray.json", "--backend", "ray", "--ray-address", cluster, cwd=tmp_path
+    )
+    assert remote.returncode == 0, remote.stderr[-2000:]
+    assert verdicts(tmp_path / "ray.json") == verdicts(tmp_path / "local.json")
+    assert json.loads((tmp_path / "ray.json").read_text())["sandbox"]["backend"] == "ray"

@@ -22,9 +22,9 @@ import pytest
 
 from mutant_gate.cli.main import main
 from mutant_gate.engine.formats import FORMATS, render
-from mutant_gate.engine.formats.common import kernel_source
 from mutant_gate.engine.formats.markdown import COMMENT_LIMIT
 from mutant_gate.engine.formats.stryker import status_of
+from mutant_gate.engine.formats.words import kernel_source
 
 from .conftest import run_cli
 

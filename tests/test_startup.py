@@ -95,8 +95,8 @@ def test_trace_jobs_are_built_without_numpy():
     from mutant_gate.engine.harness import trace
 
     code = (
-        "import sys; from mutant_gate.engine.checks import common; "
-        "print(common.TRACE_VERSION, 'numpy' in sys.modules)"
+        "import sys; from mutant_gate.engine.checks import harness_jobs; "
+        "print(harness_jobs.TRACE_VERSION, 'numpy' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.split() == [str(trace.TRACE_VERSION), "False"], out.stderr

@@ -15,9 +15,9 @@ from mutant_gate.engine.records import MutantOutcome, Verdict
 from mutant_gate.engine.sandbox.job import CheckOutcome, JobResult, JobStatus
 from mutant_gate.engine.settings import DEFAULT_MODEL, LLMSettings
 from mutant_gate.engine.testlist import report_tests
-from mutant_gate.engine.writers.common import extract_code, rename_taken, static_problem
 from mutant_gate.engine.writers.llm import LLMClient, LLMError, names_model
 from mutant_gate.engine.writers.probe_inputs import SHRINK_ELEMENTS, build, candidates, render_test
+from mutant_gate.engine.writers.proving import extract_code, rename_taken, static_problem
 from mutant_gate.engine.writers.stage1 import drop_functions
 from mutant_gate.engine.writers.stage2 import equivalent_reason
 
@@ -622,7 +622,7 @@ def test_a_run_made_ahead_counts_only_where_its_limit_could_not_have_changed_it(
     """A probe test runs on the other survivors in its proof's round, under the limit
     from the original's expected time; ``kill_others`` reuses such a run only where the
     limit it would set itself gives the same run."""
-    from mutant_gate.engine.writers.common import _reusable
+    from mutant_gate.engine.writers.proving import _reusable
 
     failed = (JobResult(JobStatus.FAILED, duration_s=2.0), False)
     hung = (JobResult(JobStatus.TIMEOUT, duration_s=5.0), False)

@@ -32,7 +32,7 @@ from ..records import Mutant
 from ..sandbox.job import Job, JobResult
 from ..stage import StageContext
 from ..vocabulary import CHECK_NAMES, By
-from . import common
+from . import harness_jobs
 
 CHECK = CHECK_NAMES["big-index"]
 #: The operators whose mutants only differ past 2^31 elements.
@@ -43,10 +43,10 @@ NOT_JUDGED = "not judged by the big-index check"
 
 
 def _job(ctx: StageContext, source: str | None, plans: dict | None = None) -> Job:
-    request: dict = {"job": common.checks_job(ctx, source).to_json()}
+    request: dict = {"job": harness_jobs.checks_job(ctx, source).to_json()}
     if plans is not None:
         request["plans"] = plans
-    return common.harness_job(ctx, "bigindex:run", CHECK, request, ctx.settings.timeout_s * 2)
+    return harness_jobs.harness_job(ctx, "bigindex:run", CHECK, request, ctx.settings.timeout_s * 2)
 
 
 def _not_judged(ctx: StageContext, mutants: list[Mutant], why: str) -> Iterator[Event]:
@@ -57,9 +57,9 @@ def _not_judged(ctx: StageContext, mutants: list[Mutant], why: str) -> Iterator[
 
 
 def _replays(result: JobResult) -> tuple[list[dict] | None, str | None]:
-    data = common.harness_data(result, CHECK)
+    data = harness_jobs.harness_data(result, CHECK)
     if data is None:
-        return None, common.failure(result)
+        return None, harness_jobs.failure(result)
     return data["replays"], None
 
 
@@ -69,7 +69,7 @@ def big_index_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Even
     summary: dict = {"survivors": len(chosen), "killed": 0, "skipped": None, "original": []}
     if not chosen:
         return
-    yield from common.publishing(ctx, CHECK, summary, _big_index(ctx, chosen, summary))
+    yield from harness_jobs.publishing(ctx, CHECK, summary, _big_index(ctx, chosen, summary))
 
 
 def _big_index(ctx: StageContext, chosen: list[Mutant], summary: dict) -> Iterator[Event]:

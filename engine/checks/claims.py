@@ -35,7 +35,7 @@ from ..sandbox.job import JobResult, JobStatus
 from ..stage import StageContext
 from ..verdicts import summarize_error
 from ..vocabulary import CHECK_NAMES
-from . import common
+from . import harness_jobs
 from .diff_oracle import CHECK as ORACLE
 from .diff_oracle import oracle_job, record
 
@@ -114,7 +114,9 @@ def claims_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
     if not claimed:
         return
     summary = {"claims": len(claimed), "backed": 0, "refused": 0}
-    yield from common.publishing(ctx, CHECK, summary, _claims(ctx, survivors, claimed, summary))
+    yield from harness_jobs.publishing(
+        ctx, CHECK, summary, _claims(ctx, survivors, claimed, summary)
+    )
 
 
 def _claims(

@@ -29,7 +29,7 @@ from ..records import Mutant
 from ..sandbox.job import Job, JobResult
 from ..stage import StageContext
 from ..vocabulary import CHECK_NAMES
-from . import common
+from . import harness_jobs
 
 CHECK = CHECK_NAMES["compile-check"]
 #: Compile time allowed per signature and target, on top of a fixed allowance.
@@ -38,12 +38,12 @@ SECONDS_PER_COMPILE = 10.0
 
 def _capture(ctx: StageContext) -> tuple[list[dict], int, str | None]:
     """(signatures, launches, why not) from a traced run of the original's checks."""
-    request = {"job": common.checks_job(ctx, None).to_json()}
-    job = common.harness_job(ctx, "trace:capture", "trace", request, ctx.settings.timeout_s)
+    request = {"job": harness_jobs.checks_job(ctx, None).to_json()}
+    job = harness_jobs.harness_job(ctx, "trace:capture", "trace", request, ctx.settings.timeout_s)
     result, _ = ctx.execute(job)
-    data = common.harness_data(result, "trace")
+    data = harness_jobs.harness_data(result, "trace")
     if data is None:
-        return [], 0, f"the traced run of the original failed: {common.failure(result)}"
+        return [], 0, f"the traced run of the original failed: {harness_jobs.failure(result)}"
     if data["status"] != "passed":
         return [], 0, f"the traced run of the original did not pass: {data['error'][:300]}"
     trace = data["trace"]
@@ -60,7 +60,7 @@ def _compile_job(
     kernels: list[str],
 ) -> Job:
     request = {
-        "job": common.checks_job(ctx, source).to_json(),
+        "job": harness_jobs.checks_job(ctx, source).to_json(),
         "kernel": ctx.kernel.name,
         "signatures": signatures,
         "targets": targets,
@@ -68,14 +68,14 @@ def _compile_job(
     }
     chosen = [s for s in signatures if not kernels or s["kernel"] in kernels]
     timeout = 30.0 + SECONDS_PER_COMPILE * len(chosen) * len(targets)
-    return common.harness_job(ctx, "compiler:run", CHECK, request, timeout)
+    return harness_jobs.harness_job(ctx, "compiler:run", CHECK, request, timeout)
 
 
 def _per_target(result: JobResult) -> tuple[dict | None, str | None]:
     """({target: result}, None), or (None, why the job gave no answer)."""
-    data = common.harness_data(result, CHECK)
+    data = harness_jobs.harness_data(result, CHECK)
     if data is None:
-        return None, common.failure(result)
+        return None, harness_jobs.failure(result)
     return data["compile"], None
 
 
@@ -94,7 +94,7 @@ def compile_check_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[
         "errors": 0,
         "seconds_per_survivor": None,
     }
-    yield from common.publishing(
+    yield from harness_jobs.publishing(
         ctx, CHECK, summary, _compile_check(ctx, survivors, targets, summary)
     )
 
@@ -137,7 +137,7 @@ def _compile_check(
 
     jobs, unreached = {}, []
     for mutant in survivors:
-        kernels = common.reached_kernels(ctx.kernel, mutant, launched)
+        kernels = harness_jobs.reached_kernels(ctx.kernel, mutant, launched)
         if kernels:
             jobs[mutant.id] = _compile_job(ctx, mutant.source, signatures, targets, kernels)
         else:

@@ -28,7 +28,7 @@ from ..records import Mutant, Verdict
 from ..sandbox.job import Job, JobResult
 from ..stage import StageContext
 from ..vocabulary import CHECK_NAMES
-from . import common
+from . import harness_jobs
 
 CHECK = CHECK_NAMES["diff-oracle"]
 SHOWN_ARGUMENTS = 3
@@ -39,12 +39,12 @@ def oracle_job(ctx: StageContext, mutant: Mutant, inner: Job | None = None) -> J
     # Both variants run at once (a pair), a second pair when undefined lanes are poisoned.
     pair = 2.0 * (inner.timeout_s if inner is not None else ctx.timeout_s) + 10.0
     request = {
-        "job": (inner or common.checks_job(ctx, None)).to_json(),
+        "job": (inner or harness_jobs.checks_job(ctx, None)).to_json(),
         "kernel": ctx.kernel.own_file()[0],  # where the job holds it (project mode: mutant/)
         "mutant_source": mutant.source,
         "pair_timeout_s": round(pair, 1),
     }
-    return common.harness_job(ctx, "oracle:run", CHECK, request, 2 * pair + 15.0)
+    return harness_jobs.harness_job(ctx, "oracle:run", CHECK, request, 2 * pair + 15.0)
 
 
 def _number(x: float | None) -> str:
@@ -157,10 +157,10 @@ def compare(
     equivalence claims to weigh (they get the sentence; outputs that differ contradict
     them); none when the oracle ran for another reason (a test's kill evidence)."""
     claims = claims or []
-    data = common.harness_data(result, CHECK)
+    data = harness_jobs.harness_data(result, CHECK)
     verdict = ctx.ledger.verdict(mutant.id) or Verdict.SURVIVED
     if data is None:
-        text = f"the oracle could not compare: {common.failure(result)}"
+        text = f"the oracle could not compare: {harness_jobs.failure(result)}"
         field = {"sentence": text, "launches": 0, "identical": None, "diffs": []}
         field.update({"interpreter_dependent": None, "contradiction": False})
         return field, text
@@ -211,7 +211,7 @@ def diff_oracle_stage(ctx: StageContext, mutants: list[Mutant]) -> Iterator[Even
         "seconds_per_mutant": None,
         "skipped": None,
     }
-    yield from common.publishing(ctx, CHECK, summary, _diff_oracle(ctx, mutants, summary))
+    yield from harness_jobs.publishing(ctx, CHECK, summary, _diff_oracle(ctx, mutants, summary))
 
 
 def _diff_oracle(ctx: StageContext, mutants: list[Mutant], summary: dict) -> Iterator[Event]:

@@ -17,7 +17,7 @@ import html
 from .. import predictions
 from ..vocabulary import GLYPHS, by_words, origin_words
 from ..vocabulary import REPORT_STATES as VERDICTS
-from .common import (
+from .words import (
     claim_lines,
     compile_lines,
     counts,

@@ -11,7 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from ..vocabulary import by_words
-from .common import (
+from .words import (
     claim_lines,
     compile_lines,
     counts,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import predictions
 from ..vocabulary import GLYPHS
 from ..vocabulary import REPORT_STATES as VERDICTS
-from .common import (
+from .words import (
     claim_lines,
     counts,
     gate,

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..settings import KEY_VARIABLES
 from ..vocabulary import GLYPHS, REPORT_STATES, origin_words
-from .common import counts, gate, kernel_name, percent, probe_spend, tool_version
 from .html import SCRIPT, STYLE, detail_section, esc, in_words, run_notes
+from .words import counts, gate, kernel_name, percent, probe_spend, tool_version
 
 INDEX = "index.html"
 REMOVED = "[removed]"

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 
 from ..vocabulary import by_words
-from .common import (
+from .words import (
     claim_lines,
     compile_lines,
     end_position,

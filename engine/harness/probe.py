@@ -1029,9 +1029,10 @@ class _Originals:
     their digest before each reuse: a mutant's stray write cannot change what it is
     compared with), and what was learned, for the tool to share with later jobs."""
 
-    def __init__(self, module: Any, known: dict, exact: bool, homes: _Homes) -> None:
+    def __init__(self, module: Any, known: dict, exact: bool, homes: _Homes | None = None) -> None:
         self.module = module
-        self.homes = homes  # the job's modules against each mutant (project mode)
+        #: the job's project modules against each mutant (project mode; none outside it)
+        self.homes = homes if homes is not None else _Homes()
         self.known = known  # cid -> {"status", "digest", "kept"} from an earlier job
         self.exact = exact  # same input, same bits (the interpreter on the CPU)
         self.held: dict[str, tuple[dict, str | None]] = {}

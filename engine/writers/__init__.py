@@ -14,7 +14,7 @@ line before the sandbox has run anything), stage 1 before the mutants, the probe
 stage 2 first among the survivor stages, so later checks (compile-check, diff-oracle)
 see what is left. A model stage asked for with no key is ``BadInput`` (``missing_key``),
 which the faces check before anything runs. Every writer records into
-the verdict ledger through ``common`` (a proved kill) or ``Ledger.claim``; none sets a
+the verdict ledger through ``proving`` (a proved kill) or ``Ledger.claim``; none sets a
 verdict itself.
 """
 

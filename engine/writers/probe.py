@@ -52,7 +52,7 @@ from ..records import Mutant, Verdict
 from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
 from ..stage import StageContext
 from ..verdicts import summarize_error
-from . import common
+from . import proving
 from .probe_inputs import (
     Candidate,
     candidates,
@@ -143,7 +143,7 @@ def capture_job(ctx: StageContext) -> Job:
 def capture(ctx: StageContext) -> tuple[list[dict], str]:
     """The own check's wrapper calls (replayable ones), and a note saying what was learned."""
     kernel = ctx.kernel
-    result = common.run_all(ctx, {"capture": capture_job(ctx)}).get("capture")
+    result = proving.run_all(ctx, {"capture": capture_job(ctx)}).get("capture")
     if result is None:
         return [], "the run was cancelled"
     data = _data(result[0])
@@ -468,8 +468,8 @@ def _test_for(ctx: StageContext, search: _Search) -> TestFile:
     assert search.hit is not None
     candidate, outputs, why = search.hit
     mutant = search.mutant
-    stem = f"{common.file_stem(ctx)}_probe_{mutant.id}"
-    taken = common.taken_names(ctx)
+    stem = f"{proving.file_stem(ctx)}_probe_{mutant.id}"
+    taken = proving.taken_names(ctx)
     name = f"test_{candidate.function}_{candidate.slug}"
     name = re.sub(r"\W", "_", name)
     source = render_test(
@@ -484,7 +484,7 @@ def _test_for(ctx: StageContext, search: _Search) -> TestFile:
             f"`{mutant.before}` -> `{mutant.after}`) fails it: {why[:300]}"
         ),
     )
-    source = common.rename_taken(source, taken)
+    source = proving.rename_taken(source, taken)
     return TestFile(
         path="",
         name=stem + ".py",
@@ -651,7 +651,7 @@ def _probe(
                 # in the compare job, beside the mutants
                 before = len(unusable)
                 originals = _original_jobs(ctx, list(needed.values()))
-                results = common.run_all(ctx, {k: job for k, (job, _) in originals.items()})
+                results = proving.run_all(ctx, {k: job for k, (job, _) in originals.items()})
                 if len(results) < len(originals):
                     return  # cancelled
                 for key, (result, cached) in results.items():
@@ -683,7 +683,7 @@ def _probe(
             for key, group in entries.items()
         }
         jobs.update({k: job for k, (job, _) in originals.items()})
-        results = common.run_all(ctx, jobs)
+        results = proving.run_all(ctx, jobs)
         if len(results) < len(jobs):
             return  # cancelled
         for key, (result, cached) in results.items():
@@ -780,7 +780,7 @@ def _golden_for_hang(ctx: StageContext, search: _Search) -> Iterator[Event]:
     candidate, why = search.hang
     search.hang = None
     job = _original_job(ctx, [candidate], golden=True)
-    result = common.run_all(ctx, {"golden": job}).get("golden")
+    result = proving.run_all(ctx, {"golden": job}).get("golden")
     data = _data(result[0]) if result else None
     golden = (data or {}).get("golden") or {}
     if golden.get("outputs"):
@@ -807,11 +807,11 @@ def _prove(
     # the search ran the original on this input: its time is known, the mutant runs
     # beside, and the test on the other survivors (evidence for those ``likely`` to die)
     assert search.hit is not None
-    proof = common.prove_killer(
+    proof = proving.prove_killer(
         ctx, test, mutant, expected_s=search.hit[0].est_s, others=survivors, likely=likely
     )
     if not proof.ok:
-        attempt = common.add_attempt(
+        attempt = proving.add_attempt(
             ctx,
             mutant.id,
             {"by": "probe", "file": test.name, "source": test.source, "why": proof.why},
@@ -821,7 +821,7 @@ def _prove(
         search.hit = None  # search on with the next batch
         return
     candidate = search.hit[0] if search.hit is not None else None
-    for event in common.accept_killer(ctx, "probe", test, mutant, proof, survivors):
+    for event in proving.accept_killer(ctx, "probe", test, mutant, proof, survivors):
         if isinstance(event, TestAccepted) and candidate is not None:
             _record_trigger(ctx, event, candidate, search.probes, kills)
         yield event

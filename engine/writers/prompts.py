@@ -3,7 +3,7 @@
 The import the model is told to use is the one the probe's tests use
 (``probe_inputs._import_line``): ``from module import f``, or, for a file whose name is
 no identifier (the tutorials' ``01-vector-add.py``), ``importlib.import_module("...")``,
-which ``common.static_problem`` accepts as importing the module.
+which ``proving.static_problem`` accepts as importing the module.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 
 from ..kernel_file import KernelFile
-from .common import REFUSED_ATTRIBUTES
 from .probe_inputs import _import_line
+from .proving import REFUSED_ATTRIBUTES
 
 RULES = """\
 Rules for the test file:

@@ -5,7 +5,7 @@ the sandbox (fresh seeds, after the own check and the other tests, exactly as it
 run in every mutant's job). Otherwise the failure goes back to the model, up to
 ``attempts`` replies. If no reply passes whole, the best one is kept without the test
 functions that failed, when what is left passes every run. A test function slower on
-the original than its time budget (``common.time_budget``) is refused like a failing
+the original than its time budget (``proving.time_budget``) is refused like a failing
 one, and its time goes back to the model. Accepted tests join the jobs of the mutants
 whose kernels they launch, so the report says which of them killed what.
 """
@@ -21,14 +21,14 @@ from ..kernel_file import TestFile
 from ..records import Mutant
 from ..sandbox.job import JobResult, JobStatus
 from ..stage import StageContext
-from . import common, prompts
+from . import prompts, proving
 from .llm import LLMError
 from .model import ModelSession
 
 
-def passing_functions(proof: common.Proof, code: str) -> set[str]:
+def passing_functions(proof: proving.Proof, code: str) -> set[str]:
     """Test functions whose every node passed in every run."""
-    names = set(common.find_test_functions(code))
+    names = set(proving.find_test_functions(code))
     for result in proof.runs:
         for o in result.outcomes:
             if not o.name.startswith("test::"):
@@ -77,7 +77,7 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
         ctx.ledger.put_section("stage1", record)
 
     messages = prompts.stage1_messages(ctx.kernel)
-    name = f"{common.file_stem(ctx)}_stage1.py"
+    name = f"{proving.file_stem(ctx)}_stage1.py"
     best: tuple[int, str, set[str]] | None = None  # (passing functions, code, names)
     slow = False  # a reply was refused for its time on the original
     for attempt in range(1, settings.attempts + 1):
@@ -91,7 +91,7 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
             return
         w.update_tokens()
         messages.append({"role": "assistant", "content": reply.content})
-        code = common.extract_code(reply.content)
+        code = proving.extract_code(reply.content)
         if code is None:
             why = "no code: the reply has no ```python block"
             if reply.finish_reason == "length":
@@ -100,15 +100,15 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
             yield TestRejected("stage1", attempt, why)
             messages.append({"role": "user", "content": prompts.NO_CODE})
             continue
-        problem = common.static_problem(code, module)
+        problem = proving.static_problem(code, module)
         if problem is not None:
             rejected({"attempt": attempt, "why": problem, "source": code})
             yield TestRejected("stage1", attempt, problem)
             messages.append(prompts.retry_message(problem[0].upper() + problem[1:] + "."))
             continue
-        code = common.rename_taken(code, common.taken_names(ctx))
+        code = proving.rename_taken(code, proving.taken_names(ctx))
         test = TestFile(path="", name=name, source=code, origin="stage1")
-        proof = common.prove_on_original(ctx, test, with_checks=True)
+        proof = proving.prove_on_original(ctx, test, with_checks=True)
         if proof.ok:
             yield from _accept(ctx, record, test, proof, attempt)
             return
@@ -129,7 +129,7 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
     _, code, passing = best
     pruned = drop_functions(code, passing)
     test = TestFile(path="", name=name, source=pruned, origin="stage1")
-    proof = common.prove_on_original(ctx, test, with_checks=True)
+    proof = proving.prove_on_original(ctx, test, with_checks=True)
     if proof.ok:
         yield WriterNote(
             "stage1", f"keeping the {len(passing)} test functions that passed every run"
@@ -141,19 +141,19 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
 
 
 def _accept(
-    ctx: StageContext, record: dict, test: TestFile, proof: common.Proof, attempt: int
+    ctx: StageContext, record: dict, test: TestFile, proof: proving.Proof, attempt: int
 ) -> Iterator[Event]:
     test = replace(test, cases=proof.cases)
     ctx.add_tests([test])
-    functions = tuple(common.find_test_functions(test.source))
+    functions = tuple(proving.find_test_functions(test.source))
     record["accepted"] = {
         "file": test.name,
         "attempt": attempt,
         "tests": list(functions),
-        **common.timing(test),
+        **proving.timing(test),
     }
     ctx.ledger.put_section("stage1", record)
-    yield TestAccepted("stage1", test.name, functions, duration_s=common.file_time(test))
+    yield TestAccepted("stage1", test.name, functions, duration_s=proving.file_time(test))
 
 
 def stage1_kill_evidence(ctx: StageContext, killed: list[Mutant]) -> Iterator[Event]:
@@ -165,7 +165,7 @@ def stage1_kill_evidence(ctx: StageContext, killed: list[Mutant]) -> Iterator[Ev
         name: test
         for test in ctx.kernel.tests
         if test.origin == "stage1"
-        for name in common.find_test_functions(test.source)
+        for name in proving.find_test_functions(test.source)
     }
     groups: dict[str, dict[str, tuple[Mutant, JobResult]]] = {}
     for m in killed:
@@ -179,7 +179,7 @@ def stage1_kill_evidence(ctx: StageContext, killed: list[Mutant]) -> Iterator[Ev
     by_name = {t.name: t for t in tests.values()}
     original_s = ctx.baseline.duration_s if ctx.baseline is not None else ctx.settings.timeout_s
     for name, failed in groups.items():
-        refused = common.behaviour(ctx, by_name[name], failed, original_s)
+        refused = proving.behaviour(ctx, by_name[name], failed, original_s)
         for mid, why in refused.items():
             if why is None:
                 continue

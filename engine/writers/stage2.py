@@ -19,7 +19,7 @@ from ..events import Event, TestRejected, WriterNote
 from ..kernel_file import TestFile
 from ..records import Mutant, Verdict
 from ..stage import StageContext
-from . import common, prompts
+from . import prompts, proving
 from .llm import LLMError
 from .model import ModelSession
 
@@ -56,7 +56,7 @@ def stage2(ctx: StageContext, w: ModelSession, survivors: list[Mutant]) -> Itera
         messages = prompts.stage2_messages(
             ctx.kernel, mutant.diff, outcome.reason if outcome else "", probe
         )
-        name = f"{common.file_stem(ctx)}_stage2_{mutant.id}.py"
+        name = f"{proving.file_stem(ctx)}_stage2_{mutant.id}.py"
         for attempt in range(1, settings.attempts + 1):
             yield WriterNote(
                 "stage2",
@@ -74,13 +74,13 @@ def stage2(ctx: StageContext, w: ModelSession, survivors: list[Mutant]) -> Itera
             w.update_tokens()
             messages.append({"role": "assistant", "content": reply.content})
             reason = equivalent_reason(reply.content)
-            code = common.extract_code(reply.content)
+            code = proving.extract_code(reply.content)
             if reason is None and code is None:
                 reason = equivalent_reason(reply.content, anywhere=True)
             if reason is not None:
                 # A claim, not a verdict: it excludes the mutant from the adjusted score
                 # only once execution backs it (``checks/claims.py``, after the writers).
-                common.add_claim(
+                proving.add_claim(
                     ctx,
                     mutant.id,
                     {
@@ -105,21 +105,21 @@ def stage2(ctx: StageContext, w: ModelSession, survivors: list[Mutant]) -> Itera
                 yield TestRejected("stage2", attempt, why, mutant.id)
                 messages.append({"role": "user", "content": NO_ANSWER})
                 continue
-            problem = common.static_problem(code, ctx.kernel.module)
+            problem = proving.static_problem(code, ctx.kernel.module)
             if problem is not None:
                 _reject(ctx, mutant, attempt, problem, code)
                 yield TestRejected("stage2", attempt, problem, mutant.id)
                 messages.append(prompts.retry_message(problem[0].upper() + problem[1:] + "."))
                 continue
-            code = common.rename_taken(code, common.taken_names(ctx))
+            code = proving.rename_taken(code, proving.taken_names(ctx))
             test = TestFile(path="", name=name, source=code, origin="stage2")
-            proof = common.prove_killer(ctx, test, mutant)
+            proof = proving.prove_killer(ctx, test, mutant)
             if not proof.ok:
                 _reject(ctx, mutant, attempt, proof.why, code)
                 yield TestRejected("stage2", attempt, proof.why, mutant.id)
                 messages.append(prompts.retry_message(proof.feedback or proof.why))
                 continue
-            yield from common.accept_killer(ctx, "stage2", test, mutant, proof, ctx.mutants)
+            yield from proving.accept_killer(ctx, "stage2", test, mutant, proof, ctx.mutants)
             break
     yield from _probe_claimed(ctx, survivors)
 
@@ -132,7 +132,7 @@ def _probe_claimed(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event
         m
         for m in survivors
         if ctx.ledger.verdict(m.id) is Verdict.SURVIVED
-        and any(c.get("by") == "stage2" for c in common.claims(ctx, m.id))
+        and any(c.get("by") == "stage2" for c in proving.claims(ctx, m.id))
         and not ctx.ledger.details(m.id).get("probe")
     ]
     if not unprobed:
@@ -151,4 +151,4 @@ def _reject(
     entry: dict = {"by": "stage2", "attempt": attempt, "why": why, "source": source}
     if reply:
         entry["reply"] = reply[:2000]
-    common.add_attempt(ctx, mutant.id, entry)
+    proving.add_attempt(ctx, mutant.id, entry)

@@ -18,9 +18,9 @@ import re
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from ..checks.common import harness_data
 from ..checks.diff_oracle import CHECK as ORACLE_CHECK
 from ..checks.diff_oracle import compare, oracle_job
+from ..checks.harness_jobs import harness_data
 from ..events import Event, TestAccepted
 from ..kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, TRUSTED_ORIGINS, TestFile
 from ..project import jit_callers
