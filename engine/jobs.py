@@ -13,7 +13,7 @@ import queue
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 
 from mutant_gate.cache import Store
@@ -212,11 +212,28 @@ class JobRunner:
                 result = JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}")
             finished.put(("finished", key, result))
 
-        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="mutant-gate-job")
+        todo: queue.SimpleQueue = queue.SimpleQueue()
+        for key in pending:
+            todo.put(key)
+
+        def serve() -> None:
+            while not stop.is_set():
+                try:
+                    key = todo.get_nowait()
+                except queue.Empty:
+                    return
+                work(key)
+
+        # Daemon threads, not an executor's: a job that never came back (a sandbox
+        # that hangs) cannot keep the process from exiting.
+        threads = [
+            threading.Thread(target=serve, name=f"mutant-gate-job_{i}", daemon=True)
+            for i in range(min(self.workers, len(pending)))
+        ]
         interrupted = False
         try:
-            for key in pending:
-                pool.submit(work, key)
+            for thread in threads:
+                thread.start()
             remaining = len(pending)
             while remaining:
                 kind, key, result = finished.get()
@@ -238,5 +255,6 @@ class JobRunner:
             interrupted = True
             raise
         finally:
-            stop.set()
-            pool.shutdown(wait=not interrupted, cancel_futures=True)
+            stop.set()  # queued jobs are dropped; those in flight end (awaited unless interrupted)
+            for thread in threads if not interrupted else ():
+                thread.join()

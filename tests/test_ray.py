@@ -263,16 +263,44 @@ def test_ctrl_c_leaves_no_task_running(cluster, tmp_path):
         assert time.monotonic() < deadline, "no job ever ran on the cluster"
         time.sleep(0.05)
     assert proc.poll() is None, "the run ended before it could be stopped"
+    runners = {pid for pid, _ in processes("ray::RayRunner")}
+    workers = [
+        pid
+        for pid, line in processes(sys.executable)
+        if "mutant_gate.engine.sandbox.worker" in line and parent_of(pid) in runners
+    ]
+    assert workers, "no sandbox worker of an actor was seen"
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
     assert proc.returncode != 0  # stopped, not finished
-    deadline = time.monotonic() + 30
-    while processes("ray::RayRunner") and time.monotonic() < deadline:
+    # An actor dies at once; its worker when it sees its stdin hang up (at once in a
+    # job, after its imports while it starts: seconds on a loaded machine).
+    deadline = time.monotonic() + 60
+    while (processes("ray::RayRunner") or alive(workers)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not processes("ray::RayRunner"), processes("ray::RayRunner")
-    assert not [
-        line for _, line in processes(sys.executable) if "mutant_gate.engine.sandbox.worker" in line
-    ]
+    assert not alive(workers), [open(f"/proc/{p}/status").read()[:300] for p in alive(workers)]
+
+
+def parent_of(pid: int) -> int | None:
+    try:
+        return parent(pid)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def alive(pids: list[int]) -> list[int]:
+    """Those of ``pids`` still running (a zombie is not)."""
+    left = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            left.append(pid)
+    return left
 
 
 def test_project_mode_gives_the_local_verdicts(cluster, tmp_path):

@@ -307,3 +307,35 @@ def test_a_job_started_ahead_is_taken_not_run_again(sandbox):
     assert meter[0] == pytest.approx(taken.duration_s)
     ((again, _),) = run.run_all({"capture": job}).values()
     assert again.error != taken.error  # a fresh run: a fresh random line
+
+
+def test_closing_ends_every_job_and_the_worker_started_in_a_dead_ones_place():
+    """Closing the pool while one job runs, one waits for a worker, and a dead worker's
+    replacement is still starting: every call returns an error at once (never a
+    verdict, never a wait for the job's limit), and no worker outlives the pool."""
+    from mutant_gate.engine.sandbox.job import CLOSED_WHILE_RUNNING
+    from mutant_gate.engine.sandbox.local import LocalSandbox
+
+    box = LocalSandbox(workers=2)
+    box.start(wait_all=True)
+    sleeper = main_job("import time\ntime.sleep(60)\n", timeout_s=55)
+    with ThreadPoolExecutor(4) as pool:
+        running = [pool.submit(box.run, sleeper) for _ in range(2)]
+        time.sleep(1.0)
+        waiting = pool.submit(box.run, main_job("x = 1\n"))
+        doomed = box._all[0]
+        os.kill(doomed.proc.pid, signal.SIGKILL)  # its job's thread starts a replacement
+        deadline = time.monotonic() + 30
+        while not box._starting and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert box._starting, "no replacement was started"
+        procs = [w.proc for w in box._all + box._starting]
+        started = time.monotonic()
+        box.close()
+        results = [f.result(timeout=40) for f in [*running, waiting]]
+    assert time.monotonic() - started < 40  # the sleepers' limit is 55 s
+    assert all(r.status is JobStatus.ERROR for r in results), results
+    assert sum(r.error == CLOSED_WHILE_RUNNING for r in results) >= 2, results
+    time.sleep(0.5)
+    assert all(p.poll() is not None for p in procs), "a worker outlived the pool"
+    assert box.run(main_job("x = 1\n")).status is JobStatus.ERROR  # closed stays closed

@@ -64,7 +64,7 @@ from contree_sdk.sdk.exceptions import (
 from contree_sdk.utils.models.file import UploadedFile, UploadFileSpec
 
 from .isolation import scrubbed_env
-from .job import Check, CheckKind, Job, JobResult, JobStatus
+from .job import CLOSED_WHILE_RUNNING, Check, CheckKind, Job, JobResult, JobStatus
 from .local import SandboxStartError
 
 #: Holds python3 with torch 2.8 + triton 3.4 + numpy; see README "Remote sandboxes".
@@ -359,7 +359,7 @@ class ContreeSandbox:
     def run(self, job: Job, on_progress=None) -> JobResult:
         """``on_progress`` is not called: a remote job reports when it ends."""
         self.start()
-        closed = JobResult(JobStatus.ERROR, error="the sandbox was closed while the job ran")
+        closed = JobResult(JobStatus.ERROR, error=CLOSED_WHILE_RUNNING)
         if self._closed:
             return closed
         assert self._loop is not None

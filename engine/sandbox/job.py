@@ -179,6 +179,10 @@ class Job:
         return hashlib.sha256(blob).hexdigest()
 
 
+#: A job in flight when its sandbox closed: an error, never a verdict.
+CLOSED_WHILE_RUNNING = "the sandbox was closed while the job ran"
+
+
 class JobStatus(StrEnum):
     PASSED = "passed"  # every check passed
     FAILED = "failed"  # a check failed (assertion, exception, non-zero exit)

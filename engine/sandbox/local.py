@@ -23,13 +23,15 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from .job import Job, JobResult, JobStatus
+from .job import CLOSED_WHILE_RUNNING, Job, JobResult, JobStatus
 
 #: How long the tool waits past a job's own timeout before giving up on a worker.
 WORKER_GRACE_S = 30.0
 START_TIMEOUT_S = 120.0
 #: How long closing waits for workers to end their jobs themselves before killing them.
 CLOSE_GRACE_S = 1.0
+#: How often a job waiting for its worker (or for a free one) looks whether the pool closed.
+CLOSED_POLL_S = 0.5
 
 
 class SandboxStartError(RuntimeError):
@@ -115,6 +117,23 @@ class _Worker:
         self.runner_pid = self.runner.get("pid") if isinstance(self.runner, dict) else None
         return self
 
+    def _answer(self, deadline: float, closed: Callable[[], bool] | None) -> dict | None:
+        """The worker's next line by ``deadline``, looking every ``CLOSED_POLL_S`` whether
+        the pool closed (then None at once: a job never outlives its pool's closing)."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or (closed is not None and closed()):
+                return None
+            if self._readable(min(left, CLOSED_POLL_S) if closed is not None else left):
+                line = self.proc.stdout.readline()
+                return json.loads(line) if line else None
+
+    def _readable(self, timeout: float) -> bool:
+        assert self.proc.stdout is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            return bool(sel.select(timeout))
+
     def _read_line(self, timeout: float) -> dict | None:
         assert self.proc.stdout is not None
         with selectors.DefaultSelector() as sel:
@@ -125,9 +144,13 @@ class _Worker:
         return json.loads(line) if line else None
 
     def execute(
-        self, job: Job, on_progress: Callable[[dict], None] | None = None
+        self,
+        job: Job,
+        on_progress: Callable[[dict], None] | None = None,
+        closed: Callable[[], bool] | None = None,
     ) -> JobResult | None:
-        """Run one job; None when the worker died or hung (it must be replaced).
+        """Run one job; None when the worker died or hung (it must be replaced), or when
+        ``closed()`` turns true meanwhile (the pool closed: nobody waits for the answer).
         ``on_progress`` is called with each progress report of the job as it arrives."""
         assert self.proc.stdin is not None
         deadline = time.monotonic() + job.timeout_s + WORKER_GRACE_S
@@ -135,11 +158,11 @@ class _Worker:
         try:
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
-            answer = self._read_line(deadline - time.monotonic())
+            answer = self._answer(deadline, closed)
             while answer is not None and "progress" in answer:
                 if on_progress is not None:
                     on_progress(answer["progress"])
-                answer = self._read_line(max(0.0, deadline - time.monotonic()))
+                answer = self._answer(deadline, closed)
         except (BrokenPipeError, OSError, ValueError):
             return None
         if answer is None:
@@ -282,19 +305,24 @@ class LocalSandbox:
         raise failures[0]
 
     def run(self, job: Job, on_progress: Callable[[dict], None] | None = None) -> JobResult:
+        if self._closed:
+            return JobResult(JobStatus.ERROR, error=CLOSED_WHILE_RUNNING)
         self.start()
-        worker = self._idle.get()
+        worker = self._take()
+        if worker is None:
+            return JobResult(JobStatus.ERROR, error=CLOSED_WHILE_RUNNING)
         start = time.monotonic()
         try:
-            result = worker.execute(job, on_progress)
+            result = worker.execute(job, on_progress, closed=lambda: self._closed)
         except BaseException:
             self._replace(worker)
             raise
         if result is None:
             if self._closed:
-                self._idle.put(worker)  # dead, but lets any waiting job see the closure too
-                return JobResult(JobStatus.ERROR, error="the sandbox was closed while the job ran")
+                return JobResult(JobStatus.ERROR, error=CLOSED_WHILE_RUNNING)
             self._replace(worker)
+            if self._closed:
+                return JobResult(JobStatus.ERROR, error=CLOSED_WHILE_RUNNING)
             return JobResult(
                 JobStatus.ERROR,
                 error="sandbox worker died or stopped answering; it was replaced",
@@ -307,6 +335,17 @@ class LocalSandbox:
                 slot[1] += result.duration_s
         self._idle.put(worker)
         return result
+
+    def _take(self) -> _Worker | None:
+        """An idle worker; None once the pool is closed (never a wait past the closing)."""
+        while not self._closed:
+            try:
+                worker = self._idle.get(timeout=CLOSED_POLL_S)
+            except queue.Empty:
+                continue
+            if not self._closed:
+                return worker
+        return None
 
     def gpu_throughput(self, wall_s: float) -> list[dict]:
         """Compiled mode, per GPU slot of the pool (``CUDA_VISIBLE_DEVICES`` entry, in the
@@ -329,11 +368,26 @@ class LocalSandbox:
         with self._lock:
             if worker in self._all:
                 self._all.remove(worker)
-        fresh = _Worker(
-            self.mode, worker.gpu, self.warm, self.triton_cache, worker.slot
-        ).wait_ready()
+        if self._closed:
+            return
+        fresh = _Worker(self.mode, worker.gpu, self.warm, self.triton_cache, worker.slot)
         with self._lock:
-            self._all.append(fresh)
+            self._starting.append(fresh)  # closing ends it too
+        failure: SandboxStartError | None = None
+        try:
+            fresh.wait_ready()
+        except SandboxStartError as exc:
+            failure = exc
+        with self._lock:
+            self._starting.remove(fresh)
+            closed = self._closed
+            if not closed and failure is None:
+                self._all.append(fresh)
+        if closed:
+            fresh.kill()
+            return
+        if failure is not None:
+            raise failure
         self._idle.put(fresh)
 
     def run_many(self, jobs: Iterable[Job]) -> Iterator[tuple[int, JobResult]]:

@@ -35,7 +35,7 @@ import ray.exceptions as rex
 
 from ..errors import BadInput
 from .isolation import SECRET_NAME
-from .job import Check, CheckKind, Job, JobResult, JobStatus
+from .job import CLOSED_WHILE_RUNNING, Check, CheckKind, Job, JobResult, JobStatus
 from .local import START_TIMEOUT_S, WORKER_GRACE_S, SandboxStartError
 
 #: Tries of one job over lost actors before it is an error.
@@ -345,7 +345,7 @@ class RaySandbox:
         except rex.GetTimeoutError:
             return None, self._lose(actor, f"ray actor on {actor.ip} stopped answering")
         except rex.TaskCancelledError:
-            return None, "the sandbox was closed while the job ran"
+            return None, CLOSED_WHILE_RUNNING
         finally:
             with self._lock:
                 self._inflight.discard(ref)
@@ -401,7 +401,7 @@ class RaySandbox:
 
     def _error(self, why: str) -> JobResult:
         if self._closed:
-            why = "the sandbox was closed while the job ran"
+            why = CLOSED_WHILE_RUNNING
         return JobResult(JobStatus.ERROR, error=f"{why} (tried on {ATTEMPTS} actors at most)")
 
     def run_many(self, jobs: Iterable[Job]) -> Iterator[tuple[int, JobResult]]:
