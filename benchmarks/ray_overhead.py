@@ -27,13 +27,14 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FILES = ("vector_add.py", "softmax.py")
 
 
-def mutant_jobs() -> list[Job]:
+def mutant_jobs(mode: str = "interpret") -> list[Job]:
     """Every mutant's job of the files, as a run makes them (own check, 60 s limit)."""
     jobs = []
     for name in FILES:
         kernel = load_kernel_file(str(EXAMPLES / name))
         for mutant in generate_mutants(kernel.source, kernel.path):
-            jobs.append(Job(files=kernel.files(mutant.source), checks=kernel.checks, timeout_s=60))
+            files = kernel.files(mutant.source)
+            jobs.append(Job(files=files, checks=kernel.checks, mode=mode, timeout_s=60))
     return jobs
 
 
@@ -61,11 +62,17 @@ def main() -> None:
     parser.add_argument("-j", "--jobs", type=int, default=2, help="workers / actors (default 2)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--address", default="local", help="Ray address (default: local)")
+    parser.add_argument(
+        "--mode",
+        default="interpret",
+        choices=("interpret", "compiled"),
+        help="compiled: on the GPUs (an actor per GPU on Ray: -j the GPUs for a fair pair)",
+    )
     args = parser.parse_args()
-    jobs = mutant_jobs()
+    jobs = mutant_jobs(args.mode)
     boxes = {
-        "local": LocalSandbox(args.jobs),
-        "ray": RaySandbox(args.jobs, address=args.address),
+        "local": LocalSandbox(args.jobs, mode=args.mode),
+        "ray": RaySandbox(args.jobs, mode=args.mode, address=args.address),
     }
     try:
         startup = {name: started(box) for name, box in boxes.items()}
@@ -87,7 +94,10 @@ def main() -> None:
 
 def report(args, jobs, startup, measured, verdicts, cluster) -> None:
     n, workers = len(jobs), args.jobs
-    print(f"{n} mutant jobs ({', '.join(FILES)}), -j {workers}, {args.rounds} rounds each")
+    print(
+        f"{n} mutant jobs ({', '.join(FILES)}), --mode {args.mode}, -j {workers}, "
+        f"{args.rounds} rounds each"
+    )
     print(
         f"ray cluster: {cluster['nodes']} node(s), {cluster['cpus']} CPUs, "
         f"{cluster['gpus']} GPUs, started here: {cluster['started_here']}"
