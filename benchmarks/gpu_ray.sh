@@ -7,7 +7,7 @@
 # and ML libraries, none of which a run imports) and deps/*.whl (Ray's requirements);
 # what the machine lacks of them is appended to its sys.path (a .pth file), so nothing
 # it has is shadowed.
-# Usage: benchmarks/gpu_ray.sh OUTDIR RAYDIR [FILE...]
+# Usage: [OVERHEAD=0] benchmarks/gpu_ray.sh OUTDIR RAYDIR [FILE...]
 set -u
 out=${1:?OUTDIR}
 raydir=${2:?RAYDIR}
@@ -25,10 +25,12 @@ pack() { tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"; }
   python3 -c "import ray, msgpack, google.protobuf, jsonschema; print('ray', ray.__version__)"
 } > "$out/setup.txt" 2>&1
 pack
-timeout 200 python3 benchmarks/ray_overhead.py --mode compiled -j 1 --rounds 3 \
-  > "$out/overhead.txt" 2>&1
-echo "rc=$?" >> "$out/overhead.txt"
-pack
+if [ "${OVERHEAD:-1}" != 0 ]; then
+  timeout 200 python3 benchmarks/ray_overhead.py --mode compiled -j 1 --rounds 3 \
+    > "$out/overhead.txt" 2>&1
+  echo "rc=$?" >> "$out/overhead.txt"
+  pack
+fi
 for f in "${files[@]}"; do
   name=$(basename "$f" .py)
   for backend in local ray; do

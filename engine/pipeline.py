@@ -654,12 +654,7 @@ class Run:
         return measure(time.perf_counter() - self.started) if measure else []
 
     def _triton_cache(self) -> str:
-        box = self.sandbox
-        if not getattr(box, "warm", False) or getattr(box, "mode", "") != "compiled":
-            return ""
-        if getattr(box, "triton_cache", None):
-            return f"shared by the warm runners: {box.triton_cache}"
-        return f"one per warm runner{': ' + box.triton_cache_note if box.triton_cache_note else ''}"
+        return triton_cache_words(self.sandbox)
 
     def save(self, report: dict | None) -> None:
         """The run record that replay and reports read (``report`` None while running)."""
@@ -673,3 +668,14 @@ class Run:
             if registered is not None:
                 record["predictions"] = registered
             self.store.put_run(self.run_id, {**record, "report": report})
+
+
+def triton_cache_words(box: Sandbox | None) -> str:
+    """The report's ``sandbox.triton_cache``: how a compiled run's warm runners keep
+    Triton's cache (shared, or one each and why); "" where no warm runner compiles."""
+    if not getattr(box, "warm", False) or getattr(box, "mode", "") != "compiled":
+        return ""
+    if getattr(box, "triton_cache", None):
+        return f"shared by the warm runners: {box.triton_cache}"
+    note = getattr(box, "triton_cache_note", "")
+    return f"one per warm runner{': ' + note if note else ''}"

@@ -398,3 +398,18 @@ def test_project_mode_gives_the_local_verdicts(cluster, tmp_path):
     assert remote.returncode == 0, remote.stderr[-2000:]
     assert verdicts(tmp_path / "ray.json") == verdicts(tmp_path / "local.json")
     assert json.loads((tmp_path / "ray.json").read_text())["sandbox"]["backend"] == "ray"
+
+
+def test_a_compiled_run_on_ray_says_how_its_runners_keep_triton_s_cache():
+    """The report's ``sandbox.triton_cache`` for a compiled run reads the sandbox: on Ray
+    (an actor's runner per GPU, each with a cache of its own) as on the local pool (a
+    run on a GPU machine through Ray once ended in an AttributeError here)."""
+    from mutant_gate.engine.pipeline import triton_cache_words
+    from mutant_gate.engine.sandbox.local import LocalSandbox
+
+    on_ray = triton_cache_words(RaySandbox(1, mode="compiled"))
+    assert on_ray == "one per warm runner: each actor's, on its node"
+    local = LocalSandbox(1, mode="compiled")
+    local.triton_cache = "/tmp/shared"
+    assert triton_cache_words(local) == "shared by the warm runners: /tmp/shared"
+    assert triton_cache_words(RaySandbox(1, mode="interpret")) == ""

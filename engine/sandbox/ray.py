@@ -181,6 +181,10 @@ class RaySandbox:
         self.versions: dict = {}
         self.start_errors: list[str] = []
         self.started_ray = False  # a local Ray started for this run (stopped at close)
+        #: compiled mode: each actor's runner keeps a Triton cache of its own (the report
+        #: says so, as for a local pool without a shared one)
+        self.triton_cache: str | None = None
+        self.triton_cache_note = "each actor's, on its node"
         self.cluster: dict = {}
         #: per node id: {"ip", "jobs", "busy_s"}
         self.node_jobs: dict[str, dict] = {}
