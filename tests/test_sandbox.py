@@ -176,6 +176,54 @@ def test_pytest_checks_report_each_test(sandbox):
     }
 
 
+def test_a_skipped_case_is_recorded_launching_nothing(sandbox):
+    """Each case's launches (``extra["coverage"]``, what picks the written tests a mutant
+    runs): a case skipped before it runs launched nothing, whatever the case before it
+    launched."""
+    kernel = textwrap.dedent("""
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+        def copy(x):
+            out = torch.empty_like(x)
+            copy_kernel[(1,)](x, out, x.numel(), BLOCK=16)
+            return out
+    """)
+    tests = textwrap.dedent("""
+        import pytest
+        import torch
+        from k import copy
+
+        def test_a_copies():
+            x = torch.arange(8.0)
+            assert torch.equal(copy(x), x)
+
+        @pytest.mark.skip(reason="not today")
+        def test_b_skipped():
+            copy(torch.ones(4))
+
+        def test_c_launches_nothing():
+            assert True
+    """)
+    job = Job(
+        files=(("k.py", kernel), ("test_k.py", tests)),
+        checks=(Check(CheckKind.PYTEST, "test_k.py", "test"),),
+        stop_on_first_failure=False,
+    )
+    result = sandbox.run(job)
+    assert result.status is JobStatus.PASSED, result.error
+    coverage = {k.rsplit("::", 1)[-1]: v["functions"] for k, v in result.extra["coverage"].items()}
+    assert coverage["test_a_copies"] == ["copy_kernel"]
+    assert coverage.get("test_b_skipped", []) == []
+    assert coverage["test_c_launches_nothing"] == []
+
+
 def test_worker_killed_mid_job_is_an_error_and_replaced(sandbox):
     """A worker dying mid-job is an error (never a kill) and the pool heals."""
     with ThreadPoolExecutor(1) as pool:
