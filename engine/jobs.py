@@ -228,7 +228,7 @@ class JobRunner:
         # that hangs) cannot keep the process from exiting.
         threads = [
             threading.Thread(target=serve, name=f"mutant-gate-job_{i}", daemon=True)
-            for i in range(min(self.workers, len(pending)))
+            for i in range(min(max(1, self.workers), len(pending)))
         ]
         interrupted = False
         try:
