@@ -359,7 +359,9 @@ def test_a_node_lost_mid_run_loses_nothing(tmp_path):
     assert not [r for r in report["mutants"] if r["verdict"] == "error"]
     record = report["sandbox"]["cluster"]
     assert record["nodes"] == 2 and record["lost"] >= 1 and record["retried"] >= 1, record
-    assert len(record["per_node"]) == 2, record
+    # a node is listed once it finished a job (the removed one may have finished none)
+    assert 1 <= len(record["per_node"]) <= 2, record
+    assert sum(n["jobs"] for n in record["per_node"]) >= len(report["mutants"]), record
 
 
 def parent_of(pid: int) -> int | None:
