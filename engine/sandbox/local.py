@@ -125,6 +125,7 @@ class _Worker:
             if left <= 0 or (closed is not None and closed()):
                 return None
             if self._readable(min(left, CLOSED_POLL_S) if closed is not None else left):
+                assert self.proc.stdout is not None
                 line = self.proc.stdout.readline()
                 return json.loads(line) if line else None
 
@@ -135,13 +136,7 @@ class _Worker:
             return bool(sel.select(timeout))
 
     def _read_line(self, timeout: float) -> dict | None:
-        assert self.proc.stdout is not None
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.proc.stdout, selectors.EVENT_READ)
-            if not sel.select(timeout):
-                return None
-        line = self.proc.stdout.readline()
-        return json.loads(line) if line else None
+        return self._answer(time.monotonic() + timeout, None)
 
     def execute(
         self,
