@@ -71,6 +71,19 @@ def either_sandbox(request):
     box.close()
 
 
+def start_cli(*args: str, cwd: Path | None = None, environ: dict | None = None):
+    """Start the real command line in a subprocess (pipes for its output); ``environ``:
+    its whole environment (default this process's). Returns the Popen."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "mutant_gate.cli", *args],
+        cwd=cwd,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600):
     """Run the real command line in a subprocess; returns CompletedProcess."""
     full_env = {**os.environ, **(env or {})}

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -20,7 +19,7 @@ ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'muta
 from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobResult, JobStatus  # noqa: E402
 from mutant_gate.engine.sandbox.ray import RaySandbox, hardening_refusal  # noqa: E402
 
-from .conftest import EXAMPLES, run_cli  # noqa: E402
+from .conftest import EXAMPLES, run_cli, start_cli  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -148,13 +147,7 @@ def test_a_process_killed_mid_run_loses_nothing(cluster, tmp_path, target):
     on what the runner's allocator held before, i.e. on which jobs ran there first.)"""
     out = tmp_path / "ray.json"
     args = run_args("vector_add.py", str(out), "--backend", "ray", "--ray-address", cluster)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mutant_gate.cli", *args],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_cli(*args, cwd=tmp_path)
     killed = None
     while killed is None and proc.poll() is None:
         killed = victim(target)
@@ -235,14 +228,7 @@ def test_a_ray_started_for_the_run_never_holds_a_key(cluster, tmp_path):
     args = run_args(
         "vector_add.py", str(tmp_path / "ray.json"), "--backend", "ray", "--ray-address", "local"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mutant_gate.cli", *args],
-        cwd=tmp_path,
-        env={**env, **SECRETS},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_cli(*args, cwd=tmp_path, environ={**env, **SECRETS})
     seen: dict[int, dict[str, str]] = {}
     while proc.poll() is None:
         for pid, _ in processes("ray::RayRunner"):
@@ -270,13 +256,8 @@ def test_ctrl_c_leaves_no_task_running_and_the_next_run_resumes(cluster, tmp_pat
     out = str(tmp_path / "ray.json")
     args = ["run", str(EXAMPLES / "layer_norm.py"), "--writer", "none", "-j", "2"]
     args += ["--cache-dir", cache, "--backend", "ray", "--ray-address", cluster]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mutant_gate.cli", *args, "--json", out],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "MUTANT_GATE_PROGRESS_S": "0.2"},
+    proc = start_cli(
+        *args, "--json", out, cwd=tmp_path, environ={**os.environ, "MUTANT_GATE_PROGRESS_S": "0.2"}
     )
     done: list[int] = []  # mutants done, from the progress lines
 
@@ -335,13 +316,7 @@ def test_a_node_lost_mid_run_loses_nothing(tmp_path):
         out = str(tmp_path / "ray.json")
         args = ["run", str(EXAMPLES / "layer_norm.py"), "--writer", "none", "--no-cache"]
         args += ["-j", "2", "--backend", "ray", "--ray-address", two.address, "--json", out]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mutant_gate.cli", *args],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = start_cli(*args, cwd=tmp_path)
         deadline = time.monotonic() + 300
         while not [p for p, _ in processes("ray::RayRunner.run") if parent_of(p) == raylet]:
             assert proc.poll() is None, "the run ended before the node could be removed"

@@ -209,7 +209,7 @@ def test_a_skipped_case_is_recorded_launching_nothing(sandbox):
             copy(torch.ones(4))
 
         def test_c_launches_nothing():
-            assert True
+            assert torch.ones(3).sum() == 3
     """)
     job = Job(
         files=(("k.py", kernel), ("test_k.py", tests)),
