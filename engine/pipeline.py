@@ -624,7 +624,7 @@ class Run:
                 "mutants_wall_s": round(self.mutants_wall_s, 2),
                 "wall_s": round(time.perf_counter() - self.started, 2),
                 # compiled mode's warm runners: one Triton cache for the pool, or why not
-                **({"triton_cache": t} if (t := self._triton_cache()) else {}),
+                **({"triton_cache": t} if (t := triton_cache_words(self.sandbox)) else {}),
                 # compiled mode: jobs per visible GPU (a pool is dealt over all of them)
                 **({"gpus": g} if (g := self._gpu_throughput()) else {}),
                 # workers that never started (the pool ran without them)
@@ -652,9 +652,6 @@ class Run:
     def _gpu_throughput(self) -> list[dict]:
         measure = getattr(self.sandbox, "gpu_throughput", None)
         return measure(time.perf_counter() - self.started) if measure else []
-
-    def _triton_cache(self) -> str:
-        return triton_cache_words(self.sandbox)
 
     def save(self, report: dict | None) -> None:
         """The run record that replay and reports read (``report`` None while running)."""
