@@ -27,6 +27,7 @@ pytestmark = [
 ]
 
 HANGS_ON_ONE_MUTANT = textwrap.dedent("""\
+    import ctypes
     import time
 
     import torch
@@ -51,7 +52,10 @@ HANGS_ON_ONE_MUTANT = textwrap.dedent("""\
 
     if __name__ == "__main__":
         if "tl.store(out_ptr + offs, x + y)" + chr(10) in open(__file__).read():
-            time.sleep(600)  # this mutant's check hangs: the run is stopped while it runs
+            # This mutant's check hangs, under a name the test finds it by (PR_SET_NAME):
+            # the run is stopped while it runs.
+            ctypes.CDLL(None).prctl(15, b"mg-hanging", 0, 0, 0)
+            time.sleep(600)
         x, y = torch.rand(100), torch.rand(100)
         assert torch.allclose(add(x, y), x + y)
 """)
@@ -87,6 +91,14 @@ def descendants(root: int) -> dict[int, int]:
     return found
 
 
+def comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
 def alive(pids) -> list[int]:
     table = _table()
     return [p for p in pids if p in table and table[p][1] not in ("Z", "X")]
@@ -106,19 +118,18 @@ class Watched:
         self.workers |= {p for p, depth in now.items() if depth == 1}
         return now
 
-    def wait_for_a_long_job(self, timeout: float = 180.0, long_s: float = 1.0) -> int:
-        """The pid of a job (a worker's child) that has been running ``long_s``."""
-        first_seen: dict[int, float] = {}
+    def wait_for_the_hanging_job(self, timeout: float = 180.0) -> int:
+        """The pid of the hanging mutant's check (it names itself ``mg-hanging``).
+
+        Found by name, not by how long a job has run: on a loaded machine any job can
+        run for seconds, and stopping during an earlier one leaves less to resume."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            now = self.poll()
-            for pid, depth in now.items():
-                if depth == 2:
-                    first_seen.setdefault(pid, time.monotonic())
-                    if time.monotonic() - first_seen[pid] >= long_s:
-                        return pid
+            for pid, depth in self.poll().items():
+                if depth >= 2 and comm(pid) == "mg-hanging":
+                    return pid
             time.sleep(0.05)
-        raise AssertionError("no job ran long enough to stop the run during it")
+        raise AssertionError("the hanging mutant's check never started")
 
     def left_behind(self, within: float = 2.0) -> list[str]:
         """What is still running ``within`` seconds from now (none as soon as possible)."""
@@ -154,7 +165,7 @@ def test_sigkill_to_the_command_during_a_job_leaves_no_process(tmp_path):
     proc = start_run(tmp_path)
     watched = Watched(proc.pid)
     try:
-        watched.wait_for_a_long_job()
+        watched.wait_for_the_hanging_job()
         proc.kill()
         assert watched.left_behind() == []
     finally:
@@ -167,7 +178,7 @@ def test_sigterm_and_sighup_stop_like_ctrl_c_and_the_next_run_resumes(tmp_path, 
     proc = start_run(tmp_path)
     watched = Watched(proc.pid)
     try:
-        watched.wait_for_a_long_job()
+        watched.wait_for_the_hanging_job()
         proc.send_signal(sig)
         left = watched.left_behind()  # counted from the signal, not from the command's end
         _, err = proc.communicate(timeout=30)
@@ -206,22 +217,18 @@ async def test_quitting_the_explorer_during_a_job_leaves_no_process(tmp_path, an
     async with app.run_test(size=(140, 40)) as pilot:
         # This process has other workers (the session's pool): watch the explorer's only.
         deadline = time.monotonic() + 180
-        watched, first_seen, job = Watched(os.getpid()), {}, None
+        watched, job = Watched(os.getpid()), None
         while job is None and time.monotonic() < deadline:
             sandbox = app.bridge.sandbox
             ours = {w.proc.pid for w in getattr(sandbox, "_all", [])}
-            tree = descendants(os.getpid())
             for worker in ours:
                 watched.workers.add(worker)
                 watched.seen.add(worker)
-                kids = [p for p in tree if _table().get(p, (0, ""))[0] == worker]
-                watched.seen |= set(kids)
-                for pid in kids:
-                    first_seen.setdefault(pid, time.monotonic())
-                    if time.monotonic() - first_seen[pid] >= 1.0:
-                        job = pid
+                below = descendants(worker)
+                watched.seen |= set(below)
+                job = next((p for p in below if comm(p) == "mg-hanging"), job)
             await pilot.pause(0.05)
-        assert job is not None, "no job ran long enough to quit during it"
+        assert job is not None, "the hanging mutant's check never started"
         await pilot.press("q")
         await pilot.pause()
         assert watched.left_behind() == []
