@@ -351,3 +351,74 @@ def test_a_stage_that_raises_becomes_an_error_section_and_the_report_is_written(
     assert sorted(failed["mutants"]) == sorted(m["id"] for m in survivors)
     notes = [e for e in events if getattr(e, "level", "") == "error"]
     assert notes and "the broken stage failed on" in notes[0].message
+
+
+def _oracle_fields(result) -> dict:
+    """What an oracle job found, but the values read past a tensor's end (they vary)."""
+    data = harness_data(result, "oracle")
+    assert data is not None, result.error
+    keys = ("identical", "launches", "divergence", "checks", "timed_out")
+    where = ("launch", "kernel", "argument", "count", "first_index")
+    return {
+        **{k: data[k] for k in keys},
+        "diffs": [{k: d[k] for k in where} for d in data["diffs"]],
+    }
+
+
+def test_one_oracle_job_compares_several_mutants_as_their_own_jobs_would(sandbox):
+    """Several mutants beside one run of the original: each one's comparison is what
+    its own job finds; a mutant that hangs is cut and the job's others are left for a
+    job of their own (``per_mutant`` gives none for them), never counted as identical."""
+    from dataclasses import replace
+
+    from mutant_gate.engine.checks.diff_oracle import oracle_jobs
+    from mutant_gate.engine.jobs import JobRunner
+    from mutant_gate.engine.pipeline import load
+    from mutant_gate.engine.stage import StageContext
+    from mutant_gate.engine.verdicts import Ledger
+
+    settings = RunSettings(kernel_path=str(EXAMPLES / "vector_add.py"), memory_mb=4096)
+    kernel, mutants, _, _ = load(settings)
+    run = StageContext(
+        settings, JobRunner(sandbox, None, "interpret", 1), Ledger(), kernel, mutants
+    )
+    source = kernel.source
+    by_op = {}
+    for m in mutants:
+        by_op.setdefault(m.operator, m)
+    by_op["add-sub"] = next(m for m in mutants if m.before == "x + y")  # same values each run
+    chosen = [by_op["add-sub"], by_op["compare-lt-le"], by_op["block-offset-drop"]]
+    group = oracle_jobs(run, chosen, per_job=3)
+    assert len(group.jobs) == 1
+    singles = oracle_jobs(run, chosen, per_job=1)
+    assert len(singles.jobs) == 3
+    together = group.per_mutant({k: (sandbox.run(j), False) for k, j in group.jobs.items()})
+    alone = singles.per_mutant({k: (sandbox.run(j), False) for k, j in singles.jobs.items()})
+    assert sorted(together) == sorted(alone) == sorted(m.id for m in chosen)
+    for m in chosen:
+        assert _oracle_fields(together[m.id][0]) == _oracle_fields(alone[m.id][0]), m.operator
+    ours, theirs = (harness_data(r[by_op["add-sub"].id][0], "oracle") for r in (together, alone))
+    assert ours["identical"] is False and ours["by_argument"] == theirs["by_argument"]
+    # x - y for x + y: every element of the output differs, on the first launch
+    assert [(d["argument"], d["launch"], d["count"]) for d in ours["diffs"]] == [
+        ("output_ptr", 0, 4097)
+    ]
+
+    # One of them hangs in its wrapper: it is cut at the group's deadline, and so is
+    # every one still running then; none of them gets an answer from this job.
+    hang = replace(
+        by_op["add-sub"],
+        id="hangs",
+        source=source.replace(
+            "    output = torch.empty_like(x)\n",
+            "    import time\n    time.sleep(600)\n    output = torch.empty_like(x)\n",
+        ),
+    )
+    inner = Job(files=run.kernel.files(None), checks=run.kernel.checks, timeout_s=1.0)
+    cut = oracle_jobs(run, [hang, chosen[0]], inner, per_job=2)
+    ((key, job),) = cut.jobs.items()
+    result = sandbox.run(job)
+    data = harness_data(result, "oracle")
+    assert data is not None and data["mutants"]["hangs"]["timed_out"] is True
+    assert data["mutants"]["hangs"]["identical"] is False
+    assert "hangs" not in cut.per_mutant({key: (result, False)})

@@ -229,7 +229,7 @@ def test_worker_killed_mid_job_is_an_error_and_replaced(sandbox):
     with ThreadPoolExecutor(1) as pool:
         future = pool.submit(sandbox.run, main_job("import time\ntime.sleep(30)\n", timeout_s=25))
         time.sleep(1.0)
-        busy = [w for w in sandbox._all if w not in list(sandbox._idle.queue)]
+        busy = [w for w in sandbox._all if w not in sandbox._idle.idle()]
         assert len(busy) == 1
         scratch = busy[0].scratch
         assert scratch and os.listdir(scratch)  # the job's directory is in the worker's scratch

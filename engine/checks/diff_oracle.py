@@ -20,7 +20,9 @@ the mutant counts as a survivor again: a refuted claim excludes nothing from the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from statistics import mean
 
 from ..events import CheckFinished, CheckStarted, Event
@@ -34,17 +36,83 @@ CHECK = CHECK_NAMES["diff-oracle"]
 SHOWN_ARGUMENTS = 3
 
 
+#: mutants compared beside one run of the original in one job at most: the variants run
+#: at once, a process each, and one that hangs cuts the others (they run again alone)
+PER_JOB = 4
+
+
 def oracle_job(ctx: StageContext, mutant: Mutant, inner: Job | None = None) -> Job:
     """Original and ``mutant`` side by side on ``inner`` (default: the run's checks)."""
-    # Both variants run at once (a pair), a second pair when undefined lanes are poisoned.
-    pair = 2.0 * (inner.timeout_s if inner is not None else ctx.timeout_s) + 10.0
+    return _job(ctx, [mutant], inner)
+
+
+def _job(ctx: StageContext, mutants: list[Mutant], inner: Job | None) -> Job:
+    # The variants run at once, again when undefined lanes are poisoned.
+    limit = inner.timeout_s if inner is not None else ctx.timeout_s
+    pair = (1 + len(mutants)) * limit + 10.0
     request = {
         "job": (inner or harness_jobs.checks_job(ctx, None)).to_json(),
         "kernel": ctx.kernel.own_file()[0],  # where the job holds it (project mode: mutant/)
-        "mutant_source": mutant.source,
         "pair_timeout_s": round(pair, 1),
     }
+    if len(mutants) == 1:
+        request["mutant_source"] = mutants[0].source
+    else:
+        request["mutant_sources"] = {m.id: m.source for m in mutants}
     return harness_jobs.harness_job(ctx, "oracle:run", CHECK, request, 2 * pair + 15.0)
+
+
+@dataclass(frozen=True)
+class OracleJobs:
+    """Oracle jobs for several mutants, up to ``PER_JOB`` beside one run of the original
+    in each: ``jobs`` by key, ``members`` the mutants each compares."""
+
+    jobs: dict[str, Job]
+    members: dict[str, tuple[str, ...]]
+
+    def per_mutant(
+        self, results: dict[str, tuple[JobResult, bool]]
+    ) -> dict[str, tuple[JobResult, bool]]:
+        """Each mutant's answer, as its own job's would read (``compare``). A mutant a
+        job compared with others has none where that job gave no answer or a variant
+        of it timed out (the group's deadline cut those still running): run it alone."""
+        answers = {}
+        for key, (result, cached) in results.items():
+            ids = self.members.get(key, ())
+            if len(ids) == 1:
+                answers[ids[0]] = (result, cached)
+                continue
+            data = harness_jobs.harness_data(result, CHECK) or {}
+            for mid in ids:
+                one = (data.get("mutants") or {}).get(mid)
+                if one is None or one.get("timed_out"):
+                    continue
+                harness = {**(result.extra or {}).get("harness", {}), CHECK: one}
+                answers[mid] = (replace(result, extra={**result.extra, "harness": harness}), cached)
+        return answers
+
+
+def oracle_jobs(
+    ctx: StageContext,
+    mutants: list[Mutant],
+    inner: Job | None = None,
+    per_job: int = PER_JOB,
+    spread: int = 1,
+) -> OracleJobs:
+    """The oracle's jobs for ``mutants``: at most ``per_job`` in one, and at least
+    ``spread`` jobs where there are mutants enough (a job holds a worker as long as its
+    slowest variant runs). A job of one mutant is ``oracle_job``'s (keyed by its id), a
+    job of several is keyed by theirs joined."""
+    count = max(math.ceil(len(mutants) / max(1, per_job)), min(len(mutants), spread))
+    jobs, members = {}, {}
+    for i in range(count):
+        chunk = mutants[i::count]
+        if not chunk:
+            continue
+        key = "+".join(m.id for m in chunk)
+        jobs[key] = _job(ctx, chunk, inner)
+        members[key] = tuple(m.id for m in chunk)
+    return OracleJobs(jobs, members)
 
 
 def _number(x: float | None) -> str:
@@ -223,30 +291,46 @@ def _diff_oracle(ctx: StageContext, mutants: list[Mutant], summary: dict) -> Ite
         yield CheckFinished(None, CHECK, f"diff-oracle skipped: {why}", 0, len(mutants))
         return
     by_id = {m.id: m for m in mutants}
-    jobs = {m.id: oracle_job(ctx, m) for m in mutants}
     done, durations = 0, []
-    for kind, key, result in ctx.run_jobs(jobs):
-        mutant = by_id[key]
-        if kind == "started":
-            yield CheckStarted(mutant, CHECK)
-            continue
-        done += 1
-        assert result is not None
-        field, text = record(ctx, mutant, result)
-        ctx.ledger.put_row(mutant.id, CHECK, field)
-        if field["identical"] is None:
-            summary["errors"] += 1
-        else:
-            durations.append(result.duration_s)
-            summary["identical" if field["identical"] else "differs"] += 1
-        summary["interpreter_dependent"] += bool(field["interpreter_dependent"])
-        summary["contradictions"] += field["contradiction"]
-        yield CheckFinished(mutant, CHECK, text, done, len(mutants))
-        if field["contradiction"]:
-            # A claim the evidence contradicts excludes nothing from the score: the
-            # mutant is a survivor again; the claim and the contradiction stay on record.
-            evidence = f"EQUIVALENT claim contradicted by the diff-oracle: {field['sentence']}"
-            yield from ctx.updated(mutant, ctx.ledger.refute(mutant.id, evidence, stage=CHECK))
+    todo = list(mutants)
+    # Several mutants beside one run of the original in a job; those a job of several
+    # gave no answer (one of them hung and cut the others) run again alone.
+    for per_job in (PER_JOB, 1):
+        jobs = oracle_jobs(ctx, todo, per_job=per_job, spread=ctx.workers)
+        todo = []
+        for kind, key, result in ctx.run_jobs(jobs.jobs):
+            members = [by_id[mid] for mid in jobs.members[key]]
+            if kind == "started":
+                for mutant in members:
+                    yield CheckStarted(mutant, CHECK)
+                continue
+            assert result is not None
+            answers = jobs.per_mutant({key: (result, kind == "cached")})
+            todo += [m for m in members if m.id not in answers]
+            for mid, (answer, _) in answers.items():
+                mutant = by_id[mid]
+                done += 1
+                field, text = record(ctx, mutant, answer)
+                ctx.ledger.put_row(mutant.id, CHECK, field)
+                if field["identical"] is None:
+                    summary["errors"] += 1
+                else:  # each mutant of a job counts its share of the job's seconds
+                    durations.append(answer.duration_s / len(members))
+                    summary["identical" if field["identical"] else "differs"] += 1
+                summary["interpreter_dependent"] += bool(field["interpreter_dependent"])
+                summary["contradictions"] += field["contradiction"]
+                yield CheckFinished(mutant, CHECK, text, done, len(mutants))
+                if field["contradiction"]:
+                    # A claim the evidence contradicts excludes nothing from the score:
+                    # the mutant is a survivor again; the claim and the contradiction
+                    # stay on record.
+                    evidence = (
+                        f"EQUIVALENT claim contradicted by the diff-oracle: {field['sentence']}"
+                    )
+                    outcome = ctx.ledger.refute(mutant.id, evidence, stage=CHECK)
+                    yield from ctx.updated(mutant, outcome)
+        if not todo:
+            break
     if durations:
         summary["seconds_per_mutant"] = round(mean(durations), 3)
     yield CheckFinished(None, CHECK, overall(summary), done, len(mutants))

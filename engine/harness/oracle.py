@@ -366,38 +366,82 @@ class _Comparison:
         return self.diff_total == 0 and not self.errors and self.divergence is None
 
 
-def run_pair(job: Job, files: dict, workdir: str, poison: bool, timeout_s: float) -> dict:
-    """Run original and mutant side by side; the comparison as JSON data."""
+def run_group(job: Job, files: dict, workdir: str, poison: bool, timeout_s: float) -> dict:
+    """Run the original and every other variant of ``files`` side by side (each in a
+    process of its own), comparing each variant's launches with the original's as they
+    come: the original runs once for all of them. Per variant, the comparison as JSON
+    data. A variant that times out is cut alone; the deadline is the group's, so those
+    still running then time out too (the caller runs those again on their own)."""
     start = time.monotonic()
     deadline = start + timeout_s
     tag = "poisoned-" if poison else ""
     streams = {}
-    for name in ("original", "mutant"):
+    for name in files:
         pid, fd = _spawn(job, files[name], os.path.join(workdir, tag + name), poison)
         streams[name] = _Stream(fd, pid, deadline)
-    a, b = streams["original"], streams["mutant"]
-    comparison = _Comparison()
-    extra = {"original": 0, "mutant": 0}
-    timed_out = False
+    a = streams["original"]
+    others = [name for name in files if name != "original"]
+    comparisons = {name: _Comparison() for name in others}
+    extra = {name: {"original": 0, "mutant": 0} for name in others}
+    live = set(others)  # variants still sending launches
+    timed_out: set[str] = set()
+    original_done = False
     try:
-        while True:
-            la, lb = a.next(), b.next()
-            if la is None and lb is None:
+        while live or not original_done:
+            la = None
+            if not original_done:
+                try:
+                    la = a.next()
+                except TimeoutError:
+                    timed_out.update(live)
+                    break
+                original_done = la is None
+            for name in others:
+                if name not in live:
+                    if la is not None and name not in timed_out:
+                        extra[name]["original"] += 1
+                    continue
+                try:
+                    lb = streams[name].next()
+                except TimeoutError:
+                    timed_out.add(name)
+                    live.discard(name)
+                    _reap(streams[name].pid, kill=True)
+                    continue
+                comparison = comparisons[name]
+                if lb is None:
+                    live.discard(name)
+                    if la is not None:
+                        extra[name]["original"] += 1
+                elif la is None:
+                    extra[name]["mutant"] += 1
+                elif comparison.divergence is None:
+                    comparison.add(la, lb)
+                else:
+                    extra[name]["original"] += 1
+                    extra[name]["mutant"] += 1
+            if original_done and not live:
                 break
-            if la is None or lb is None:
-                extra["mutant" if la is None else "original"] += 1
-                continue
-            if comparison.divergence is None:
-                comparison.add(la, lb)
-            else:
-                extra["original"] += 1
-                extra["mutant"] += 1
-    except TimeoutError:
-        timed_out = True
     finally:
         for stream in streams.values():
             os.close(stream.fd)
             _reap(stream.pid, kill=True)
+    seconds = round(time.monotonic() - start, 3)
+    return {
+        name: _answer(
+            comparisons[name],
+            extra[name],
+            {"original": a, "mutant": streams[name]},
+            name in timed_out or not original_done,
+            seconds,
+        )
+        for name in others
+    }
+
+
+def _answer(
+    comparison: _Comparison, extra: dict, streams: dict, timed_out: bool, seconds: float
+) -> dict:
     if comparison.divergence is None and (extra["original"] or extra["mutant"]):
         comparison.divergence = (
             f"the original made {comparison.launches + extra['original']} launches, "
@@ -430,37 +474,61 @@ def run_pair(job: Job, files: dict, workdir: str, poison: bool, timeout_s: float
             if (s.ended or {}).get("status") not in ("passed", None)
         },
         "timed_out": timed_out,
-        "seconds": round(time.monotonic() - start, 3),
+        "seconds": seconds,
     }
 
 
 def run(request: dict, workdir: str) -> dict:
     """Harness entry ``oracle:run``. ``request``: ``job`` (the original's checks job),
-    ``kernel`` (the file the mutant replaces), ``mutant_source``, ``pair_timeout_s``."""
+    ``kernel`` (the file the mutant replaces), ``pair_timeout_s``, and either
+    ``mutant_source`` (one mutant: its comparison is the answer) or ``mutant_sources``
+    (id -> source, several mutants beside one run of the original: the answer's
+    ``mutants`` holds each one's comparison, as one mutant's would be)."""
     job = Job.from_json(request["job"])
-    kernel, mutant_source = request["kernel"], request["mutant_source"]
+    kernel = request["kernel"]
     pair_timeout = float(request["pair_timeout_s"])
     if kernel not in dict(job.files):
         raise ValueError(f"oracle: {kernel!r} is not one of the job's files")
-    files = {
-        "original": job.files,
-        "mutant": tuple((p, mutant_source if p == kernel else t) for p, t in job.files),
-    }
-    normal = run_pair(job, files, workdir, poison=False, timeout_s=pair_timeout)
-    poisoned = None
-    if normal["identical"] and any(normal["undefined_lanes"].values()):
-        poisoned = run_pair(job, files, workdir, poison=True, timeout_s=pair_timeout)
-        for key in ("diffs", "launch_errors"):
-            poisoned[key] = poisoned[key][:10]
-    dependent = bool(
-        normal["identical"]
-        and (
-            normal["masked_only"]
-            or (
-                poisoned is not None
-                and not poisoned["timed_out"]
-                and (not poisoned["identical"] or poisoned["masked_only"])
+    group = request.get("mutant_sources")
+    sources = group if group is not None else {"mutant": request["mutant_source"]}
+    if "original" in sources:
+        raise ValueError("oracle: a mutant may not be called 'original'")
+
+    def variants(names) -> dict:
+        files = {"original": job.files}
+        for name in names:
+            source = sources[name]
+            files[name] = tuple((p, source if p == kernel else t) for p, t in job.files)
+        return files
+
+    normal = run_group(job, variants(sources), workdir, poison=False, timeout_s=pair_timeout)
+    # Identical, with undefined lanes read: once more with those lanes poisoned.
+    again = [
+        n
+        for n, data in normal.items()
+        if data["identical"] and any(data["undefined_lanes"].values())
+    ]
+    poisoned = (
+        run_group(job, variants(again), workdir, poison=True, timeout_s=pair_timeout)
+        if again
+        else {}
+    )
+    answers = {}
+    for name, data in normal.items():
+        other = poisoned.get(name)
+        if other is not None:
+            for key in ("diffs", "launch_errors"):
+                other[key] = other[key][:10]
+        dependent = bool(
+            data["identical"]
+            and (
+                data["masked_only"]
+                or (
+                    other is not None
+                    and not other["timed_out"]
+                    and (not other["identical"] or other["masked_only"])
+                )
             )
         )
-    )
-    return {**normal, "poisoned": poisoned, "interpreter_dependent": dependent}
+        answers[name] = {**data, "poisoned": other, "interpreter_dependent": dependent}
+    return {"mutants": answers} if group is not None else answers["mutant"]

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
+from .handoff import Handoff
 from .job import CLOSED_WHILE_RUNNING, Job, JobResult, JobStatus
 
 #: How long the tool waits past a job's own timeout before giving up on a worker.
@@ -211,7 +212,7 @@ class LocalSandbox:
         #: the shared cache's path, or why there is none (for the report and benchmarks)
         self.triton_cache: str | None = None
         self.triton_cache_note = ""
-        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._idle: Handoff[_Worker] = Handoff()  # first come, first served
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()
@@ -333,14 +334,9 @@ class LocalSandbox:
 
     def _take(self) -> _Worker | None:
         """An idle worker; None once the pool is closed (never a wait past the closing)."""
-        while not self._closed:
-            try:
-                worker = self._idle.get(timeout=CLOSED_POLL_S)
-            except queue.Empty:
-                continue
-            if not self._closed:
-                return worker
-        return None
+        if self._closed:
+            return None
+        return self._idle.take(lambda: self._closed, CLOSED_POLL_S)
 
     def gpu_throughput(self, wall_s: float) -> list[dict]:
         """Compiled mode, per GPU slot of the pool (``CUDA_VISIBLE_DEVICES`` entry, in the

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -34,6 +33,7 @@ import ray
 import ray.exceptions as rex
 
 from ..errors import BadInput
+from .handoff import Handoff
 from .isolation import SECRET_NAME
 from .job import CLOSED_WHILE_RUNNING, Check, CheckKind, Job, JobResult, JobStatus
 from .local import START_TIMEOUT_S, WORKER_GRACE_S, SandboxStartError
@@ -190,7 +190,7 @@ class RaySandbox:
         self.node_jobs: dict[str, dict] = {}
         self.lost = 0  # remote calls lost with their actor or worker
         self.retried = 0  # jobs run again after such a loss
-        self._idle: queue.Queue[_Actor] = queue.Queue()
+        self._idle: Handoff[_Actor] = Handoff()  # first come, first served
         self._actors: list[_Actor] = []
         self._inflight: set = set()
         self._spawning: list = []  # actors started, not said hello yet
@@ -328,14 +328,12 @@ class RaySandbox:
 
     def _take(self) -> _Actor | None:
         """An idle actor; None when the sandbox closes or none comes back in time."""
-        while not self._closed:
-            try:
-                return self._idle.get(timeout=1.0)
-            except queue.Empty:
-                with self._lock:
-                    if not self._actors:
-                        return None
-        return None
+
+        def stop() -> bool:
+            with self._lock:
+                return self._closed or not self._actors
+
+        return None if self._closed else self._idle.take(stop, 1.0)
 
     def _call(self, actor: _Actor, job: Job) -> tuple[JobResult | None, str]:
         """The job's result from ``actor``, or None and why it did not come back."""

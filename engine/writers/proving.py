@@ -19,7 +19,8 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ..checks.diff_oracle import CHECK as ORACLE_CHECK
-from ..checks.diff_oracle import compare, oracle_job
+from ..checks.diff_oracle import PER_JOB as ORACLE_PER_JOB
+from ..checks.diff_oracle import OracleJobs, compare, oracle_jobs
 from ..checks.harness_jobs import harness_data
 from ..events import Event, TestAccepted
 from ..kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, TRUSTED_ORIGINS, TestFile
@@ -457,7 +458,7 @@ def prove_killer(
     run the test in that round too, and those in ``likely`` (seen to differ already)
     their evidence: ``Proof.ahead``, for ``accept_killer``, which uses a result made
     ahead only where its own job's limit could not have changed it."""
-    oracle: dict[str, Job] = {}
+    ran: dict[str, tuple[JobResult, bool]] = {}  # the mutant's evidence, made beside
     if expected_s is None:
         proof = prove_on_original(ctx, test)
         if not proof.ok:
@@ -465,13 +466,22 @@ def prove_killer(
         limit = mutant_limit(ctx, proof.original_s)
     else:
         limit = mutant_limit(ctx, expected_s)
-        oracle = behaviour_jobs(ctx, test, [mutant], expected_s)
     job = job_with_test(ctx, test, mutant.source, ctx.settings.seed, limit)
     if expected_s is not None:
-        ahead = _ahead_jobs(ctx, test, mutant, others, likely, expected_s)
-        proof = prove_on_original(ctx, test, beside={"mutant": job, **oracle, **ahead})
-        proof.ahead = {k: proof.beside.pop(k) for k in ahead if k in proof.beside}
+        tests, evidence = _ahead_jobs(ctx, test, mutant, others, likely, expected_s)
+        keyed = {f"evidence:{k}": j for k, j in evidence.jobs.items()}
+        proof = prove_on_original(ctx, test, beside={**keyed, "mutant": job, **tests})
+        made = evidence.per_mutant(
+            {
+                k: proof.beside.pop(f"evidence:{k}")
+                for k in evidence.jobs
+                if f"evidence:{k}" in proof.beside
+            }
+        )
+        proof.ahead = {k: proof.beside.pop(k) for k in tests if k in proof.beside}
+        proof.ahead.update({f"evidence:{mid}": r for mid, r in made.items() if mid != mutant.id})
         proof.ahead_limit_s = limit
+        ran = {mid: r for mid, r in made.items() if mid == mutant.id}
         if not proof.ok:
             return proof
         result, cached = proof.beside.get("mutant", (None, False))
@@ -481,9 +491,8 @@ def prove_killer(
         return Proof(False, "the run was cancelled")
     proof.mutant, proof.cached = result, cached
     if result.status not in (JobStatus.PASSED, JobStatus.ERROR):
-        ran = {k: v for k, v in proof.beside.items() if k in oracle}
         failed = {mutant.id: (mutant, result)}
-        why = behaviour(ctx, test, failed, proof.original_s, ran if oracle else None)[mutant.id]
+        why = behaviour(ctx, test, failed, proof.original_s, ran)[mutant.id]
         if why is not None:
             proof.ok = False
             proof.why = f"not a kill: {why}"
@@ -513,18 +522,20 @@ def _ahead_jobs(
     others: Iterable[Mutant],
     likely: Collection[str],
     expected_s: float,
-) -> dict[str, Job]:
-    """The jobs ``kill_others`` would run for ``others`` after the proof, built ahead
-    (their limits from ``expected_s``): the test on each, the evidence for ``likely``."""
+) -> tuple[dict[str, Job], OracleJobs]:
+    """The test's runs ``kill_others`` would make on ``others`` after the proof, built
+    ahead (their limits from ``expected_s``), and the evidence jobs: for ``mutant`` and
+    for the others in ``likely``, several beside one run of the original."""
     others = [m for m in others if m.id != mutant.id and ctx.ledger.verdict(m.id) in RULES["kill"]]
     limit = mutant_limit(ctx, expected_s)
     jobs = {
         f"other:{m.id}": job_with_test(ctx, test, m.source, ctx.settings.seed, limit)
         for m in others
     }
-    evidence = behaviour_jobs(ctx, test, [m for m in others if m.id in likely], expected_s)
-    jobs.update({f"evidence:{mid}": job for mid, job in evidence.items()})
-    return jobs
+    evidence = behaviour_jobs(
+        ctx, test, [mutant, *(m for m in others if m.id in likely)], expected_s
+    )
+    return jobs, evidence
 
 
 def _reusable(made: tuple[JobResult, bool] | None, ran_under: float, limit: float) -> bool:
@@ -646,14 +657,20 @@ def launches(ctx: StageContext, test: TestFile, mutant: Mutant) -> bool:
 
 
 def behaviour_jobs(
-    ctx: StageContext, test: TestFile, mutants: Iterable[Mutant], original_s: float
-) -> dict[str, Job]:
-    """The diff-oracle's jobs for ``behaviour``: original and mutant side by side with
-    ``test`` as the only check (in the interpreter; none in compiled mode)."""
+    ctx: StageContext,
+    test: TestFile,
+    mutants: Iterable[Mutant],
+    original_s: float,
+    per_job: int = ORACLE_PER_JOB,
+) -> OracleJobs:
+    """The diff-oracle's jobs for ``behaviour``: the original and the mutants side by
+    side with ``test`` as the only check, several mutants beside one run of the original
+    (in the interpreter; none in compiled mode)."""
     if ctx.settings.mode != "interpret":
-        return {}
+        return OracleJobs({}, {})
     inner = job_with_test(ctx, test, None, ctx.settings.seed, mutant_limit(ctx, original_s))
-    return {m.id: oracle_job(ctx, m, inner) for m in mutants}
+    # as many jobs as workers: the proof's round runs them beside its tests
+    return oracle_jobs(ctx, list(mutants), inner, per_job, spread=ctx.workers)
 
 
 def behaviour(
@@ -666,18 +683,20 @@ def behaviour(
     """For each mutant ``test`` failed: why that is not a kill (``kill_evidence``), or
     None. In the interpreter the diff-oracle runs original and mutant side by side with
     ``test`` as the only check, so the evidence is what the kernel did in that run
-    (``ran``: those runs, made beforehand by ``behaviour_jobs``)."""
-    needs = behaviour_jobs(
-        ctx,
-        test,
-        [m for m, result in failed.values() if result.status is not JobStatus.BOUNDS],
-        original_s,
-    )
+    (``ran``: those runs by mutant id, made beforehand from ``behaviour_jobs``)."""
+    needed = [m for m, result in failed.values() if result.status is not JobStatus.BOUNDS]
     fields = {}
-    results = {k: ran[k] for k in needs if k in ran} if ran is not None else {}
-    results.update(run_all(ctx, {k: job for k, job in needs.items() if k not in results}))
+    results = {m.id: ran[m.id] for m in needed if ran is not None and m.id in ran}
+    rest = [m for m in needed if m.id not in results]
+    for per_job in (ORACLE_PER_JOB, 1):  # those a job of several gave no answer: alone
+        if not rest:
+            break
+        needs = behaviour_jobs(ctx, test, rest, original_s, per_job)
+        results.update(needs.per_mutant(run_all(ctx, needs.jobs)))
+        rest = [m for m in rest if m.id not in results]
     for mid, (result, _) in results.items():
-        fields[mid], _ = compare(ctx, failed[mid][0], result)
+        if mid in failed:
+            fields[mid], _ = compare(ctx, failed[mid][0], result)
     return {
         mid: kill_evidence(result.status, fields.get(mid), ctx.settings.mode)
         for mid, (_, result) in failed.items()
