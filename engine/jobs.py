@@ -130,12 +130,14 @@ class JobRunner:
         self._metered(result)
         return result, False
 
-    def ahead(self, job: Job) -> None:
+    def ahead(self, job: Job, then: Callable[[JobResult], None] | None = None) -> None:
         """Start ``job`` now in a thread of its own, beside whatever runs (it waits for a
         free sandbox worker like any job), unless the cache holds it or it is started
         already. The first later ``run_jobs`` call for the same job takes its result
         instead of running it again (and meters it then, for its caller); what arrives is
-        stored as usual."""
+        stored as usual. ``then(result)``, when given, runs in that thread before the
+        result is handed over (what it starts ahead is started before anyone waiting for
+        this result goes on); its failure loses nothing but what it would have started."""
         if self.cancel.is_set() or self.cached(job) is not None:
             return
         key = job.cache_key(self.toolchain)
@@ -151,6 +153,11 @@ class JobRunner:
             except Exception as exc:  # noqa: BLE001 - a failure is data
                 result = JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}")
             self.store_result(job, result)
+            if then is not None:
+                try:
+                    then(result)
+                except Exception:  # noqa: BLE001, S110 - work started early, or not at all
+                    pass
             future.set_result(result)
 
         threading.Thread(target=work, name="mutant-gate-ahead", daemon=True).start()

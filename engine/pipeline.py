@@ -290,7 +290,7 @@ class Run:
                 and event.outcome.verdict is (Verdict.SURVIVED)
             ):
                 for stage in ahead:
-                    ctx.start_ahead(stage.ahead(ctx))
+                    stage.ahead(ctx)
                 ahead = []
             if null_run is not None:
                 yield from null_run.ready()

@@ -41,11 +41,11 @@ class Stage:
     run: Callable[[StageContext, list[Mutant]], Iterator[Event]]
     verdicts: tuple[Verdict, ...] = (Verdict.SURVIVED,)
     phase: str = SURVIVORS
-    #: jobs of the original alone that the stage's run will ask for first (survivors
-    #: phase): the driver starts them beside the mutant phase once its first survivor
-    #: is known, and the stage's own call for them takes their results
-    #: (``JobRunner.ahead``)
-    ahead: Callable[[StageContext], Iterable[Job]] | None = None
+    #: starts the jobs of the original alone that the stage's run will ask for first
+    #: (survivors phase; ``StageContext.start_ahead``): the driver calls it beside the
+    #: mutant phase once its first survivor is known, and the stage's own call for those
+    #: jobs takes their results (``JobRunner.ahead``)
+    ahead: Callable[[StageContext], None] | None = None
 
     def targets(self, ctx: StageContext, mutants: list[Mutant] | None = None) -> list[Mutant]:
         """The mutants (default: the run's) whose verdict this stage applies to now; never
@@ -236,11 +236,12 @@ class StageContext:
     def run_all(self, jobs: dict[str, Job]) -> dict[str, tuple[JobResult, bool]]:
         return self.jobs.run_all(jobs)
 
-    def start_ahead(self, jobs: Iterable[Job]) -> None:
+    def start_ahead(self, jobs: Iterable[Job], then: Callable | None = None) -> None:
         """Start ``jobs`` now, beside whatever runs; a later ``run_all`` of the same job
-        takes its result (``JobRunner.ahead``)."""
+        takes its result (``JobRunner.ahead``). ``then(result)`` runs with each one's
+        result as it arrives, before a call waiting for it gets it (it may start more)."""
         for job in jobs:
-            self.jobs.ahead(job)
+            self.jobs.ahead(job, then)
 
     def metered(self):
         """A context: ``[seconds]`` of the jobs this thread runs (or reads from the

@@ -68,6 +68,9 @@ def test_two_survivors_on_the_same_inputs_run_the_original_once_per_input(tmp_pa
     assert spend["originals_saved"] == 6
     assert spend["unusable"] == 0 and spend["retried"] == 0
     assert spend["jobs"] >= 2 and spend["seconds"] > 0
+    # the original's jobs on the first inputs started beside the mutant phase, once the
+    # capture that follows the first survivor came back (and still once per input)
+    assert spend["ahead"] >= 1, spend
     assert "probe spend: 12 inputs planned, 12 runs on mutants, 6 on the original " in (
         " ".join(proc.stdout.split())
     )

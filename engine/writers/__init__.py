@@ -25,7 +25,6 @@ from collections.abc import Iterator
 from ..errors import BadInput
 from ..events import Event
 from ..records import Mutant
-from ..sandbox.job import Job
 from ..settings import WRITERS
 from ..stage import BEFORE_MUTANTS, Stage, StageContext
 from ..vocabulary import Verdict
@@ -79,11 +78,12 @@ def _probe(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
     yield from probe_stage(ctx, survivors)
 
 
-def _probe_ahead(ctx: StageContext) -> list[Job]:
-    """The probe's first job (learning the wrapper calls): it needs only the original."""
-    from .probe import capture_job
+def _probe_ahead(ctx: StageContext) -> None:
+    """The probe's first jobs, which need only the original: learning the wrapper calls,
+    then the original's runs on the first inputs of the survivors known by then."""
+    from .probe import capture_job, originals_ahead
 
-    return [capture_job(ctx)]
+    ctx.start_ahead([capture_job(ctx)], then=lambda result: originals_ahead(ctx, result))
 
 
 def _check_model(session: ModelSession):

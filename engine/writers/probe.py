@@ -41,7 +41,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 import time
+import weakref
 from collections.abc import Iterator
 
 from ..events import Event, TestAccepted, TestRejected, WriterNote
@@ -150,7 +152,7 @@ def capture(ctx: StageContext) -> tuple[list[dict], str]:
     if data is None:
         why = summarize_error(result[0].error) or result[0].status.value
         return [], f"could not capture the own check's calls: {why}"
-    calls = [c for c in data.get("calls", []) if c.get("launches")]
+    calls = _calls(data)
     source, verb = (
         ("the project's tests", "call")
         if kernel.project is not None
@@ -176,6 +178,69 @@ def capture(ctx: StageContext) -> tuple[list[dict], str]:
         else ""
     )
     return calls, f"learned {what} from {source}: {shown}{more}{came}"
+
+
+def _calls(data: dict) -> list[dict]:
+    """The replayable calls of a capture's answer: those that launched a kernel."""
+    return [c for c in data.get("calls", []) if c.get("launches")]
+
+
+#: the original's jobs on the first round's inputs, started beside the mutant phase
+#: (``originals_ahead``), by the job runner of the run that started them, until the
+#: probe takes them
+_AHEAD: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_AHEAD_LOCK = threading.Lock()
+
+
+def originals_ahead(ctx: StageContext, captured: JobResult) -> None:
+    """With the capture's answer, beside the mutant phase: start the original's jobs on
+    the first round's inputs of the survivors known now (the first round's compare jobs
+    need them first). The probe's first round takes them (``_first_originals``)."""
+    data = _data(captured)
+    calls = _calls(data) if data is not None else []
+    if not calls or not ctx.settings.writers.probe_share:
+        return
+    needed: dict[str, Candidate] = {}
+    for m in ctx.mutants:
+        if ctx.ledger.verdict(m.id) is not Verdict.SURVIVED:
+            continue
+        search = _search(ctx, m, calls)
+        if search is not None:
+            needed.update((c.id, c) for c in search.batch({}) if c.id not in needed)
+    if not needed:
+        return
+    jobs = list(_original_jobs(ctx, list(needed.values())).values())
+    with _AHEAD_LOCK:
+        _AHEAD[ctx.jobs] = jobs
+    ctx.start_ahead([job for job, _ in jobs])
+
+
+def _first_originals(ctx: StageContext, needed: list[Candidate]) -> dict[str, tuple[Job, list]]:
+    """The original's jobs for the first round: those started ahead (whatever of
+    ``needed`` they cover, and what they ran besides), and new ones for the rest."""
+    with _AHEAD_LOCK:
+        started = _AHEAD.pop(ctx.jobs, [])
+    jobs = {f"ahead-{i}": (job, chunk) for i, (job, chunk) in enumerate(started)}
+    covered = {c.id for _, chunk in started for c in chunk}
+    rest = [c for c in needed if c.id not in covered]
+    if rest:
+        jobs.update(_original_jobs(ctx, rest))
+    return jobs
+
+
+def _search(ctx: StageContext, m: Mutant, calls: list[dict]) -> _Search | None:
+    """A survivor's search over the calls that launch its function (None: none does)."""
+    reach = jit_callers(ctx.kernel.source, m.function)
+    reaching = [c for c in calls if reach & set(c.get("kernels", ()))]
+    if not reaching:
+        return None
+    budget = max(1, ctx.settings.writers.probes)
+    triggers = ctx.settings.writers.probe_triggers
+    return _Search(
+        m,
+        candidates(reaching, m.family, budget, ctx.settings.seed, triggers),
+        kinds(reaching, m.family, triggers),
+    )
 
 
 def module_name(mutant: Mutant) -> str:
@@ -528,6 +593,7 @@ SPEND = (
     "seconds",  # the probe's wall time, proofs included
     "job_s",  # its sandbox jobs' seconds (at their time when run), against ``budget_s``
     "path_s",  # its rounds of jobs one after the other (``JobRunner.metered``)
+    "ahead",  # the original's jobs on the first inputs started beside the mutant phase
 )
 
 
@@ -586,9 +652,8 @@ def _probe(
     searches = {}
     for m in survivors:
         # Only calls that launch the mutated function (or a kernel calling it) can show it.
-        reach = jit_callers(ctx.kernel.source, m.function)
-        reaching = [c for c in calls if reach & set(c.get("kernels", ()))]
-        if not reaching:
+        search = _search(ctx, m, calls)
+        if search is None:
             launched = sorted({k for c in calls for k in c.get("kernels", ())})
             calls_of = (
                 "the project tests' calls"
@@ -602,12 +667,7 @@ def _probe(
             ctx.ledger.put_row(m.id, "probe", {"probes": 0, "result": text})
             yield WriterNote("probe", text, mutant_id=m.id)
             continue
-        triggers = ctx.settings.writers.probe_triggers
-        searches[m.id] = _Search(
-            m,
-            candidates(reaching, m.family, budget, ctx.settings.seed, triggers),
-            kinds(reaching, m.family, triggers),
-        )
+        searches[m.id] = search
         spend["planned"] += len(searches[m.id].queue)
         searches[m.id].slow = _slowness(ctx, m)
     summary["survivors"] = summary.get("survivors", 0) + len(survivors)
@@ -617,6 +677,7 @@ def _probe(
     unusable: dict[str, str] = {}  # candidate id -> why no survivor runs it
     clock = [0.0, 0.0]  # the probe's harness jobs: estimated seconds, measured seconds
     refit = True  # off for the round right after the original ran its candidates
+    first = True  # the first round: the original's runs started ahead are taken there
     while True:
         active = [
             s
@@ -650,7 +711,15 @@ def _probe(
             if needed and refit:  # once a round: what a rejected one's place brings in runs
                 # in the compare job, beside the mutants
                 before = len(unusable)
-                originals = _original_jobs(ctx, list(needed.values()))
+                originals = (
+                    _first_originals(ctx, list(needed.values()))
+                    if first
+                    else _original_jobs(ctx, list(needed.values()))
+                )
+                first = False
+                spend["ahead"] = spend.get("ahead", 0) + sum(
+                    k.startswith("ahead-") for k in originals
+                )
                 results = proving.run_all(ctx, {k: job for k, (job, _) in originals.items()})
                 if len(results) < len(originals):
                     return  # cancelled
