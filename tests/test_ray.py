@@ -87,6 +87,27 @@ def local_verdicts(name: str, tmp_path, beside: str | None = None) -> dict[str, 
     return {k: v for k, v in local.items() if k not in slow}
 
 
+def differing(name: str, tmp_path, out: str, tries: int = 2) -> dict[str, tuple[str, str]]:
+    """Mutant -> (this run's verdict, the local pool's) where they differ, leaving out the
+    mutants a time limit judged and those whose verdict the local pool itself gives in
+    another run. A mutant that leaves part of an output unwritten is judged by what the
+    recycled memory there held (``range-step-change`` on layer_norm's second loop: the
+    own check sees the right values when the buffer last held them): only a verdict the
+    local pool never gives, in up to ``tries`` more runs, is a difference of the backend."""
+    local = local_verdicts(name, tmp_path, beside=out)
+    found = verdicts(out)
+    left = {k: (found[k], v) for k, v in local.items() if k in found and found[k] != v}
+    for i in range(tries):
+        if not left:
+            break
+        again = str(tmp_path / f"local-again-{i}.json")
+        proc = run_cli(*run_args(name, again), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        seen = verdicts(again)
+        left = {k: v for k, v in left.items() if seen.get(k) != v[0]}
+    return left
+
+
 @pytest.mark.parametrize("name", ["vector_add.py", "softmax.py"])
 def test_same_verdicts_as_local(cluster, tmp_path, name):
     out = tmp_path / "ray.json"
@@ -296,8 +317,8 @@ def test_ctrl_c_leaves_no_task_running_and_the_next_run_resumes(cluster, tmp_pat
     assert again.returncode == 0, again.stderr[-2000:]
     rows = json.loads(open(out).read())["mutants"]
     assert sum(bool(r["cached"]) for r in rows) >= finished >= 2
+    assert differing("layer_norm.py", tmp_path, out) == {}
     local = local_verdicts("layer_norm.py", tmp_path, beside=out)
-    assert {k: v for k, v in verdicts(out).items() if k in local} == local
     assert len(local) >= len(rows) - 2  # a time limit judged few of them
 
 
@@ -328,8 +349,8 @@ def test_a_node_lost_mid_run_loses_nothing(tmp_path):
     finally:
         two.shutdown()
     report = json.loads(open(out).read())
+    assert differing("layer_norm.py", tmp_path, out) == {}
     local = local_verdicts("layer_norm.py", tmp_path, beside=out)
-    assert {k: v for k, v in verdicts(out).items() if k in local} == local
     assert len(local) >= len(report["mutants"]) - 2  # a time limit judged few of them
     assert not [r for r in report["mutants"] if r["verdict"] == "error"]
     record = report["sandbox"]["cluster"]
