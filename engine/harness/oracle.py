@@ -420,8 +420,6 @@ def run_group(job: Job, files: dict, workdir: str, poison: bool, timeout_s: floa
                 else:
                     extra[name]["original"] += 1
                     extra[name]["mutant"] += 1
-            if original_done and not live:
-                break
     finally:
         for stream in streams.values():
             os.close(stream.fd)
