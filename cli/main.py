@@ -217,8 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar="S",
-        help="the probe's time in seconds of sandbox jobs (default: as much as the mutants' "
-        "jobs took; 0: no limit but --probes); every survivor's first inputs run regardless",
+        help="the probe's time in seconds of sandbox jobs (default: 0.8 of what the "
+        "mutants' jobs took; 0: no limit but --probes); every survivor's first inputs run regardless",
     )
     writers.add_argument(
         "--test-budget-factor",

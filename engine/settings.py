@@ -51,7 +51,7 @@ class WriterSettings:
     runs: int = 3  # passes on the original, fresh seeds each, before a test is believed
     probes: int = 24  # probe inputs tried per survivor
     #: the probe's time, in seconds of sandbox jobs (run or read from the cache, at the
-    #: seconds they took when run): None, as much as the mutants' jobs took; 0, no limit
+    #: seconds they took when run): None, 0.8 of what the mutants' jobs took; 0, no limit
     #: but ``probes``. Every survivor's first round runs whatever the limit.
     probe_time: float | None = None
     #: the probe's trigger kinds (``writers/probe_inputs.TRIGGERS``); empty: all of them

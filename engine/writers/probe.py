@@ -24,9 +24,10 @@
    seed: the test seeds its own inputs, and the search already ran the original on
    them twice, alike), in a warm runner (the test is the tool's, from a template:
    ``kernel_file.TRUSTED_ORIGINS``); then it runs against the other survivors too.
-4. time: the search spends at most ``--probe-time`` seconds of jobs, by default as many
-   as the mutants' jobs took (``_time_budget``): every survivor's first round runs, then
-   each round is cut to each survivor's share of what is left (``_fit``).
+4. time: the search spends at most ``--probe-time`` seconds of jobs, by default
+   ``BUDGET_PART`` of what the mutants' jobs took (``_time_budget``): every survivor's
+   first round runs, then each round is cut to each survivor's share of what is left
+   (``_fit``).
 A survivor the probe cannot separate keeps its verdict, and its ``probe`` row says
 "not distinguished by N probes (kinds ...)": not found is not equivalent, and the
 probe claims nothing (only the claims check, on the evidence it names, may call a
@@ -77,6 +78,11 @@ PER_JOB = 4
 #: a mutant this many times slower than the original on the own check: its hangs on
 #: bigger inputs are proved only while the probe's time lasts
 SLOW = 4.0
+#: the probe's default time, a part of the mutants' job seconds: its last round's
+#: estimates come out short, and the tool's own work between rounds and around the
+#: proofs is not a job's; with the whole of it the phase ran past the mutants' (on
+#: examples/softmax, 1.02 of it, where the budget ends the search)
+BUDGET_PART = 0.8
 #: the part of the time left on the wall clock (the path) a round is planned to fill: a
 #: survivor's round is as long as its slowest candidate, and estimates come out short by
 #: up to a third on the examples (the measured over the estimated seconds of a round)
@@ -195,7 +201,7 @@ _AHEAD_LOCK = threading.Lock()
 def originals_ahead(ctx: StageContext, captured: JobResult) -> None:
     """With the capture's answer, beside the mutant phase: start the original's jobs on
     the first round's inputs of the survivors known now (the first round's compare jobs
-    need them first). The probe's first round takes them (``_first_originals``)."""
+    need them first). The probe's first round takes them (``_taken_ahead``)."""
     data = _data(captured)
     calls = _calls(data) if data is not None else []
     if not calls or not ctx.settings.writers.probe_share:
@@ -215,17 +221,14 @@ def originals_ahead(ctx: StageContext, captured: JobResult) -> None:
     ctx.start_ahead([job for job, _ in jobs])
 
 
-def _first_originals(ctx: StageContext, needed: list[Candidate]) -> dict[str, tuple[Job, list]]:
-    """The original's jobs for the first round: those started ahead (whatever of
-    ``needed`` they cover, and what they ran besides), and new ones for the rest."""
+def _taken_ahead(ctx: StageContext) -> dict[str, tuple[Job, list]]:
+    """The original's jobs started ahead for the first round (``originals_ahead``). The
+    first round's inputs they do not cover (survivors known only later) need no round
+    of their own: the compare jobs run the original on them, beside the mutants (most
+    survivors that die, die on the inputs covered, and never reach the others)."""
     with _AHEAD_LOCK:
         started = _AHEAD.pop(ctx.jobs, [])
-    jobs = {f"ahead-{i}": (job, chunk) for i, (job, chunk) in enumerate(started)}
-    covered = {c.id for _, chunk in started for c in chunk}
-    rest = [c for c in needed if c.id not in covered]
-    if rest:
-        jobs.update(_original_jobs(ctx, rest))
-    return jobs
+    return {f"ahead-{i}": (job, chunk) for i, (job, chunk) in enumerate(started)}
 
 
 def _search(ctx: StageContext, m: Mutant, calls: list[dict]) -> _Search | None:
@@ -598,15 +601,18 @@ SPEND = (
 
 
 def _time_budget(ctx: StageContext) -> tuple[float | None, str]:
-    """The probe's time in seconds of jobs, and how to say it: ``--probe-time``, or as
-    much as the mutants' jobs took (None: no limit but the number of inputs)."""
+    """The probe's time in seconds of jobs, and how to say it: ``--probe-time``, or
+    ``BUDGET_PART`` of what the mutants' jobs took (None: no limit but the number of
+    inputs)."""
     given = ctx.settings.writers.probe_time
     if given == 0:
         return None, ""
     if given is not None:
         return given, f"the probe's time ({given:g} s of jobs, --probe-time)"
-    mutants = ctx.mutant_job_seconds()
-    return mutants, f"the probe's time ({mutants:.1f} s of jobs, as much as the mutants' took)"
+    mutants = BUDGET_PART * ctx.mutant_job_seconds()
+    return mutants, (
+        f"the probe's time ({mutants:.1f} s of jobs, {BUDGET_PART:g} of what the mutants' took)"
+    )
 
 
 def _fit(active: list[_Search], left: float, scale: float, known: dict, unusable: dict) -> None:
@@ -711,11 +717,9 @@ def _probe(
             if needed and refit:  # once a round: what a rejected one's place brings in runs
                 # in the compare job, beside the mutants
                 before = len(unusable)
-                originals = (
-                    _first_originals(ctx, list(needed.values()))
-                    if first
-                    else _original_jobs(ctx, list(needed.values()))
-                )
+                originals = _taken_ahead(ctx) if first else {}
+                if not first or not originals:
+                    originals = _original_jobs(ctx, list(needed.values()))
                 first = False
                 spend["ahead"] = spend.get("ahead", 0) + sum(
                     k.startswith("ahead-") for k in originals
@@ -727,8 +731,9 @@ def _probe(
                     _spent(spend, result, cached)
                     _clocked(clock, sum(c.est_s for c in originals[key][1]), result)
                     _read_original(result, originals[key][1], known, unusable)
+                ran = {c.id for _, chunk in originals.values() for c in chunk}
                 for cid in needed:
-                    if cid not in known:
+                    if cid in ran and cid not in known:
                         unusable.setdefault(cid, "the original's run on it was not recorded")
                 spend["unusable"] += len(unusable) - before
                 refit = False  # the shares stand: what it ran is part of them
