@@ -10,7 +10,7 @@ from mutant_gate.engine.checks.harness_jobs import harness_data, harness_job
 from mutant_gate.engine.events import CheckFinished, RunFinished
 from mutant_gate.engine.kernel_file import load_kernel_file
 from mutant_gate.engine.pipeline import Run
-from mutant_gate.engine.sandbox.job import Job
+from mutant_gate.engine.sandbox.job import Job, JobStatus
 from mutant_gate.engine.settings import RunSettings, WriterSettings
 from mutant_gate.engine.stage import Stage
 
@@ -422,3 +422,121 @@ def test_one_oracle_job_compares_several_mutants_as_their_own_jobs_would(sandbox
     assert data is not None and data["mutants"]["hangs"]["timed_out"] is True
     assert data["mutants"]["hangs"]["identical"] is False
     assert "hangs" not in cut.per_mutant({key: (result, False)})
+    assert data["mutants"]["hangs"]["runs"] == {}  # no side's run counts: they were cut
+
+
+def test_an_oracle_jobs_runs_of_the_checks_are_what_their_own_jobs_answer(sandbox):
+    """A proof takes a mutant's run of its test from the oracle job that compares it
+    (``variant_run``): each side's run there, original and mutants, says what a job of
+    its own running the same checks says (status, the failing check, its message)."""
+    from mutant_gate.engine.checks.diff_oracle import oracle_jobs, variant_run
+    from mutant_gate.engine.checks.harness_jobs import checks_job
+    from mutant_gate.engine.jobs import JobRunner
+    from mutant_gate.engine.pipeline import load
+    from mutant_gate.engine.stage import StageContext
+    from mutant_gate.engine.verdicts import Ledger
+
+    settings = RunSettings(kernel_path=str(EXAMPLES / "vector_add.py"), memory_mb=4096)
+    kernel, mutants, _, _ = load(settings)
+    run = StageContext(
+        settings, JobRunner(sandbox, None, "interpret", 1), Ledger(), kernel, mutants
+    )
+    by_op = {}
+    for m in mutants:
+        by_op.setdefault(m.operator, m)
+    by_op["add-sub"] = next(m for m in mutants if m.before == "x + y")
+    chosen = [by_op["add-sub"], by_op["compare-lt-le"], by_op["block-offset-drop"]]
+    group = oracle_jobs(run, chosen, per_job=3)
+    ((key, job),) = group.jobs.items()
+    answers = group.per_mutant({key: (sandbox.run(job), False)})
+
+    def seen(result):
+        failure = result.first_failure
+        return (
+            result.status,
+            failure.name if failure else None,
+            result.error.splitlines()[:1],
+        )
+
+    statuses = set()
+    for m in chosen:
+        mine = variant_run(answers[m.id][0])
+        assert mine is not None, m.operator
+        assert seen(mine) == seen(sandbox.run(checks_job(run, m.source))), m.operator
+        statuses.add(mine.status)
+        original = variant_run(answers[m.id][0], "original")
+        assert original is not None and original.status is JobStatus.PASSED
+        assert seen(original) == seen(sandbox.run(checks_job(run, None)))
+    assert JobStatus.FAILED in statuses  # x - y fails the own check
+
+
+VECTOR_ADD_TEST = """
+import torch
+from vector_add import add
+
+
+def test_add_fresh_values():
+    torch.manual_seed(0)
+    x, y = torch.rand(4100), torch.rand(4100)
+    torch.testing.assert_close(add(x, y), x + y)
+"""
+
+
+def test_a_probe_proof_runs_its_test_on_the_mutants_with_evidence_jobs_only_there(sandbox):
+    """The probe's proof (``prove_killer(expected_s=...)``): the proved mutant and the
+    others seen to differ run the test inside their evidence (oracle) job, not in a job
+    of their own; the kills it makes are those of their own jobs, with their messages.
+    A survivor not seen to differ still runs the test in a job of its own."""
+    from mutant_gate.engine.jobs import JobRunner
+    from mutant_gate.engine.kernel_file import TestFile
+    from mutant_gate.engine.pipeline import load
+    from mutant_gate.engine.sandbox.job import CheckKind, JobResult
+    from mutant_gate.engine.stage import StageContext
+    from mutant_gate.engine.verdicts import Ledger
+    from mutant_gate.engine.writers.proving import job_with_test, kill_others, prove_killer
+
+    class Counting:  # the real pool; every job it ran, kept
+        def __init__(self, inner):
+            self.inner, self.jobs = inner, []
+
+        def run(self, job, on_progress=None):
+            self.jobs.append(job)
+            return self.inner.run(job, on_progress)
+
+    settings = RunSettings(kernel_path=str(EXAMPLES / "vector_add.py"), memory_mb=4096)
+    kernel, mutants, _, _ = load(settings)
+    counting = Counting(sandbox)
+    ledger = Ledger()
+    run = StageContext(settings, JobRunner(counting, None, "interpret", 2), ledger, kernel, mutants)
+    add_sub = next(m for m in mutants if m.before == "x + y")
+    one_block = next(m for m in mutants if m.operator == "program-id-swap")  # one block written
+    other = next(m for m in mutants if m.operator == "compare-lt-le")
+    for m in (add_sub, one_block, other):
+        ledger.judge(m.id, JobResult(JobStatus.PASSED), cached=False)
+    test = TestFile("t.py", "test_vector_add_probe.py", VECTOR_ADD_TEST, origin="probe")
+    proof = prove_killer(
+        run, test, add_sub, expected_s=0.2, others=[one_block, other], likely={one_block.id}
+    )
+    assert proof.ok, proof.why
+    tests_run = [
+        dict(j.files).get("vector_add.py")
+        for j in counting.jobs
+        if j.checks[0].kind is CheckKind.PYTEST
+    ]
+    # the test's jobs: the original's proof and the survivor not seen to differ, no other
+    assert sorted(s == kernel.source for s in tests_run) == [False, True]
+    assert other.source in tests_run
+    oracle = [j for j in counting.jobs if j.checks[0].kind is CheckKind.HARNESS]
+    assert len(oracle) == 1  # both mutants seen to differ, beside one run of the original
+    # its run on the mutant is the one its own job makes
+    alone = sandbox.run(job_with_test(run, test, add_sub.source, settings.seed, 30.0))
+    assert proof.mutant.status is alone.status is JobStatus.FAILED
+    assert proof.mutant.first_failure.name == alone.first_failure.name
+    assert proof.mutant.error.splitlines()[:1] == alone.error.splitlines()[:1]
+    # the other one seen to differ is killed from its run there: no job of the test on it
+    before = len(counting.jobs)
+    kills = kill_others(run, test, [one_block, other], proof.original_s, proof)
+    assert one_block.id in [m.id for m, _ in kills]
+    assert not [
+        j for j in counting.jobs[before:] if dict(j.files).get("vector_add.py") == one_block.source
+    ]

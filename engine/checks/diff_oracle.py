@@ -70,6 +70,11 @@ class OracleJobs:
     jobs: dict[str, Job]
     members: dict[str, tuple[str, ...]]
 
+    @property
+    def covered(self) -> set[str]:
+        """The mutants these jobs compare."""
+        return {mid for ids in self.members.values() for mid in ids}
+
     def per_mutant(
         self, results: dict[str, tuple[JobResult, bool]]
     ) -> dict[str, tuple[JobResult, bool]]:
@@ -113,6 +118,18 @@ def oracle_jobs(
         jobs[key] = _job(ctx, chunk, inner)
         members[key] = tuple(m.id for m in chunk)
     return OracleJobs(jobs, members)
+
+
+def variant_run(result: JobResult, side: str = "mutant") -> JobResult | None:
+    """One side's run of the checks inside an oracle job (a mutant's answer, as
+    ``per_mutant`` gives it): what a job of its own running the same checks would
+    answer, the sandbox's wrapping aside (``harness/oracle._variant``). None where that
+    side did not end in time or the answer has no runs (one cached before they were kept)."""
+    data = harness_jobs.harness_data(result, CHECK)
+    run = ((data or {}).get("runs") or {}).get(side)
+    if data is None or data.get("timed_out") or not run:
+        return None
+    return replace(JobResult.from_json(run), network_cut=result.network_cut)
 
 
 def _number(x: float | None) -> str:

@@ -49,6 +49,9 @@ from mutant_gate.engine.sandbox.job import Job
 from . import trace
 
 MAX_DIFFS = 100
+#: a variant's run (``runs`` in the answer) keeps this much of its error text, as a
+#: sandbox job's result does
+RUN_ERROR_CHARS = 4000
 _HEADER = struct.Struct("<Q")
 
 
@@ -229,12 +232,17 @@ def _variant(job: Job, files: tuple, directory: str, fd: int, poison: bool) -> N
         sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != parent]
         trace.start("values", sink=sink, poison=poison)
         result = run_checks(replace(job, files=files), directory)
+        # the checks' own result, as a job of its own running them would give (the
+        # sandbox's wrapping aside): a proof takes a mutant's run of its test from here
+        run = result.to_json()
+        run["error"] = tail(result.error, RUN_ERROR_CHARS)
         end = {
             "type": "end",
             "status": result.status.value,
             "error": tail(result.error, 1000),
             "launches": trace.launch_count(),
             "internal_errors": trace.internal_errors()[:5],
+            "run": run,
         }
     except BaseException:  # noqa: BLE001
         end = {"type": "end", "status": "error", "error": traceback.format_exc()[-1500:]}
@@ -473,6 +481,8 @@ def _answer(
         },
         "timed_out": timed_out,
         "seconds": seconds,
+        # each side's run of the checks (``JobResult`` JSON), where it ended in time
+        "runs": {} if timed_out else {k: (s.ended or {}).get("run") for k, s in streams.items()},
     }
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from ..checks.diff_oracle import CHECK as ORACLE_CHECK
 from ..checks.diff_oracle import PER_JOB as ORACLE_PER_JOB
-from ..checks.diff_oracle import OracleJobs, compare, oracle_jobs
+from ..checks.diff_oracle import OracleJobs, compare, oracle_jobs, variant_run
 from ..checks.harness_jobs import harness_data
 from ..events import Event, TestAccepted
 from ..kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, TRUSTED_ORIGINS, TestFile
@@ -457,7 +457,10 @@ def prove_killer(
     that; one round of jobs instead of three. With it, ``others`` (the other survivors)
     run the test in that round too, and those in ``likely`` (seen to differ already)
     their evidence: ``Proof.ahead``, for ``accept_killer``, which uses a result made
-    ahead only where its own job's limit could not have changed it."""
+    ahead only where its own job's limit could not have changed it. A mutant with
+    evidence jobs runs the test there only: the oracle's run of the test on it is the
+    run its own job would make (``variant_run``); where the oracle has none (a variant
+    cut by the group's deadline, a run over the limit), its own job runs after."""
     ran: dict[str, tuple[JobResult, bool]] = {}  # the mutant's evidence, made beside
     if expected_s is None:
         proof = prove_on_original(ctx, test)
@@ -470,7 +473,10 @@ def prove_killer(
     if expected_s is not None:
         tests, evidence = _ahead_jobs(ctx, test, mutant, others, likely, expected_s)
         keyed = {f"evidence:{k}": j for k, j in evidence.jobs.items()}
-        proof = prove_on_original(ctx, test, beside={**keyed, "mutant": job, **tests})
+        beside = {**keyed, **tests}
+        if mutant.id not in evidence.covered:
+            beside["mutant"] = job
+        proof = prove_on_original(ctx, test, beside=beside)
         made = evidence.per_mutant(
             {
                 k: proof.beside.pop(f"evidence:{k}")
@@ -478,13 +484,17 @@ def prove_killer(
                 if f"evidence:{k}" in proof.beside
             }
         )
+        runs = _test_runs(made, limit)
         proof.ahead = {k: proof.beside.pop(k) for k in tests if k in proof.beside}
         proof.ahead.update({f"evidence:{mid}": r for mid, r in made.items() if mid != mutant.id})
+        proof.ahead.update({f"other:{mid}": r for mid, r in runs.items() if mid != mutant.id})
         proof.ahead_limit_s = limit
         ran = {mid: r for mid, r in made.items() if mid == mutant.id}
         if not proof.ok:
             return proof
-        result, cached = proof.beside.get("mutant", (None, False))
+        result, cached = proof.beside.get("mutant") or runs.get(mutant.id) or (None, False)
+        if result is None and mutant.id in evidence.covered:  # the oracle has no run of it
+            result, cached = run_all(ctx, {"mutant": job}).get("mutant", (None, False))
     else:
         result, cached = run_all(ctx, {"mutant": job}).get("mutant", (None, False))
     if result is None:
@@ -525,17 +535,32 @@ def _ahead_jobs(
 ) -> tuple[dict[str, Job], OracleJobs]:
     """The test's runs ``kill_others`` would make on ``others`` after the proof, built
     ahead (their limits from ``expected_s``), and the evidence jobs: for ``mutant`` and
-    for the others in ``likely``, several beside one run of the original."""
+    for the others in ``likely``, several beside one run of the original. A mutant the
+    evidence jobs run needs no job of its own: they run the test on it."""
     others = [m for m in others if m.id != mutant.id and ctx.ledger.verdict(m.id) in RULES["kill"]]
     limit = mutant_limit(ctx, expected_s)
-    jobs = {
-        f"other:{m.id}": job_with_test(ctx, test, m.source, ctx.settings.seed, limit)
-        for m in others
-    }
     evidence = behaviour_jobs(
         ctx, test, [mutant, *(m for m in others if m.id in likely)], expected_s
     )
+    jobs = {
+        f"other:{m.id}": job_with_test(ctx, test, m.source, ctx.settings.seed, limit)
+        for m in others
+        if m.id not in evidence.covered
+    }
     return jobs, evidence
+
+
+def _test_runs(
+    made: dict[str, tuple[JobResult, bool]], limit: float
+) -> dict[str, tuple[JobResult, bool]]:
+    """The test's runs on the mutants inside their evidence jobs (``variant_run``), by
+    mutant id: those its own job, under ``limit``, would have made (``_reusable``)."""
+    runs = {mid: (variant_run(result), cached) for mid, (result, cached) in made.items()}
+    return {
+        mid: (run, cached)
+        for mid, (run, cached) in runs.items()
+        if run is not None and _reusable((run, cached), limit, limit)
+    }
 
 
 def _reusable(made: tuple[JobResult, bool] | None, ran_under: float, limit: float) -> bool:
@@ -669,8 +694,9 @@ def behaviour_jobs(
     if ctx.settings.mode != "interpret":
         return OracleJobs({}, {})
     inner = job_with_test(ctx, test, None, ctx.settings.seed, mutant_limit(ctx, original_s))
-    # as many jobs as workers: the proof's round runs them beside its tests
-    return oracle_jobs(ctx, list(mutants), inner, per_job, spread=ctx.workers)
+    # one job for up to ``per_job`` mutants: its variants run at once, a process each,
+    # and the original runs once for all of them
+    return oracle_jobs(ctx, list(mutants), inner, per_job)
 
 
 def behaviour(
