@@ -583,6 +583,63 @@ def test_probe_digest_is_exact():
     assert digest({"result": object()}) is None
 
 
+def test_the_originals_outputs_sent_whole_stand_for_its_run_only_as_their_digest_says():
+    """In the interpreter a job of the original alone on the first inputs sends its
+    outputs back whole (``_ship``), once two runs gave the same bits; a compare job
+    given them runs no original where a mutant differs, and compares with them exactly
+    as with a run of its own. Outputs that are not what the digest says (or too many,
+    or not tensors) are not sent or not believed: it runs."""
+    import types
+
+    import torch
+
+    from mutant_gate.engine.harness.probe import SHIP_JOB_BYTES, _against, _Originals, _ship
+    from mutant_gate.engine.sandbox.worker import RESULT_LIMIT
+
+    steady = types.ModuleType("steady")
+    steady.f = lambda x: (x * 2).to(torch.bfloat16)
+    mutant = types.ModuleType("mutant")
+    mutant.f = lambda x: (x * 3).to(torch.bfloat16)
+    candidate = {"id": "c1", "function": "f", "setup": "x = torch.arange(8.0)",
+                 "call": "f(x)", "tensors": ["x"]}  # fmt: skip
+
+    alone = _Originals(steady, {}, exact=True)
+    alone.ship = SHIP_JOB_BYTES  # a job of the original alone
+    kept, _ = alone.run(candidate)
+    record = alone.learned["c1"]
+    assert record["outputs"]["result"]["dtype"] == "bfloat16"
+    known = {"c1": {k: record[k] for k in ("digest", "kept", "outputs")}}
+
+    given = _Originals(steady, known, exact=True)
+    status, why, golden, _ = _against(given, candidate, mutant)
+    assert status == "differs" and given.runs == 0  # the mutant alone ran
+    assert torch.equal(golden["result"], kept["result"])
+    ran = _Originals(steady, {"c1": {"digest": record["digest"], "kept": ["result"]}}, True)
+    assert _against(ran, candidate, mutant)[:2] == (status, why) and ran.runs == 1
+
+    forged = {"c1": {**known["c1"], "outputs": _ship({"result": kept["result"] + 1})}}
+    lied = _Originals(steady, forged, exact=True)
+    assert _against(lied, candidate, mutant)[0] == "differs" and lied.runs == 1
+    # what a job sends fits in what its answer may hold, with room for the rest of it
+    assert SHIP_JOB_BYTES <= 0.7 * RESULT_LIMIT
+    assert _ship({"result": torch.zeros(SHIP_JOB_BYTES // 4)}) is None
+    assert _ship({"result": torch.zeros(100)}, room=100) is None
+    assert _ship({"result": 3}) is None
+    on_gpu = _Originals(steady, known, exact=False)  # bits may vary: it runs again
+    assert _against(on_gpu, candidate, mutant)[0] == "differs" and on_gpu.runs >= 1
+
+    # Sent whole only where a second run here gives the same bits: an original that
+    # varies on the input (unwritten output memory, say) makes it unusable at once.
+    assert alone.runs == 2
+    noisy = types.ModuleType("noisy")
+    noisy.f = lambda x: x + torch.rand_like(x)
+    varies = _Originals(noisy, {}, exact=True)
+    varies.ship = SHIP_JOB_BYTES
+    kept, why = varies.run(candidate)
+    assert kept is None and "differ from one run to the next" in why
+    assert varies.learned["c1"]["status"] == "unstable" and "outputs" not in varies.learned["c1"]
+
+
 def test_a_hit_on_a_gpu_is_believed_only_if_the_original_repeats_itself():
     """Where bits may differ between runs (compiled mode), a hit first runs the original
     once more: an original whose outputs hold unwritten memory (here: fresh noise each

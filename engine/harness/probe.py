@@ -21,8 +21,11 @@ returns its digest (``digest``: the outputs' exact bytes), and later jobs get it
 the request; a mutant whose outputs are bit-identical to it is the same without the
 original running again, and otherwise the original runs beside it as before (in the
 interpreter, a digest that then differs from the shipped one means the original itself
-varies on that input: no evidence either way). A mutant stops at its first difference
-whose outputs can be kept; for it the original's outputs come back as golden values
+varies on that input: no evidence either way). In the interpreter a job of the
+original alone on the first round's inputs (``ship``) also returns its outputs whole
+where they are small enough (``SHIP_JOB_BYTES``), once a second run there gave the same
+bits; shipped with the digest, they stand for the original's run in later jobs (their
+digest checked first). A mutant stops at its first difference whose outputs can be kept; for it the original's outputs come back as golden values
 (else for the best difference: values before exceptions before bounds, then the
 first; where no difference's outputs can be kept, the golden entry names the best one
 and says why, ``error``). Before each side starts a marker line is printed (candidate
@@ -33,6 +36,7 @@ crashes the output tail says which candidate on which side did it.
 from __future__ import annotations
 
 import ast
+import base64
 import functools
 import hashlib
 import importlib
@@ -56,6 +60,13 @@ MARKER = "mutant-gate-probe:"
 MAX_CALLS = 64
 MAX_GOLDEN_ELEMENTS = 1 << 14  # expected values a compare job's answer holds in all (~0.4 MB)
 MIN_GOLDEN_ELEMENTS = 1 << 12  # ... and each of its mutants at least
+#: in the interpreter, a job of the original alone sends its outputs on its candidates
+#: back whole (exactly, ``_ship``), the first ones, up to this many bytes of text in all:
+#: the compare jobs get them, and a mutant that differs from them needs no run of the
+#: original of its own (the outputs of a hit become its test's expected values, and the
+#: test's proof runs the original again against them). A job's answer may hold 1 MiB
+#: (``sandbox/worker.RESULT_LIMIT``): the rest of it is the answer's own.
+SHIP_JOB_BYTES = 640 << 10
 
 
 # -- describing values ---------------------------------------------------------
@@ -1024,6 +1035,58 @@ def digest(outputs: dict) -> str | None:
     return h.hexdigest()[:32]
 
 
+def _kept(candidate: dict, outputs: dict) -> dict:
+    """The outputs of a run that count: what it returned and the tensors it changed."""
+    import torch
+
+    namespace: dict = {"torch": torch, "math": math}
+    exec(candidate["setup"], namespace)
+    kept = {"result": outputs["result"]} if "result" in outputs else {}  # a launch: none
+    for name in candidate["tensors"]:
+        if name in outputs and _changed(namespace.get(name), outputs[name]):
+            kept[name] = outputs[name]
+    return kept
+
+
+def _ship(kept: dict, room: int = SHIP_JOB_BYTES) -> dict | None:
+    """The original's outputs exactly (dtype, shape, bytes as base64), to travel in a
+    request; None where one is not a tensor or their text would pass ``room`` bytes."""
+    import torch
+
+    if not kept or not all(isinstance(v, torch.Tensor) for v in kept.values()):
+        return None
+    if sum(_text_bytes(v.numel() * v.element_size()) for v in kept.values()) > room:
+        return None
+    shipped = {}
+    for name, t in kept.items():
+        flat = t.detach().cpu().contiguous().reshape(-1)
+        shipped[name] = {
+            "dtype": _dtype_name(t.dtype),
+            "shape": list(t.shape),
+            "data": base64.b64encode(flat.view(torch.uint8).numpy().tobytes()).decode("ascii"),
+        }
+    return shipped
+
+
+def _text_bytes(raw: int) -> int:
+    return 4 * math.ceil(raw / 3)  # base64
+
+
+def _unship(shipped: dict) -> dict:
+    """``_ship``'s outputs back as tensors."""
+    import torch
+
+    outputs = {}
+    for name, value in shipped.items():
+        raw = bytearray(base64.b64decode(value["data"]))
+        dtype = getattr(torch, value["dtype"].removeprefix("torch."))
+        flat = (
+            torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+        )
+        outputs[name] = flat.view(dtype).reshape(value["shape"])
+    return outputs
+
+
 class _Originals:
     """The original's runs in this job: outputs kept per candidate (and checked against
     their digest before each reuse: a mutant's stray write cannot change what it is
@@ -1033,8 +1096,12 @@ class _Originals:
         self.module = module
         #: the job's project modules against each mutant (project mode; none outside it)
         self.homes = homes if homes is not None else _Homes()
-        self.known = known  # cid -> {"status", "digest", "kept"} from an earlier job
+        #: cid -> {"digest", "kept", and maybe "outputs" (``_ship``)} from an earlier job
+        self.known = known
         self.exact = exact  # same input, same bits (the interpreter on the CPU)
+        #: bytes of outputs it may still send back whole (``_ship``): a job of the
+        #: original alone, in the interpreter; none in any other
+        self.ship = 0
         self.held: dict[str, tuple[dict, str | None]] = {}
         self.learned: dict[str, dict] = {}
         self.confirmed: set[str] = set()  # inputs the original agreed with itself on
@@ -1042,7 +1109,6 @@ class _Originals:
 
     def run(self, candidate: dict) -> tuple[dict | None, str]:
         """(the original's kept outputs, "") or (None, why it cannot be compared)."""
-        import torch
 
         cid = candidate["id"]
         if cid in self.held:
@@ -1051,6 +1117,9 @@ class _Originals:
                 return outputs, ""
         elif cid in self.learned and self.learned[cid]["status"] != "ok":
             return None, self.learned[cid]["detail"]
+        shipped = self._shipped(cid)
+        if shipped is not None:
+            return shipped, ""
         print(f"{MARKER} {cid} original", flush=True)
         self.runs += 1
         start = time.perf_counter()
@@ -1060,13 +1129,7 @@ class _Originals:
             why = (error or (violation or {}).get("message", "bounds"))[:300]
             self.learned[cid] = {"status": "error", "detail": why}
             return None, why
-        # Only what the original returned or changed is an output.
-        namespace: dict = {"torch": torch, "math": math}
-        exec(candidate["setup"], namespace)
-        kept = {"result": outputs["result"]} if "result" in outputs else {}  # a launch: none
-        for name in candidate["tensors"]:
-            if name in outputs and _changed(namespace.get(name), outputs[name]):
-                kept[name] = outputs[name]
+        kept = _kept(candidate, outputs)
         sealed = digest(kept)
         before = self.known.get(cid)
         if (
@@ -1085,7 +1148,45 @@ class _Originals:
             "kept": sorted(kept),
             "seconds": round(seconds, 4),
         }
+        if self.ship and self.exact and sealed is not None:
+            whole = _ship(kept, self.ship)
+            if whole is not None and self._again(candidate, sealed):
+                self.learned[cid]["outputs"] = whole
+                self.ship -= sum(len(v["data"]) for v in whole.values())
+            elif whole is not None:
+                return None, self.learned[cid]["detail"]
         return kept, ""
+
+    def _again(self, candidate: dict, sealed: str) -> bool:
+        """Outputs sent whole stand for the original's run in later jobs, which then do
+        not run it again (where a run again would show an original that varies on the
+        input, unwritten output memory say): run it once more here, alike or unusable."""
+        cid = candidate["id"]
+        print(f"{MARKER} {cid} original", flush=True)
+        self.runs += 1
+        outputs, _, _ = _execute(self.module, candidate, self.homes, "original")
+        if outputs is not None and digest(_kept(candidate, outputs)) == sealed:
+            return True
+        why = "the original's outputs on this input differ from one run to the next"
+        self.learned[cid] = {"status": "unstable", "detail": why}
+        self.held.pop(cid, None)
+        return False
+
+    def _shipped(self, cid: str) -> dict | None:
+        """The original's outputs an earlier job sent whole (in the interpreter), where
+        they are what its digest says: they stand for its run here."""
+        before = self.known.get(cid) or {}
+        if not self.exact or not before.get("outputs") or not before.get("digest"):
+            return None
+        try:
+            kept = _unship(before["outputs"])
+        except (KeyError, TypeError, ValueError, RuntimeError, AttributeError):
+            return None
+        sealed = digest(kept)
+        if sealed != before["digest"] or sorted(kept) != sorted(before.get("kept", ())):
+            return None
+        self.held[cid] = (kept, sealed)
+        return kept
 
     def confirm(self, candidate: dict, kept: dict) -> str:
         """Where bits may differ between runs (a GPU): before a hit is believed, the
@@ -1211,6 +1312,7 @@ def compare(request: dict, workdir: str) -> dict:
     originals = _Originals(
         original, request.get("originals") or {}, bool(request.get("exact")), homes
     )
+    originals.ship = SHIP_JOB_BYTES if request.get("ship") and not request.get("mutants") else 0
     answer: dict = {"version": VERSION, "mutants": {}}
     mutant_runs = 0
     # The mutants of a job share one budget of expected values: the answer stays far

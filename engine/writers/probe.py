@@ -87,6 +87,10 @@ BUDGET_PART = 0.8
 #: survivor's round is as long as its slowest candidate, and estimates come out short by
 #: up to a third on the examples (the measured over the estimated seconds of a round)
 PATH_MARGIN = 0.7
+#: the original's outputs a compare job gets whole, in bytes of their text at most (the
+#: first candidates', where most hits are): the request travels to the sandbox and its
+#: key is hashed
+SHIP_BYTES = 4 << 20
 REQUEST = "_mg_probe.json"
 MUTANT_MODULE = "_mg_mutant"
 _MARKER = re.compile(re.escape(harness.MARKER) + r" (\S+) (\S+)")
@@ -215,7 +219,7 @@ def originals_ahead(ctx: StageContext, captured: JobResult) -> None:
             needed.update((c.id, c) for c in search.batch({}) if c.id not in needed)
     if not needed:
         return
-    jobs = list(_original_jobs(ctx, list(needed.values())).values())
+    jobs = list(_original_jobs(ctx, list(needed.values()), ship=True).values())
     with _AHEAD_LOCK:
         _AHEAD[ctx.jobs] = jobs
     ctx.start_ahead([job for job, _ in jobs])
@@ -271,10 +275,16 @@ def _request(ctx: StageContext, batch: list[Candidate]) -> dict:
     }
 
 
-def _original_job(ctx: StageContext, batch: list[Candidate], golden: bool) -> Job:
+def _original_job(
+    ctx: StageContext, batch: list[Candidate], golden: bool, ship: bool = False
+) -> Job:
     """The original alone on ``batch``: what it does there (digests), shared by every
-    survivor probing those candidates; with ``golden`` its outputs on the first."""
+    survivor probing those candidates; with ``golden`` its outputs on the first; with
+    ``ship`` (the first round's inputs, where most hits are) its outputs whole where
+    small enough, run twice alike first (``harness/probe._Originals.run``)."""
     request = {**_request(ctx, batch), "mutants": [], "golden": golden}
+    if ship:  # only when set: every other job keeps its cache key
+        request["ship"] = True
     work = sum(c.est_s for c in batch)
     return _harness_job(ctx, request, (ctx.kernel.own_file(),), _limit(ctx, work, 1))
 
@@ -291,12 +301,31 @@ def _compare_job(
         "mutants": [
             {"module": module_name(m), "candidates": [c.id for c in batch]} for m, batch in entries
         ],
-        "originals": {c.id: known[c.id] for c in union if c.id in known},
+        "originals": _shipped(union, known),
     }
     files = (ctx.kernel.own_file(),) + tuple((module_name(m) + ".py", m.source) for m, _ in entries)
     # each mutant on its candidates, the original at most once per candidate
     work = sum(c.est_s for _, batch in entries for c in batch) + sum(c.est_s for c in union)
     return _harness_job(ctx, request, files, _limit(ctx, work, len(entries)))
+
+
+def _shipped(union: list[Candidate], known: dict[str, dict]) -> dict[str, dict]:
+    """What a compare job gets of the original's runs on its candidates: digests, and
+    outputs whole (``harness/probe._ship``) for the first of them up to ``SHIP_BYTES``
+    in all (the rest of them run the original again where a mutant differs)."""
+    room = SHIP_BYTES
+    shipped = {}
+    for c in union:
+        entry = known.get(c.id)
+        if entry is None:
+            continue
+        size = sum(len(v.get("data", "")) for v in (entry.get("outputs") or {}).values())
+        if size > room:
+            entry = {k: v for k, v in entry.items() if k != "outputs"}
+        else:
+            room -= size
+        shipped[c.id] = entry
+    return shipped
 
 
 class _Search:
@@ -487,30 +516,36 @@ def _groups(searches: list[_Search], workers: int, est: dict[str, float]) -> lis
     return alone + [g for g in groups if g]
 
 
-def _original_jobs(ctx: StageContext, needed: list[Candidate]) -> dict[str, tuple[Job, list]]:
-    """The original on candidates not run yet, once each, split over the workers."""
+def _original_jobs(
+    ctx: StageContext, needed: list[Candidate], ship: bool = False
+) -> dict[str, tuple[Job, list]]:
+    """The original on candidates not run yet, once each, split over the workers;
+    ``ship``: the first round's (``_original_job``)."""
     n = min(len(needed), ctx.workers)
     chunks: list[list[Candidate]] = [[] for _ in range(n)]
     for i, c in enumerate(needed):
         chunks[i % n].append(c)
     return {
-        f"original-{i}": (_original_job(ctx, chunk, golden=False), chunk)
+        f"original-{i}": (_original_job(ctx, chunk, golden=False, ship=ship), chunk)
         for i, chunk in enumerate(chunks)
     }
 
 
 def _read_original(
     result: JobResult, chunk: list[Candidate], known: dict[str, dict], unusable: dict[str, str]
-) -> None:
-    """What the original did on ``chunk`` into ``known`` (digests), or ``unusable``."""
+) -> int:
+    """What the original did on ``chunk`` into ``known`` (digests, outputs sent whole),
+    or ``unusable``; how many of them came with their outputs whole."""
     data = _data(result)
     if data is not None:
+        shipped = 0
         for cid, record in (data.get("originals") or {}).items():
             if record.get("status") == "ok":
-                known[cid] = {k: record[k] for k in ("digest", "kept") if k in record}
+                known[cid] = {k: record[k] for k in ("digest", "kept", "outputs") if k in record}
+                shipped += "outputs" in record
             else:
                 unusable[cid] = record.get("detail") or record.get("status", "")
-        return
+        return shipped
     markers = _MARKER.findall(result.error) if result.status in _LOST else []
     what = "hangs" if result.status is JobStatus.TIMEOUT else "crashes"
     if markers and markers[-1][1] == "original":
@@ -519,6 +554,7 @@ def _read_original(
         why = summarize_error(result.error) or result.status.value
         for c in chunk:
             unusable.setdefault(c.id, f"probe job failed: {why}")
+    return 0
 
 
 def _spent(spend: dict, result: JobResult, cached: bool) -> None:
@@ -597,6 +633,9 @@ SPEND = (
     "job_s",  # its sandbox jobs' seconds (at their time when run), against ``budget_s``
     "path_s",  # its rounds of jobs one after the other (``JobRunner.metered``)
     "ahead",  # the original's jobs on the first inputs started beside the mutant phase
+    # inputs whose original outputs came back whole (run twice alike) and went to the
+    # compare jobs: a mutant differing there runs no original of its own
+    "shipped",
 )
 
 
@@ -719,7 +758,7 @@ def _probe(
                 before = len(unusable)
                 originals = _taken_ahead(ctx) if first else {}
                 if not first or not originals:
-                    originals = _original_jobs(ctx, list(needed.values()))
+                    originals = _original_jobs(ctx, list(needed.values()), ship=first)
                 first = False
                 spend["ahead"] = spend.get("ahead", 0) + sum(
                     k.startswith("ahead-") for k in originals
@@ -730,7 +769,7 @@ def _probe(
                 for key, (result, cached) in results.items():
                     _spent(spend, result, cached)
                     _clocked(clock, sum(c.est_s for c in originals[key][1]), result)
-                    _read_original(result, originals[key][1], known, unusable)
+                    spend["shipped"] += _read_original(result, originals[key][1], known, unusable)
                 ran = {c.id for _, chunk in originals.values() for c in chunk}
                 for cid in needed:
                     if cid in ran and cid not in known:
@@ -768,7 +807,7 @@ def _probe(
                 _clocked(clock, _estimate(entries[key], known), result)
             if key in originals:
                 before = len(unusable)
-                _read_original(result, originals[key][1], known, unusable)
+                spend["shipped"] += _read_original(result, originals[key][1], known, unusable)
                 spend["unusable"] += len(unusable) - before
                 continue
             data = _data(result)

@@ -374,8 +374,10 @@ def too_slow(ctx: StageContext, proof: Proof) -> Proof:
 
 def seeds(ctx: StageContext, test: TestFile | None = None) -> list[int]:
     """The seeds a test's proof on the original runs with: ``writers.runs`` of them. A
-    probe test seeds its own inputs, and the probe already ran the original twice on
-    them with the same result (``harness/probe._Originals.confirm``): one run."""
+    probe test seeds its own inputs, its expected values are the original's outputs on
+    them (the probe's run), and the one run of the proof must agree with them: one run
+    (where bits may vary between runs, the probe ran the original twice alike first,
+    ``harness/probe._Originals.confirm``)."""
     n = 1 if test is not None and test.origin == "probe" else max(1, ctx.settings.writers.runs)
     return [ctx.settings.seed + i for i in range(n)]
 
