@@ -25,10 +25,11 @@ varies on that input: no evidence either way). In the interpreter a job of the
 original alone on the first round's inputs (``ship``) also returns its outputs whole
 where they are small enough (``SHIP_JOB_BYTES``), once a second run there gave the same
 bits; shipped with the digest, they stand for the original's run in later jobs (their
-digest checked first). A mutant stops at its first difference whose outputs can be kept; for it the original's outputs come back as golden values
-(else for the best difference: values before exceptions before bounds, then the
-first; where no difference's outputs can be kept, the golden entry names the best one
-and says why, ``error``). Before each side starts a marker line is printed (candidate
+digest checked first). A mutant stops at its first difference whose outputs can be
+kept; for it the original's outputs come back as golden values (else for the best
+difference: values before exceptions before bounds, then the first; where no
+difference's outputs can be kept, the golden entry names the best one and says why,
+``error``). Before each side starts a marker line is printed (candidate
 id, then ``original`` or the mutant's module), so that when the job times out or
 crashes the output tail says which candidate on which side did it.
 """
@@ -1109,7 +1110,6 @@ class _Originals:
 
     def run(self, candidate: dict) -> tuple[dict | None, str]:
         """(the original's kept outputs, "") or (None, why it cannot be compared)."""
-
         cid = candidate["id"]
         if cid in self.held:
             outputs, sealed = self.held[cid]

@@ -285,7 +285,7 @@ def _original_job(
     request = {**_request(ctx, batch), "mutants": [], "golden": golden}
     if ship:  # only when set: every other job keeps its cache key
         request["ship"] = True
-    work = sum(c.est_s for c in batch)
+    work = sum(c.est_s for c in batch) * (2 if ship else 1)
     return _harness_job(ctx, request, (ctx.kernel.own_file(),), _limit(ctx, work, 1))
 
 
@@ -346,6 +346,7 @@ class _Search:
         self.differs = 0  # probes on which the mutant differed (a hit or not)
         self.first: str = ""  # what the first of them showed
         self.unkept: str = ""  # why the last difference did not become a test
+        self.hung = False  # its hit is a hang (or a crash): its test may run to the limit
         #: the most candidates its next round may run (the time budget's share); None: all
         self.cap: int | None = None
         #: how much slower than the original its own check ran (a mutant that loops 256
@@ -898,6 +899,7 @@ def _golden_for_hang(ctx: StageContext, search: _Search) -> Iterator[Event]:
     golden = (data or {}).get("golden") or {}
     if golden.get("outputs"):
         search.hit = (candidate, golden["outputs"], why)
+        search.hung = True
     else:
         search.unkept = "the original's outputs on that input could not be recorded"
         yield WriterNote(
@@ -921,7 +923,16 @@ def _prove(
     # beside, and the test on the other survivors (evidence for those ``likely`` to die)
     assert search.hit is not None
     proof = proving.prove_killer(
-        ctx, test, mutant, expected_s=search.hit[0].est_s, others=survivors, likely=likely
+        ctx,
+        test,
+        mutant,
+        expected_s=search.hit[0].est_s,
+        others=survivors,
+        likely=likely,
+        # a mutant that hung, or is slow everywhere, runs the test in a job of its own
+        # beside: its run in the evidence job may pass the limit, and then that job
+        # would run after it
+        own_job=search.hung or search.slow >= SLOW,
     )
     if not proof.ok:
         attempt = proving.add_attempt(

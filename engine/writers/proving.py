@@ -451,6 +451,7 @@ def prove_killer(
     expected_s: float | None = None,
     others: Iterable[Mutant] = (),
     likely: Collection[str] = (),
+    own_job: bool = False,
 ) -> Proof:
     """Passes the original (every seed) and fails the mutant, both run in the sandbox.
     ``expected_s``: the original's time on the test, known beforehand (the probe ran it
@@ -462,7 +463,9 @@ def prove_killer(
     ahead only where its own job's limit could not have changed it. A mutant with
     evidence jobs runs the test there only: the oracle's run of the test on it is the
     run its own job would make (``variant_run``); where the oracle has none (a variant
-    cut by the group's deadline, a run over the limit), its own job runs after."""
+    cut by the group's deadline, a run over the limit), its own job runs after.
+    ``own_job``: ``mutant`` runs the test in its own job, beside, whatever the oracle
+    (one expected to run long: a second round after the oracle's would cost both)."""
     ran: dict[str, tuple[JobResult, bool]] = {}  # the mutant's evidence, made beside
     if expected_s is None:
         proof = prove_on_original(ctx, test)
@@ -476,7 +479,7 @@ def prove_killer(
         tests, evidence = _ahead_jobs(ctx, test, mutant, others, likely, expected_s)
         keyed = {f"evidence:{k}": j for k, j in evidence.jobs.items()}
         beside = {**keyed, **tests}
-        if mutant.id not in evidence.covered:
+        if own_job or mutant.id not in evidence.covered:
             beside["mutant"] = job
         proof = prove_on_original(ctx, test, beside=beside)
         made = evidence.per_mutant(
