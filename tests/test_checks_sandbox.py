@@ -540,3 +540,29 @@ def test_a_probe_proof_runs_its_test_on_the_mutants_with_evidence_jobs_only_ther
     assert not [
         j for j in counting.jobs[before:] if dict(j.files).get("vector_add.py") == one_block.source
     ]
+
+    # One expected to run long (it hung on the probe's input): it runs the test in a job
+    # of its own, first after the original's, and its evidence job is its own.
+    before = len(counting.jobs)
+    proof = prove_killer(
+        run,
+        test,
+        add_sub,
+        expected_s=0.2,
+        others=[one_block, other],
+        likely={one_block.id},
+        slow={one_block.id},
+    )
+    assert proof.ok, proof.why
+    ran = counting.jobs[before:]
+    tests_run = [
+        dict(j.files).get("vector_add.py") for j in ran if j.checks[0].kind is CheckKind.PYTEST
+    ]
+    # the first two jobs the pool took (in either order: two workers take them at once)
+    assert {dict(j.files).get("vector_add.py") for j in ran[:2]} == {
+        kernel.source,
+        one_block.source,
+    }
+    assert sorted(tests_run) == sorted([kernel.source, one_block.source, other.source])
+    oracle = [j for j in ran if j.checks[0].kind is CheckKind.HARNESS]
+    assert len(oracle) == 2  # add_sub's, one_block's alone

@@ -347,6 +347,9 @@ class _Search:
         self.first: str = ""  # what the first of them showed
         self.unkept: str = ""  # why the last difference did not become a test
         self.hung = False  # its hit is a hang (or a crash): its test may run to the limit
+        #: slow, and its test's proof found its outputs alike the original's ("not a
+        #: kill"): the run's other tests, which would hang on it the same way, skip it
+        self.alike = False
         #: the most candidates its next round may run (the time budget's share); None: all
         self.cap: int | None = None
         #: how much slower than the original its own check ran (a mutant that loops 256
@@ -846,7 +849,11 @@ def _probe(
                 continue
             # the other survivors seen to differ: their evidence goes in the proof's round
             likely = {s.mutant.id for s in searches.values() if s.differs or s.hit}
-            yield from _prove(ctx, search, survivors, likely, kills)
+            # those that hung on an input, or run slower everywhere: the test may run
+            # long on them (``proving.prove_killer``'s ``slow``)
+            slow = {s.mutant.id for s in searches.values() if s.hung or s.slow >= SLOW}
+            others = [m for m in survivors if m.id not in searches or not searches[m.id].alike]
+            yield from _prove(ctx, search, others, likely, slow, kills)
     for search in searches.values():
         mid = search.mutant.id
         if ctx.ledger.verdict(mid) is not Verdict.SURVIVED:
@@ -915,6 +922,7 @@ def _prove(
     search: _Search,
     survivors: list[Mutant],
     likely: set[str],
+    slow: set[str],
     kills: dict[str, int],
 ) -> Iterator[Event]:
     mutant = search.mutant
@@ -929,10 +937,7 @@ def _prove(
         expected_s=search.hit[0].est_s,
         others=survivors,
         likely=likely,
-        # a mutant that hung, or is slow everywhere, runs the test in a job of its own
-        # beside: its run in the evidence job may pass the limit, and then that job
-        # would run after it
-        own_job=search.hung or search.slow >= SLOW,
+        slow=slow,
     )
     if not proof.ok:
         attempt = proving.add_attempt(
@@ -943,6 +948,7 @@ def _prove(
         yield TestRejected("probe", attempt, proof.why, mutant.id)
         search.unkept = f"no test written from them passed the proof ({proof.why[:200]})"
         search.hit = None  # search on with the next batch
+        search.alike = mutant.id in slow and proof.why.startswith("not a kill")
         return
     candidate = search.hit[0] if search.hit is not None else None
     for event in proving.accept_killer(ctx, "probe", test, mutant, proof, survivors):

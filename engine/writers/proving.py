@@ -451,7 +451,7 @@ def prove_killer(
     expected_s: float | None = None,
     others: Iterable[Mutant] = (),
     likely: Collection[str] = (),
-    own_job: bool = False,
+    slow: Collection[str] = (),
 ) -> Proof:
     """Passes the original (every seed) and fails the mutant, both run in the sandbox.
     ``expected_s``: the original's time on the test, known beforehand (the probe ran it
@@ -464,8 +464,10 @@ def prove_killer(
     evidence jobs runs the test there only: the oracle's run of the test on it is the
     run its own job would make (``variant_run``); where the oracle has none (a variant
     cut by the group's deadline, a run over the limit), its own job runs after.
-    ``own_job``: ``mutant`` runs the test in its own job, beside, whatever the oracle
-    (one expected to run long: a second round after the oracle's would cost both)."""
+    ``slow``: mutants expected to run long (one that hung on an input): each runs the
+    test in a job of its own, first in the round, and has an evidence job to itself (a
+    run over the limit in the oracle job would send it to a second round after it, and
+    its time would hold the others of a shared one)."""
     ran: dict[str, tuple[JobResult, bool]] = {}  # the mutant's evidence, made beside
     if expected_s is None:
         proof = prove_on_original(ctx, test)
@@ -476,11 +478,12 @@ def prove_killer(
         limit = mutant_limit(ctx, expected_s)
     job = job_with_test(ctx, test, mutant.source, ctx.settings.seed, limit)
     if expected_s is not None:
-        tests, evidence = _ahead_jobs(ctx, test, mutant, others, likely, expected_s)
+        tests, evidence = _ahead_jobs(ctx, test, mutant, others, likely, expected_s, slow)
         keyed = {f"evidence:{k}": j for k, j in evidence.jobs.items()}
-        beside = {**keyed, **tests}
-        if own_job or mutant.id not in evidence.covered:
-            beside["mutant"] = job
+        first = {k: j for k, j in tests.items() if k.removeprefix("other:") in slow}
+        beside = {**first, **keyed, **tests}  # the long ones start first
+        if mutant.id in slow or mutant.id not in evidence.covered:
+            beside = {"mutant": job, **beside}
         proof = prove_on_original(ctx, test, beside=beside)
         made = evidence.per_mutant(
             {
@@ -537,20 +540,23 @@ def _ahead_jobs(
     others: Iterable[Mutant],
     likely: Collection[str],
     expected_s: float,
+    slow: Collection[str] = (),
 ) -> tuple[dict[str, Job], OracleJobs]:
     """The test's runs ``kill_others`` would make on ``others`` after the proof, built
     ahead (their limits from ``expected_s``), and the evidence jobs: for ``mutant`` and
-    for the others in ``likely``, several beside one run of the original. A mutant the
-    evidence jobs run needs no job of its own: they run the test on it."""
+    for the others in ``likely``, several beside one run of the original (one in
+    ``slow``: alone). A mutant the evidence jobs run needs no job of its own (they run
+    the test on it), but one in ``slow``."""
     others = [m for m in others if m.id != mutant.id and ctx.ledger.verdict(m.id) in RULES["kill"]]
     limit = mutant_limit(ctx, expected_s)
-    evidence = behaviour_jobs(
-        ctx, test, [mutant, *(m for m in others if m.id in likely)], expected_s
-    )
+    compared = [mutant, *(m for m in others if m.id in likely)]
+    shared = behaviour_jobs(ctx, test, [m for m in compared if m.id not in slow], expected_s)
+    alone = behaviour_jobs(ctx, test, [m for m in compared if m.id in slow], expected_s, 1)
+    evidence = OracleJobs({**shared.jobs, **alone.jobs}, {**shared.members, **alone.members})
     jobs = {
         f"other:{m.id}": job_with_test(ctx, test, m.source, ctx.settings.seed, limit)
         for m in others
-        if m.id not in evidence.covered
+        if m.id in slow or m.id not in evidence.covered
     }
     return jobs, evidence
 
