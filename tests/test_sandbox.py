@@ -44,6 +44,28 @@ def test_passing_job_reports_outcome(sandbox):
     assert [o.status for o in result.outcomes] == ["passed"]
 
 
+def test_memory_a_job_leaves_unwritten_holds_the_same_values_every_time(sandbox):
+    """An output left unwritten (``torch.empty``) never holds what an earlier run left
+    in recycled memory: every allocation comes filled alike, small or large, in a job
+    and in a process it starts (else one mutant passes or fails by what ran before)."""
+    body = """
+        import subprocess, sys
+        import torch
+        for n in (100, 5000, 100000, 4000000):
+            done = torch.ones(n)
+            del done
+            fresh = torch.empty(n)
+            assert not bool((fresh == 1.0).any()), n
+            assert bool((fresh == fresh[0]).all()) and fresh[0].item() < -1e38, fresh[:4]
+        code = "import torch; torch.ones(9000); print(torch.empty(9000)[0].item())"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert float(out.stdout) < -1e38, out.stdout + out.stderr
+        print("ok")
+    """
+    result = sandbox.run(main_job(body))
+    assert result.status is JobStatus.PASSED, result.error
+
+
 def test_failing_assertion_is_failed_with_tail(sandbox):
     result = sandbox.run(main_job("assert 1 + 1 == 3, 'arithmetic is broken'\n"))
     assert result.status is JobStatus.FAILED

@@ -33,6 +33,7 @@ ENV_ALLOW = (
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
+    "MALLOC_PERTURB_",  # the workers' fill of fresh memory (``local.worker_env``)
     "PYTHONHASHSEED",
     "PYTHONPATH",
     "VIRTUAL_ENV",

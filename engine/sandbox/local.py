@@ -46,6 +46,12 @@ def worker_env(mode: str = "interpret") -> dict[str, str]:
         "MKL_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",
         "PYTHONUNBUFFERED": "1",
+        # glibc fills every allocation with one byte (0xFE) and every freed block with
+        # another: an output a mutant leaves unwritten (``torch.empty``) holds the same
+        # values in every run, on every pool (float32 -1.69e38, float16 NaN), never
+        # what an earlier run of the original left in recycled memory, by which the
+        # same mutant passed in one run and failed in the next
+        "MALLOC_PERTURB_": "1",
     }
     if mode == "interpret":
         extra["TRITON_INTERPRET"] = "1"
