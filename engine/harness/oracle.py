@@ -49,9 +49,6 @@ from mutant_gate.engine.sandbox.job import Job
 from . import trace
 
 MAX_DIFFS = 100
-#: a variant's run (``runs`` in the answer) keeps this much of its error text, as a
-#: sandbox job's result does
-RUN_ERROR_CHARS = 4000
 _HEADER = struct.Struct("<Q")
 
 
@@ -235,7 +232,7 @@ def _variant(job: Job, files: tuple, directory: str, fd: int, poison: bool) -> N
         # the checks' own result, as a job of its own running them would give (the
         # sandbox's wrapping aside): a proof takes a mutant's run of its test from here
         run = result.to_json()
-        run["error"] = tail(result.error, RUN_ERROR_CHARS)
+        run["error"] = tail(result.error)  # as much as a job's result keeps
         end = {
             "type": "end",
             "status": result.status.value,

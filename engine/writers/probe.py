@@ -764,9 +764,7 @@ def _probe(
                 if not first or not originals:
                     originals = _original_jobs(ctx, list(needed.values()), ship=first)
                 first = False
-                spend["ahead"] = spend.get("ahead", 0) + sum(
-                    k.startswith("ahead-") for k in originals
-                )
+                spend["ahead"] += sum(k.startswith("ahead-") for k in originals)
                 results = proving.run_all(ctx, {k: job for k, (job, _) in originals.items()})
                 if len(results) < len(originals):
                     return  # cancelled
