@@ -21,7 +21,7 @@ from mutant_gate.cache import DEFAULT_DIR, Store
 from mutant_gate.cli.check_lines import counted
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import EXIT_OK, EXIT_UNDER_THRESHOLD, BadInput
-from mutant_gate.engine.session import formats, gate, percent
+from mutant_gate.engine.session import formats, gate, percent, score_phrases
 from mutant_gate.engine.settings import KEY_VARIABLES, api_key
 from mutant_gate.engine.vocabulary import by_words
 
@@ -101,11 +101,19 @@ def after_run(report: dict, args: argparse.Namespace, console: Console) -> None:
     write_reports(report, args, console)
 
 
-def gate_exit(report: dict, fail_under: float | None, console: Console) -> int:
-    """Exit code for ``--fail-under``, saying by how much a score falls short."""
+#: ``--gate-on``'s choices: the user's own tests' score, or with the written tests
+GATE_CHOICES = ("yours", "written")
+
+
+def gate_exit(
+    report: dict, fail_under: float | None, console: Console, gate_on: str = "yours"
+) -> int:
+    """Exit code for ``--fail-under`` on the score ``gate_on`` names, saying by how much
+    it falls short."""
     if fail_under is None:
         return EXIT_OK
-    report = {**report, "settings": {**(report.get("settings") or {}), "fail_under": fail_under}}
+    settings = {**(report.get("settings") or {}), "fail_under": fail_under, "gate_on": gate_on}
+    report = {**report, "settings": settings}
     passed, sentence = gate(report)
     if passed:
         console.print(f"[green]{escape(sentence)}[/]", highlight=False, soft_wrap=True)
@@ -175,6 +183,7 @@ def report_site(args: argparse.Namespace, console: Console) -> int:
 
 # -- mutant-gate rerun ------------------------------------------------------------------------
 def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
+    from mutant_gate.cli import written
     from mutant_gate.cli.reporter import RerunReporter  # the engine's events: only when run
     from mutant_gate.engine.session import recorded_paths, select
     from mutant_gate.engine.settings import settings_from_json
@@ -187,7 +196,9 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
         raise BadInput("--fail-under must be between 0 and 100")
     check_report_paths(args)
     directory = cache_dir(args)
-    report = session.find_report(args.run, directory)
+    report, took = session.rerun_report(args.run, directory, args.file, tuple(args.tests))
+    if took:  # which run `latest` took, where there was a choice
+        say(console, took)
     chosen = select(report["mutants"], args.survivors, args.mutant)
     if not chosen:
         console.print(
@@ -208,6 +219,7 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
         workers=args.jobs
         or (None if recorded.get("backend") == "contree" else os.cpu_count() or 1),
         fail_under=args.fail_under if args.fail_under is not None else recorded.get("fail_under"),
+        gate_on=args.gate_on or recorded.get("gate_on") or "yours",
     )
     if settings.backend == "contree":  # the run's
         session.require("contree_sdk", "--backend contree")
@@ -231,11 +243,15 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
             highlight=False,
             soft_wrap=True,
         )
+    written.say_written(run, settings.writers.write_tests, console)  # tests it accepted
     old, now = report["score"], new["score"]
+    mine = "your tests" if "with_written" in now else "score"
+    written = score_phrases(now)[1]
     console.print(
-        f"score: [bold]{now['killed']}/{now['total']}[/] killed, adjusted "
-        f"{percent(now['adjusted'])} (was {percent(old.get('adjusted'))}); run "
-        f"{new['run_id']} saved (`mutant-gate replay {new['run_id']}`)",
+        f"{mine}: [bold]{now['killed']}/{now['total']}[/] killed, adjusted "
+        f"{percent(now['adjusted'])} (was {percent(old.get('adjusted'))})"
+        + (f"; {written}" if written else "")
+        + f"; run {new['run_id']} saved (`mutant-gate replay {new['run_id']}`)",
         highlight=False,
         soft_wrap=True,
     )
@@ -245,7 +261,7 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
             f"report written to {args.json}", highlight=False, soft_wrap=True, markup=False
         )
     write_reports(new, args, console)
-    return gate_exit(new, settings.fail_under, console)
+    return gate_exit(new, settings.fail_under, console, settings.gate_on)
 
 
 # -- mutant-gate cache ------------------------------------------------------------------------
@@ -323,8 +339,8 @@ def cache_show(args: argparse.Namespace, console: Console) -> int:
         f"operators: {settings.get('operators') or 'all'}; writer: {writers.get('writer')}"
         + (", stage 2" if writers.get("stage2") else "")
         + (f"; changed since {settings['changed_since']}" if settings.get("changed_since") else ""),
-        f"score: {score['killed']}/{score['total']} killed, raw {percent(score.get('raw'))}, "
-        f"adjusted {percent(score.get('adjusted'))}; "
+        "; ".join(p for p in score_phrases(score) if p)
+        + "; "
         + ", ".join(f"{k} {v}" for k, v in sorted((score.get("by_verdict") or {}).items())),
     ]
     if report.get("rerun"):
@@ -494,7 +510,17 @@ def add_commands(sub, parser_class: type[argparse.ArgumentParser]) -> None:
     _cache_dir_option(report)
 
     rerun = sub.add_parser("rerun", help="judge a cached run's survivors (or chosen mutants) again")
-    rerun.add_argument("run", help="run id, unique prefix or `latest`")
+    rerun.add_argument(
+        "run",
+        help="run id, unique prefix, `latest`, or a kernel file (its latest run); `latest` "
+        "is the latest run of FILE, else of the kernel file the --tests import",
+    )
+    rerun.add_argument(
+        "file",
+        nargs="?",
+        metavar="FILE",
+        help="the kernel file whose run to take (`rerun latest FILE`)",
+    )
     rerun.add_argument(
         "--survivors", action="store_true", help="every mutant that survived the run"
     )
@@ -517,7 +543,15 @@ def add_commands(sub, parser_class: type[argparse.ArgumentParser]) -> None:
     )
     rerun.add_argument("--json", metavar="PATH", help="write the new JSON report here")
     rerun.add_argument(
-        "--fail-under", type=float, metavar="PCT", help="exit 1 below this adjusted score"
+        "--fail-under",
+        type=float,
+        metavar="PCT",
+        help="exit 1 below this adjusted score (your tests', unless --gate-on written)",
+    )
+    rerun.add_argument(
+        "--gate-on",
+        choices=GATE_CHOICES,
+        help="the score --fail-under gates on: yours or written (default: the run's)",
     )
     rerun.add_argument(
         "--writer",
@@ -565,6 +599,7 @@ __all__ = [
     "add_report_options",
     "add_run_options",
     "check_report_paths",
+    "GATE_CHOICES",
     "gate_exit",
     "write_reports",
 ]

@@ -123,6 +123,8 @@ def _convert(key: str, value: object, action: argparse.Action, path: str) -> obj
     where = f"{path}: [tool.{TABLE}] {key}"
     base = os.path.dirname(os.path.abspath(path))
     dest = action.dest
+    if dest == "write_tests" and value in (False, ""):
+        return ""  # write-tests = false: no tests written (--no-write-tests)
     if _is_flag(action):
         if not isinstance(value, bool):
             raise BadInput(f"{where}: expected true or false, got {value!r}")

@@ -24,6 +24,13 @@ from mutant_gate.engine.settings import (
     parse_targets,
 )
 
+#: Where written tests go unless ``--write-tests DIR`` (or the configuration's
+#: ``write-tests``) says otherwise: in the working directory, beside the cache
+#: (``.mutant-gate/``) and the reports a run writes, where ``python -m pytest`` runs them
+#: (the kernel file's directory, or a project's root, is the usual working directory).
+#: ``--no-write-tests`` (or ``write-tests = false``) writes none.
+DEFAULT_TESTS_DIR = "mutant-gate-tests"
+
 
 def writer_settings(args: argparse.Namespace) -> WriterSettings:
     if args.attempts < 1:
@@ -35,12 +42,9 @@ def writer_settings(args: argparse.Namespace) -> WriterSettings:
         raise BadInput("--probe-time must be 0 (no limit) or a positive number of seconds")
     if args.model_timeout <= 0:
         raise BadInput("--model-timeout must be positive")
-    if (
-        args.write_tests
-        and os.path.exists(args.write_tests)
-        and not os.path.isdir(args.write_tests)
-    ):
-        raise BadInput(f"--write-tests: not a directory: {args.write_tests}")
+    write_tests = getattr(args, "write_tests", None) or None
+    if write_tests and os.path.exists(write_tests) and not os.path.isdir(write_tests):
+        raise BadInput(f"--write-tests: not a directory: {write_tests}")
     budget_factor = getattr(args, "test_budget_factor", 3.0)
     budget_min = getattr(args, "test_budget_min", 2.0)
     if budget_factor < 0 or budget_min < 0:
@@ -63,7 +67,7 @@ def writer_settings(args: argparse.Namespace) -> WriterSettings:
         probes=args.probes,
         probe_time=probe_time,
         probe_triggers=triggers,
-        write_tests=args.write_tests,
+        write_tests=write_tests,
         test_budget_factor=budget_factor,
         test_budget_min_s=budget_min,
         llm=LLMSettings(
@@ -155,6 +159,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         fail_under=args.fail_under,
+        gate_on=args.gate_on,
         accepted_path=_accepted(args.accepted),
         predict_path=_predict(args.predict),
         writers=writer_settings(args),

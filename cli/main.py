@@ -19,7 +19,7 @@ from rich.console import Console
 from mutant_gate.cache import DEFAULT_DIR, CacheUnavailable
 from mutant_gate.cli import accepted, commands, study
 from mutant_gate.cli.config import Renamed, apply_config
-from mutant_gate.cli.flags import run_settings
+from mutant_gate.cli.flags import DEFAULT_TESTS_DIR, run_settings
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
 from mutant_gate.engine.session import SandboxStartError
@@ -115,7 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-under",
         type=float,
         metavar="PCT",
-        help="exit 1 when the adjusted score is below PCT",
+        help="exit 1 when the adjusted score of your tests (the own check, --tests, the "
+        "project's tests) is below PCT (--gate-on written: with the tests mutant-gate wrote)",
+    )
+    run.add_argument(
+        "--gate-on",
+        choices=commands.GATE_CHOICES,
+        default="yours",
+        help="the score --fail-under gates on: yours (default: your own tests) or written "
+        "(with the tests mutant-gate wrote)",
     )
     run.add_argument(
         "--accepted",
@@ -258,8 +266,20 @@ def build_parser() -> argparse.ArgumentParser:
     writers.add_argument(
         "--price-out", type=float, metavar="USD", help="price per million completion tokens"
     )
+    writers.add_argument(  # before --write-tests: a config key names that one
+        "--no-write-tests",
+        dest="write_tests",
+        action="store_const",
+        const="",
+        default=argparse.SUPPRESS,
+        help="write no tests to disk (they stay in the cache)",
+    )
     writers.add_argument(
-        "--write-tests", metavar="DIR", help="write every accepted test here, ready to commit"
+        "--write-tests",
+        metavar="DIR",
+        default=DEFAULT_TESTS_DIR,
+        help="the folder written tests go to, each runnable with plain pytest "
+        "(default: %(default)s)",
     )
     checks = run.add_argument_group("checks on survivors (after the writers)")
     checks.add_argument(

@@ -27,6 +27,7 @@ from mutant_gate.engine.events import (
     MutantFinished,
     MutantUpdated,
     OwnCheckJudged,
+    RunEstimated,
     RunFinished,
     RunStarted,
     TestAccepted,
@@ -74,6 +75,7 @@ class Reporter(Observer):
         self.counts: Counter[str] = Counter()
         self.verdicts: dict[str, str] = {}  # mutant id -> its verdict so far
         self.baselines = 0
+        self.eta: Eta | None = None  # the mutant phase's time left, once estimated
 
     def __enter__(self) -> Reporter:
         self.progress.start()
@@ -128,11 +130,22 @@ class Reporter(Observer):
         self.say(f"original passes {what} ({src}); mutant timeout {event.mutant_timeout_s:.1f} s")
         self.progress.update(self.task, description="mutants")
 
+    def on_run_estimated(self, event: RunEstimated) -> None:
+        """The mutant phase's estimate (when a job is to run), and what would cut a long
+        one; the bar's time left starts from it."""
+        if event.to_run:
+            for n, line in enumerate(event.lines()):
+                self.say(escape(line) if n == 0 else f"[dim]{escape(line)}[/]")
+        self.eta = Eta(event.to_run, event.seconds, event.workers)
+        self.progress.update(self.task, eta=self.eta)
+
     def on_mutant_finished(self, event: MutantFinished) -> None:
         """A verdict: the bar advances and the counts change."""
         verdict = event.outcome.verdict.value
         self.counts[verdict] += 1
         self.verdicts[event.mutant.id] = verdict
+        if self.eta is not None and not event.outcome.cached:
+            self.eta.ran += 1
         self.progress.update(self.task, completed=event.done)
         self._show_counts()
 
@@ -183,9 +196,55 @@ def writer_note_line(event: WriterNote) -> str:
     return f"[{style}]{event.writer}{where}: {escape(event.message)}[/]"
 
 
+class Eta:
+    """The mutant phase's time left: from the estimate (``to_run`` mutants in
+    ``seconds`` over ``workers``) until as many mutants as workers ran, then at the pace
+    of those that ran (cached results come at once: they are not counted)."""
+
+    def __init__(self, to_run: int, seconds: float, workers: int) -> None:
+        self.to_run, self.seconds, self.workers = to_run, seconds, max(1, workers)
+        self.started = time.monotonic()
+        self.ran = 0
+
+    def left(self, now: float | None = None) -> float | None:
+        """Seconds left, or None when nothing is left to run."""
+        if self.ran >= self.to_run:
+            return None
+        elapsed = (time.monotonic() if now is None else now) - self.started
+        if self.ran < self.workers:
+            return max(0.0, self.seconds - elapsed)
+        return elapsed / self.ran * (self.to_run - self.ran)
+
+    def words(self) -> str:
+        """``eta 3:05`` (empty when nothing is left to run)."""
+        left = self.left()
+        if left is None:
+            return ""
+        minutes, seconds = divmod(int(left + 0.5), 60)
+        hours, minutes = divmod(minutes, 60)
+        return (
+            f"eta {hours}:{minutes:02d}:{seconds:02d}" if hours else f"eta {minutes}:{seconds:02d}"
+        )
+
+
 def _bar(console: Console):
     """The run's progress bar (rich's ``Progress``, imported only when a bar is shown)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.text import Text
+
+    class EtaColumn(ProgressColumn):
+        """The mutant phase's time left (``Eta``), repainted with the bar."""
+
+        def render(self, task) -> Text:
+            eta = task.fields.get("eta")
+            return Text(eta.words() if eta is not None else "", style="progress.remaining")
 
     return Progress(
         TextColumn("[bold]{task.description}"),
@@ -193,6 +252,7 @@ def _bar(console: Console):
         MofNCompleteColumn(),
         TextColumn("{task.fields[counts]}"),
         TimeElapsedColumn(),
+        EtaColumn(),
         console=console,
         transient=False,
     )
@@ -270,8 +330,11 @@ class _LogBar:
         total = "?" if f["total"] is None else f["total"]
         counts = f", {f['counts']}" if f["counts"] else ""
         elapsed = time.monotonic() - self.started
+        eta = f.get("eta")
+        left = f", {eta.words()}" if eta is not None and eta.words() else ""
         return (
-            f"{f['description']}: {f['completed']}/{total} mutants done{counts} ({elapsed:.0f} s)"
+            f"{f['description']}: {f['completed']}/{total} mutants done{counts} "
+            f"({elapsed:.0f} s{left})"
         )
 
     def say(self) -> None:
@@ -330,6 +393,11 @@ class RerunReporter(Observer):
         self.say(
             f"original passes its checks ({src}); mutant timeout {event.mutant_timeout_s:.1f} s"
         )
+
+    def on_run_estimated(self, event: RunEstimated) -> None:
+        if event.to_run:
+            for line in event.lines():
+                self.say(escape(line))
 
     def on_mutant_finished(self, event: MutantFinished) -> None:
         if self.quiet:

@@ -8,10 +8,10 @@ import json
 from rich.console import Console
 
 from mutant_gate.cli import check_lines, commands
-from mutant_gate.cli.check_lines import counted
 from mutant_gate.cli.flags import run_settings
 from mutant_gate.cli.reporter import Reporter
 from mutant_gate.cli.summary import score_line, summary, writers_summary
+from mutant_gate.cli.written import say_written
 from mutant_gate.engine import session
 
 
@@ -36,8 +36,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         console.print(line, highlight=False)
     for line in check_lines.summary_lines(report):
         console.print(line, highlight=False)
-    if args.write_tests:
-        write_tests(run, args.write_tests, console)
+    write_tests(run, settings.writers.write_tests, console)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)
@@ -45,15 +44,10 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     return score_and_gate(report, args, console)
 
 
-def write_tests(run: session.Session, directory: str, console: Console) -> None:
-    """``--write-tests DIR``: the accepted tests, ready to commit."""
-    written = run.write_tests(directory)
-    console.print(
-        f"{counted(len(written), 'accepted test file')} written to {directory}"
-        if written
-        else f"no accepted tests to write to {directory}",
-        highlight=False,
-    )
+def write_tests(run: session.Session, directory: str | None, console: Console) -> None:
+    """The written tests, by default in ``mutant-gate-tests/`` (``--write-tests DIR``,
+    ``--no-write-tests``): one line saying where, and how to run them with plain pytest."""
+    say_written(run, directory, console)
 
 
 def score_and_gate(report: dict, args: argparse.Namespace, console: Console) -> int:
@@ -62,4 +56,4 @@ def score_and_gate(report: dict, args: argparse.Namespace, console: Console) -> 
     log ends with. Returns the exit code."""
     commands.after_run(report, args, console)
     console.print(score_line(report), highlight=False)
-    return commands.gate_exit(report, args.fail_under, console)
+    return commands.gate_exit(report, args.fail_under, console, args.gate_on)

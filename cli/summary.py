@@ -10,8 +10,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from mutant_gate.cli.check_lines import counted
+from mutant_gate.cli.survivors import survivor_lines
 from mutant_gate.engine.session import (
     by_operator,
+    percent,
     predictions,
     price_words,
     probe_spend,
@@ -83,13 +85,8 @@ def summary(console: Console, report: dict) -> None:
             *(str(row.get(v, 0) or "") for v in verdicts),
         )
     console.print(table)
-    for m in report["mutants"]:
-        if m["verdict"] == Verdict.SURVIVED and not m.get("accepted"):
-            console.print(
-                f"[red]survived[/] {m['id']} {m['operator']} in {m['function']} line {m['line']}: "
-                f"[dim]{m['before']!s} -> {m['after']!s}[/]",
-                highlight=False,
-            )
+    for line in survivor_lines(report):
+        console.print(line, highlight=False)
     for m in report["mutants"]:
         if m["verdict"] == Verdict.ERROR:
             console.print(
@@ -174,8 +171,9 @@ def summary(console: Console, report: dict) -> None:
 
 
 def score_line(report: dict) -> str:
-    """The score: killed of total, raw and adjusted, what the adjusted one leaves out.
-    The run says it last, with only the gate's verdict after it."""
+    """The score: what your own tests kill, raw and adjusted, what the adjusted one leaves
+    out; then, where mutant-gate wrote tests that kill more, the score with them on a
+    line of its own. The run says it last, with only the gate's verdict after it."""
     s = report["score"]
     excluded = (
         ", ".join(
@@ -184,12 +182,28 @@ def score_line(report: dict) -> str:
         )
         or "none"
     )
-    raw = "n/a" if s["raw"] is None else f"{s['raw']:.1f}%"
-    adjusted = "n/a" if s["adjusted"] is None else f"{s['adjusted']:.1f}%"
-    return (
-        f"score: [bold]{s['killed']}/{s['total']}[/] killed, raw {raw}, adjusted {adjusted} "
-        f"(excluded: {excluded})"
+    mine = "your tests" if "with_written" in s else "score"
+    line = (
+        f"{mine}: [bold]{s['killed']}/{s['total']}[/] killed, raw {percent(s['raw'])}, "
+        f"adjusted {percent(s['adjusted'])} (excluded: {excluded})"
     )
+    asserts = (report.get("own_check") or {}).get("asserts")
+    if asserts is False and not _given_tests(report):
+        line += "; [yellow]your check asserts nothing[/]: only crashes, bounds and timeouts kill"
+    written = s.get("with_written")
+    if written and written.get("added"):
+        n = len(written["added"])
+        line += (
+            f"\nwith the tests mutant-gate wrote: [bold]{written['killed']}/{s['total']}[/] "
+            f"killed, raw {percent(written['raw'])}, adjusted {percent(written['adjusted'])} "
+            f"({n} more; commit the written tests to make them yours)"
+        )
+    return line
+
+
+def _given_tests(report: dict) -> bool:
+    """True where the run had tests of the user's beside the own check (``--tests``)."""
+    return any(t.get("origin") == "given" for t in report.get("tests") or [])
 
 
 def shims_line(report: dict) -> str | None:

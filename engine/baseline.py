@@ -9,15 +9,16 @@ times out: nothing can be judged against a failing original.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 
 from .errors import BadInput
 from .events import Event, OwnCheckJudged
-from .kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, KernelFile
+from .kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, KernelFile, TestFile
 from .limits import describe
 from .own_check import NOTHING_ASSERTED
-from .sandbox.job import JobResult, JobStatus
+from .sandbox.job import CheckOutcome, JobResult, JobStatus
 from .stage import StageContext
 from .verdicts import summarize_error
 
@@ -129,6 +130,37 @@ def interpreter_failure(result: JobResult, mode: str) -> str | None:
     )
 
 
+def failing_test_file(kernel: KernelFile, failing: CheckOutcome | None) -> str | None:
+    """The test file whose failure failed the original, in words (``--tests x.py``, the
+    project's test, a written one), or None when the failure is the file's own check's.
+    An outcome names its case, not its file: the one test file there is, else the one
+    the failure's text names (pytest names the file in a collection error and in an
+    assert's location), else every test file there is."""
+    if failing is None or failing.name.split("::", 1)[0] != EXTRA_TESTS:
+        return None
+    tests = list(kernel.tests)
+    if len(tests) > 1:
+        named = [t for t in tests if _names_file(failing.message, t, kernel)]
+        tests = named if len(named) == 1 else tests
+    said = " or ".join(_shown(t.path) if t.origin == GIVEN else t.name for t in tests)
+    if all(t.origin == GIVEN for t in tests):
+        return f"the project's test {said}" if kernel.project is not None else f"--tests {said}"
+    return f"the test file {said}"
+
+
+def _names_file(message: str, test: TestFile, kernel: KernelFile) -> bool:
+    """Whether pytest's text names ``test``'s file (by its path from the project's root
+    in project mode, else by its name in the job)."""
+    name = os.path.relpath(test.path, kernel.project.root) if kernel.project else test.name
+    return re.search(rf"(?<![\w.-]){re.escape(name)}\b", message) is not None
+
+
+def _shown(path: str) -> str:
+    """A path as a user would type it: relative to the working directory when under it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 #: slow cases a timeout of the original names
 SLOWEST = 3
 
@@ -177,6 +209,35 @@ def _selection_leaves_cases(ctx: StageContext, result: JobResult) -> None:
         raise BadInput(f"{ctx.kernel.path}: {chosen} selects no test case of the --tests files")
 
 
+def failed_original(kernel: KernelFile, mode: str, job_mode: str, result: JobResult) -> BadInput:
+    """The one line for an original that failed its checks: the kernel file's import, a
+    limit it hit, the interpreter, a test file (``--tests``, the project's, a written
+    one: named as such), or the file's own check."""
+    name = kernel.path
+    why = summarize_error(result.error) or result.status.value
+    failing = result.first_failure
+    if failing is not None and failing.name == "import":
+        return BadInput(f"{name}: {summarize_error(failing.message)}")
+    case = failing.name.split("::", 1)[1] if failing and "::" in failing.name else ""
+    limit = result.extra.get("limit")
+    if limit:
+        said = limit.get("said") or why
+        return BadInput(
+            f"{name}: the original hit {describe(limit)} ({case and case + ': '}{said})"
+        )
+    interpreted = interpreter_failure(result, job_mode)
+    if interpreted is not None:
+        return BadInput(f"{name}: {interpreted}")
+    why = re.sub(r"^E\s{2,}", "", why)  # pytest's mark of an error line
+    blamed = failing_test_file(kernel, failing)
+    if blamed is not None:  # a test file's fault, not the kernel file's own check
+        return BadInput(f"{blamed} failed on the original of {name}{case and f' ({case})'}: {why}")
+    return BadInput(
+        f"{name}: the original fails its own check ({result.status.value}): "
+        f"{case and case + ': '}{why}" + cpu_tensor_hint(mode, result.error)
+    )
+
+
 def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
     """The original with every check; sets ``ctx.baseline``, ``timeout_s`` and (the test
     cases' launches and times) ``coverage``. Returns (result, served from the cache).
@@ -191,24 +252,7 @@ def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
     if result.status is JobStatus.TIMEOUT:
         raise BadInput(timeout_message(name, settings.timeout_s, result.extra.get("cases")))
     if result.status is not JobStatus.PASSED:
-        why = summarize_error(result.error) or result.status.value
-        failing = result.first_failure
-        if failing is not None and failing.name == "import":
-            raise BadInput(f"{name}: {summarize_error(failing.message)}")
-        limit = result.extra.get("limit")
-        if limit:
-            said = limit.get("said") or why
-            case = f"{failing.name.split('::', 1)[1]}: " if failing and "::" in failing.name else ""
-            raise BadInput(f"{name}: the original hit {describe(limit)} ({case}{said})")
-        interpreted = interpreter_failure(result, job.mode)
-        if interpreted is not None:
-            raise BadInput(f"{name}: {interpreted}")
-        if failing is not None and "::" in failing.name:
-            why = f"{failing.name.split('::', 1)[1]}: {why}"
-        raise BadInput(
-            f"{name}: the original fails its own check ({result.status.value}): {why}"
-            + cpu_tensor_hint(settings.mode, result.error)
-        )
+        raise failed_original(kernel, settings.mode, job.mode, result)
     _selection_leaves_cases(ctx, result)
     if settings.all_configs:
         result = _other_configs(ctx, result)

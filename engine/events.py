@@ -52,6 +52,47 @@ class OwnCheckJudged:
 
 
 @dataclass(frozen=True)
+class RunEstimated:
+    """What the mutants' phase should take, said as its first job starts: ``to_run``
+    mutants in the sandbox at ``job_s`` seconds each on average (the original's time on
+    the checks each runs) over ``workers``; the ``cached`` and the ``not_reached`` cost
+    nothing. ``cuts``: what would cut a long run (empty when it is short)."""
+
+    mutants: int
+    to_run: int
+    cached: int
+    not_reached: int
+    workers: int
+    job_s: float
+    seconds: float
+    cuts: tuple[str, ...] = ()
+
+    def lines(self) -> list[str]:
+        """``25 mutants: about 40 s at 2 workers (the original's 3.1 s each)``, then what
+        would cut it when there is something to say."""
+        run = f"{self.to_run} to run, " if self.to_run != self.mutants else ""
+        workers = f"{self.workers} worker" + ("s" if self.workers != 1 else "")
+        said = [
+            f"{self.mutants} mutants: {run}about {about(self.seconds)} at {workers} "
+            f"(the original's {self.job_s:.1f} s each)"
+        ]
+        if self.cuts:
+            said.append("to cut it: " + ", ".join(self.cuts))
+        return said
+
+
+def about(seconds: float) -> str:
+    """``40 s``, ``55 min``, ``1 h 20 min``: a duration as an estimate says it."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+@dataclass(frozen=True)
 class MutantStarted:
     mutant: Mutant
 
@@ -141,6 +182,7 @@ Event = (
     | BaselineProgress
     | BaselineFinished
     | OwnCheckJudged
+    | RunEstimated
     | MutantStarted
     | MutantFinished
     | MutantUpdated

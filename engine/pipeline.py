@@ -24,6 +24,7 @@ from . import predictions
 from .baseline import judge_own_check, own_check_record, run_baseline
 from .checks import ALWAYS, CHECKS
 from .errors import BadInput
+from .estimate import Watch
 from .events import (
     BaselineFinished,
     BaselineProgress,
@@ -482,7 +483,10 @@ class Run:
             self.ledger.put_section("selection", selection)
         by_id = {m.id: m for m in mutants}
         results: dict[str, dict[int, tuple[JobResult, bool]]] = {m.id: {} for m in mutants}
+        watch = Watch(ctx, jobs, by_id, total)  # the estimate, as the first job starts
         for kind, key, result in ctx.run_jobs(jobs):
+            if (estimated := watch.see(kind, key)) is not None:
+                yield estimated
             mutant_id, config = key.split("@")
             mutant = by_id[mutant_id]
             if kind == "started":
@@ -512,6 +516,8 @@ class Run:
                 ran = [o.name.split("::", 1)[1] for o in outcomes if o.name.startswith(TESTS)]
                 self.ledger.put_row(mutant_id, "tests_run", ran)
             yield MutantFinished(mutant, outcome, done, total)
+        if (estimated := watch.end()) is not None:  # every result came from the cache
+            yield estimated
 
     # -- what the faces may ask of a running or finished run -----------------------------
     def row(self, mutant: Mutant) -> dict:

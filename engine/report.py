@@ -15,12 +15,13 @@ from collections.abc import Sequence
 from .kernel_file import KernelFile
 from .records import Mutant, MutantOutcome
 from .sandbox.job import JobResult
-from .testlist import baseline_cases, report_tests
+from .testlist import WRITTEN, baseline_cases, report_tests
 from .verdicts import Ledger
-from .vocabulary import EXCLUDED, PENDING, Verdict
+from .vocabulary import EXCLUDED, PENDING, TEST_PREFIX, By, Verdict
 
 #: 2: rows carry ``changes`` (every verdict change: stage, was, now, evidence).
-SCHEMA_VERSION = 2
+#: 3: ``score`` counts the user's own tests; ``score.with_written`` adds the written ones.
+SCHEMA_VERSION = 3
 #: Top-level fields ``build_report`` writes itself; the rest are the ledger's sections.
 REPORT_FIELDS = frozenset(
     {
@@ -41,18 +42,46 @@ REPORT_FIELDS = frozenset(
 )
 
 
-def score(rows: Sequence[dict]) -> dict:
-    """Raw and adjusted score of judged report rows (``id``, ``verdict``); every
-    exclusion from the adjusted score is listed.
+def written_names(tests: Sequence[dict]) -> frozenset[str]:
+    """The names (``test:NAME``'s NAME) of the tests mutant-gate wrote (probe, stage 1,
+    stage 2) among a report's ``tests``."""
+    return frozenset(
+        str(t.get("name", "")).split("::")[-1] for t in tests if t.get("origin") in WRITTEN
+    )
+
+
+def written_kill(row: dict, written: frozenset[str]) -> bool:
+    """True where a killed row owes its kill to mutant-gate, not to the user's tests: a
+    test the tool wrote (``written``: its names), or a check of the tool's own that the
+    user's tests do not run (the big-index replay). Kills by the own check, a ``--tests``
+    file, the project's tests, and the bounds check, a crash or a timeout while those ran
+    are the user's."""
+    if str(row.get("verdict")) != Verdict.KILLED.value:
+        return False
+    by = row.get("by") or ""
+    if by == By.BIG_INDEX.value:
+        return True
+    return by.startswith(TEST_PREFIX) and by[len(TEST_PREFIX) :] in written
+
+
+def score(rows: Sequence[dict], written: frozenset[str] = frozenset()) -> dict:
+    """The score of judged report rows (``id``, ``verdict``, ``by``): what the user's own
+    tests kill (the top-level fields), and beside it ``with_written``: what they kill
+    together with the tests mutant-gate wrote (``written``: those tests' names) and its
+    own checks. Every exclusion from the adjusted scores is listed; both scores exclude
+    the same mutants (an exclusion is about the mutant, not the test).
 
     Survivors the baseline file accepts (a row's ``accepted``) are left out of the
     adjusted score's denominator and listed in ``accepted``: never counted as killed.
     They are in ``excluded`` too (``verdict`` survived, ``accepted`` true): every mutant
-    the adjusted score leaves out is there, so a line that lists it names them."""
+    the adjusted score leaves out is there, so a line that lists it names them.
+    ``by_verdict`` counts the rows' verdicts as they stand (written tests' kills
+    included)."""
     verdicts = [(row["id"], str(row["verdict"])) for row in rows]
     excluded_values = {v.value for v in EXCLUDED}
     total = len(verdicts)
     killed = sum(1 for _, v in verdicts if v == Verdict.KILLED.value)
+    added = [row["id"] for row in rows if written_kill(row, written)]
     excluded = [{"id": i, "verdict": v} for i, v in verdicts if v in excluded_values]
     accepted = [
         {"id": row["id"], "reason": (row.get("accepted") or {}).get("reason", "")}
@@ -63,15 +92,27 @@ def score(rows: Sequence[dict]) -> dict:
         {"id": a["id"], "verdict": Verdict.SURVIVED.value, "accepted": True} for a in accepted
     ]
     counted = total - len(excluded)
+    yours = killed - len(added)
     return {
-        "killed": killed,
+        "of": "your tests",
+        "killed": yours,
         "total": total,
-        "raw": round(100.0 * killed / total, 2) if total else None,
-        "adjusted": round(100.0 * killed / counted, 2) if counted else None,
+        "raw": _percent(yours, total),
+        "adjusted": _percent(yours, counted),
         "excluded": excluded,
         **({"accepted": accepted} if accepted else {}),  # only with --accepted's survivors
         "by_verdict": dict(Counter(v for _, v in verdicts)),
+        "with_written": {
+            "killed": killed,
+            "raw": _percent(killed, total),
+            "adjusted": _percent(killed, counted),
+            "added": added,
+        },
     }
+
+
+def _percent(part: int, whole: int) -> float | None:
+    return round(100.0 * part / whole, 2) if whole else None
 
 
 #: Fields of a report row that ``mutant_row`` writes itself; anything else is a stage's detail.
@@ -129,6 +170,8 @@ def build_report(
 ) -> dict:
     outcomes = ledger.outcomes()
     rows = [mutant_row(m, outcomes.get(m.id), ledger.details(m.id)) for m in mutants]
+    tests = report_tests(kernel, baseline, mutants, outcomes)
+    judged = [r for r in rows if r["verdict"] != PENDING]
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -141,14 +184,14 @@ def build_report(
         "toolchain": toolchain,
         "settings": settings,
         "sandbox": sandbox,
-        "tests": report_tests(kernel, baseline, mutants, outcomes),
+        "tests": tests,
         "baseline": {
             "duration_s": round(baseline.duration_s, 4),
             "shims": list(baseline.shims),
             "cases": baseline_cases(baseline),
         },
         "mutants": rows,
-        "score": score([r for r in rows if r["verdict"] != PENDING]),
+        "score": score(judged, written_names(tests)),
         "complete": all(m.id in outcomes for m in mutants),
         **ledger.sections(),
     }

@@ -193,3 +193,131 @@ def recorded_paths(report: dict, extra_tests: list[str]) -> tuple[str, tuple[str
         if os.path.abspath(path) not in {os.path.abspath(t) for t in tests}:
             tests.append(path)
     return kernel, tuple(tests)
+
+
+# -- which run `latest` means -------------------------------------------------------------
+def same_file(a: str | None, b: str | None) -> bool:
+    return bool(a and b) and os.path.realpath(a) == os.path.realpath(b)  # type: ignore[arg-type]
+
+
+def kernel_of(record: dict) -> str:
+    """The kernel file a run record is of (its path as recorded)."""
+    report = record.get("report") or {}
+    return record.get("kernel") or (report.get("kernel") or {}).get("path") or ""
+
+
+def kernels_of_tests(tests: list[str], records: list[dict]) -> list[str]:
+    """The kernel files ``tests`` belong to, as recorded runs name them: the kernels of
+    the runs that ran a test file (``--tests``, the project's tests), else the kernel
+    files it imports (``imported_kernels``). Real paths, in the order found."""
+    found: dict[str, None] = {}
+    for test in tests:
+        path = split_node_id(test)[0]
+        ran = [
+            kernel_of(r)
+            for r in records
+            if any(same_file(split_node_id(t)[0], path) for t in _recorded_tests(r))
+        ]
+        for kernel in ran or imported_kernels(path, [kernel_of(r) for r in records]):
+            found.setdefault(os.path.realpath(kernel))
+    return list(found)
+
+
+def _recorded_tests(record: dict) -> list[str]:
+    return list((record.get("settings") or {}).get("tests") or [])
+
+
+def imported_kernels(test: str, kernels: list[str]) -> list[str]:
+    """The kernel files a test file imports, read off its import lines (no import runs):
+    a module that lies beside it (or under the working directory) and holds a
+    ``@triton.jit`` kernel, or one whose dotted path ends one of ``kernels`` (the
+    recorded runs' kernel files: ``from pkg.ops.softmax import f`` names
+    ``.../pkg/ops/softmax.py``)."""
+    import ast
+
+    try:
+        with open(test, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    found: dict[str, None] = {}
+    for candidate in _module_files(tree):
+        for kernel in _kernel_files(candidate, os.path.dirname(os.path.abspath(test)), kernels):
+            found.setdefault(kernel)
+    return list(found)
+
+
+def _module_files(tree) -> list[str]:
+    """``a/b.py`` for each module an absolute import names (``from a import b``: both
+    ``a.py`` and ``a/b.py``, as ``b`` may be a module of package ``a``)."""
+    import ast
+
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    return [name.replace(".", "/") + ".py" for name in dict.fromkeys(names)]
+
+
+def _kernel_files(candidate: str, beside: str, kernels: list[str]) -> list[str]:
+    for root in (beside, os.getcwd()):
+        path = os.path.join(root, candidate)
+        if os.path.isfile(path) and _holds_a_kernel(path):
+            return [os.path.realpath(path)]
+    tail = os.sep + candidate.replace("/", os.sep)
+    return sorted({os.path.realpath(k) for k in kernels if os.path.realpath(k).endswith(tail)})
+
+
+def _holds_a_kernel(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return "triton.jit" in fh.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def latest_run(
+    records: list[dict], kernel: str | None, tests: list[str], where: str = "the cache"
+) -> tuple[dict, str]:
+    """The run ``latest`` means for a rerun, and the line that says how it was chosen
+    ("" when there was no choice to make): the newest finished run of the kernel file
+    named, else of the kernel file the ``tests`` belong to (``kernels_of_tests``), else
+    the newest finished run, said so when ``where`` (the cache) holds runs of several
+    files. ``records``: the cache's run records, oldest first. BadInput when none fits."""
+    finished = [r for r in records if r.get("report")]
+    if not finished:
+        raise BadInput(f"no finished run in {where}: run `mutant-gate run FILE` first")
+    if kernel is not None:
+        return _newest_of([kernel], finished, f"no finished run of {kernel} in {where}"), ""
+    wanted = kernels_of_tests(tests, finished) if tests else []
+    names = ", ".join(os.path.basename(t) for t in tests)
+    if len(wanted) == 1:
+        of = f"the kernel file {names} {'imports' if len(tests) == 1 else 'import'}"
+        missing = f"no finished run of {wanted[0]} ({of}) in {where}"
+        record = _newest_of(wanted, finished, missing)
+        kernel = os.path.basename(wanted[0])
+        return record, f"rerun latest: took run {record['run_id']} of {kernel}, {of}"
+    pool = [r for r in finished if any(same_file(kernel_of(r), k) for k in wanted)] or finished
+    record = pool[-1]
+    if not wanted and len({os.path.realpath(kernel_of(r)) for r in finished}) == 1:
+        return record, ""  # one kernel file in the cache: nothing to choose
+    took = f"rerun latest: took run {record['run_id']} of {os.path.basename(kernel_of(record))}"
+    if wanted:
+        files = ", ".join(os.path.basename(k) for k in wanted)
+        return record, (
+            f"{took}, the newest run of the kernel files {names} import ({files}); "
+            "name one to choose: `rerun latest FILE`"
+        )
+    return record, f"{took} (the newest run; name a kernel file to choose: `rerun latest FILE`)"
+
+
+def _newest_of(kernels: list[str], finished: list[dict], missing: str) -> dict:
+    mine = [r for r in finished if any(same_file(kernel_of(r), k) for k in kernels)]
+    if not mine:
+        rel = os.path.relpath(kernels[0])
+        raise BadInput(
+            f"{missing}: run `mutant-gate run {kernels[0] if rel.startswith('..') else rel}` first"
+        )
+    return mine[-1]

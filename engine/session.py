@@ -10,7 +10,9 @@ on its own.
 - ``start_run(settings, sandbox, store)``: a ``Run`` to drive with ``events()``;
   ``start_rerun(report, ...)``: chosen mutants of a past run again, same driver.
 - ``find_record`` / ``find_report`` / ``latest_id`` / ``replay_lookup``: a past run
-  by id, unique prefix, ``latest`` or a JSON report file.
+  by id, unique prefix, ``latest`` or a JSON report file; ``rerun_report``: the run a
+  rerun takes (``latest``: the newest run of the kernel file named, or of the one its
+  ``--tests`` belong to).
 - ``require`` / ``check_extras``: an optional extra (``[tui]``, ``[llm]``, ``[contree]``, ``[ray]``)
   that is not installed is one line before anything starts, not an ImportError later.
 """
@@ -47,6 +49,9 @@ DOOR: dict[str, tuple[str, str | None]] = {
     "write_site": ("formats.site", "write_site"),
     "gate": ("formats.words", "gate"),
     "percent": ("formats.words", "percent"),
+    "score_phrases": ("formats.words", "score_phrases"),
+    "written_names": ("report", "written_names"),
+    "written_kill": ("report", "written_kill"),
     "probe_spend": ("formats.words", "probe_spend"),
     "probe_text": ("formats.words", "probe_text"),
     "shown_claims": ("formats.words", "shown_claims"),
@@ -317,11 +322,16 @@ class Session:
     def accepted_tests(self) -> tuple:
         return self._run.accepted_tests() if self._run is not None else ()
 
-    def write_tests(self, directory: str) -> list[str]:
-        """Every accepted test (and its data files) written to ``directory``."""
-        from .writers.proving import write_tests
+    def write_tests(self, directory: str) -> Any:
+        """Every accepted test (and its data files) written to ``directory``, each runnable
+        under plain pytest (``writers/on_disk``): a ``Written`` (paths, counts, command)."""
+        from .writers.on_disk import write_tests
 
-        return write_tests(self.accepted_tests(), directory)
+        run = self._run
+        ctx = run.ctx if run is not None else None
+        kernel = ctx.kernel if ctx is not None else None
+        poison = self.settings.poison_undefined
+        return write_tests(self.accepted_tests(), kernel, directory, self.settings.mode, poison)
 
     # -- ending ---------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -467,6 +477,29 @@ def find_report(ref: str, directory: str) -> dict:
             "(`mutant-gate run` or `tui` on the same file resumes it from the cache)"
         )
     return record["report"]
+
+
+def rerun_report(
+    ref: str, directory: str, kernel: str | None = None, tests: tuple[str, ...] = ()
+) -> tuple[dict, str]:
+    """The finished report ``rerun`` judges again, and the line that says which run
+    ``latest`` took ("" when there was nothing to choose). ``ref``: an id, a unique
+    prefix, a JSON report file, ``latest`` (the newest run of ``kernel``, else of the
+    kernel file the ``tests`` belong to: ``rerun.latest_run``), or a kernel file (its
+    newest run). A run of another file than ``kernel`` is bad input."""
+    from .rerun import latest_run, same_file
+
+    if kernel is None and ref.endswith(".py") and os.path.isfile(ref):
+        ref, kernel = "latest", ref
+    if ref == "latest":
+        where = f"the cache at {os.path.abspath(directory)}"
+        record, said = latest_run(list_records(directory), kernel, list(tests), where)
+        return record["report"], said
+    report = find_report(ref, directory)
+    ran = (report.get("kernel") or {}).get("path")
+    if kernel is not None and not same_file(ran, kernel):
+        raise BadInput(f"run {report.get('run_id')} is a run of {ran}, not of {kernel}")
+    return report, ""
 
 
 def exported(report: dict) -> tuple[dict, str | None]:

@@ -124,6 +124,9 @@ class RunSettings:
     cache_dir: str = ".mutant-gate"
     use_cache: bool = True
     fail_under: float | None = None
+    #: which score ``fail_under`` gates on: ``yours`` (the user's own tests) or
+    #: ``written`` (with the tests mutant-gate wrote)
+    gate_on: str = "yours"
     #: the baseline file of accepted survivors (``engine/accepted.py``); None: none
     accepted_path: str | None = None
     #: pre-registered predictions (``engine/predictions.py``), stored before the baseline

@@ -255,6 +255,7 @@ RUN_SECTIONS = frozenset(
         "accepted",  # the baseline file read and its entries that match no mutant
         "predictions",  # --predict: the file's text and hash, stored first; the score
         "stage_errors",  # stages that raised: [{stage, reason, mutants, traceback}]
+        "estimate",  # the mutant phase's estimate, said as its first job started
     }
 )
 

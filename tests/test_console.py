@@ -103,8 +103,8 @@ def test_a_piped_run_moves_says_lines_whole_and_ends_with_score_and_gate(tmp_pat
     assert "shims the original needed to run here: triton.testing.do_bench: not timed" in lines
     # the score, then the gate, last
     report = json.loads((tmp_path / "r.json").read_text())
-    assert lines[-2].startswith(f"score: {report['score']['killed']}/12 killed"), lines[-3:]
-    assert "--fail-under 50%" in lines[-1] and lines[-1].startswith("adjusted score"), lines[-1]
+    assert lines[-2].startswith(f"your tests: {report['score']['killed']}/12 killed"), lines[-3:]
+    assert "--fail-under 50%" in lines[-1] and lines[-1].startswith("your tests' adjusted score"), lines[-1]
 
 
 REPORT = "tui_affine_oracle_report.json"

@@ -87,11 +87,11 @@ def test_fail_under_gates(tmp_path):
     args += ["--writer", "none", "-q", "--cache-dir", "c"]
     low = run_cli(*args, "--fail-under", "50", cwd=tmp_path)
     assert low.returncode == 0, low.stdout + low.stderr
-    assert "adjusted score 50.0% meets --fail-under 50%" in " ".join(low.stdout.split())
+    assert "your tests' adjusted score 50.0% meets --fail-under 50%" in " ".join(low.stdout.split())
     high = run_cli(*args, "--fail-under", "60", cwd=tmp_path)
     assert high.returncode == 1, high.stdout + high.stderr
     said = " ".join(high.stdout.split())
-    assert "adjusted score 50.0% is under --fail-under 60% by 10.0 points" in said
+    assert "your tests' adjusted score 50.0% is under --fail-under 60% by 10.0 points" in said
 
 
 def test_operators_selection_limits_mutants(tmp_path):

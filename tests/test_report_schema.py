@@ -33,7 +33,7 @@ def test_the_schema_is_a_schema_and_names_what_the_engine_writes():
 
 @pytest.mark.parametrize(
     "name",
-    sorted(p.name for p in DATA.glob("*report*.json") if '"schema_version": 2' in p.read_text()),
+    sorted(p.name for p in DATA.glob("*report*.json") if '"schema_version": 3' in p.read_text()),
 )
 def test_stored_reports_validate(name):
     validate(json.loads((DATA / name).read_text()))

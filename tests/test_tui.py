@@ -482,6 +482,7 @@ def test_every_engine_event_reads_as_a_sentence_in_the_log():
         events.BaselineProgress("test", "tests/test_ln.py::test_fwd[4096]", "passed", 3.2, 7, 110),
         events.BaselineFinished(JobResult(JobStatus.PASSED, duration_s=0.12), False, 5.4),
         events.OwnCheckJudged(False, "the null run passed", "it asserts nothing"),
+        events.RunEstimated(184, 180, 4, 0, 2, 38.5, 3300.0, ("-k EXPR",)),
         events.MutantStarted(m),
         events.MutantFinished(m, killed, 1, len(mutants)),
         events.MutantUpdated(m, killed),
@@ -502,9 +503,13 @@ def test_every_engine_event_reads_as_a_sentence_in_the_log():
         name = type(event).__name__
         assert line and name not in line and "=" not in line, (name, line)
         assert "object at 0x" not in line and "Mutant(" not in line, (name, line)
-    assert describe(samples[7]) == f"{m.id} {m.operator} line {m.line}: killed by own-check (1/12)"
-    assert describe(samples[10]) == "diff-oracle: starting on 3 mutants"
-    assert describe(samples[14]) == "claims check skipped: no claim"
+    assert describe(samples[8]) == f"{m.id} {m.operator} line {m.line}: killed by own-check (1/12)"
+    assert describe(samples[11]) == "diff-oracle: starting on 3 mutants"
+    assert describe(samples[15]) == "claims check skipped: no claim"
+    assert describe(samples[6]) == (
+        "estimate: 184 mutants: 180 to run, about 55 min at 2 workers (the original's 38.5 s "
+        "each); to cut it: -k EXPR"
+    )
     assert describe(samples[3]) == (
         "the original's case tests/test_ln.py::test_fwd[4096]: passed in 3.20 s (7/110 done)"
     )

@@ -227,7 +227,7 @@ class MutantGateApp(App[int]):
         score = self.model.score
         cached = sum(1 for row in self.model.rows if row.get("cached"))
         explorer.log_view.say(
-            f"done: {score.killed}/{score.total} killed, "
+            f"done: {score.killed}/{score.total} killed ({score.yours} by your tests), "
             f"{score.counts.get('survived', 0)} survived; {cached} results from the cache"
         )
         if self.json_path:

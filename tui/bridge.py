@@ -28,7 +28,7 @@ from textual.worker import Worker
 
 from mutant_gate.engine import session
 from mutant_gate.engine.events import Event
-from mutant_gate.engine.session import Mutant, Sandbox, Session, mutant_row
+from mutant_gate.engine.session import Mutant, Sandbox, Session, mutant_row, score_phrases
 from mutant_gate.engine.settings import KEY_VARIABLES, RunSettings, api_key
 from mutant_gate.engine.vocabulary import check_name
 
@@ -468,11 +468,8 @@ def describe(event: object) -> str:
         count = f" ({get('done')}/{get('total')})" if name == "MutantFinished" else ""
         return f"{where}: {verb}{outcome.verdict.value}{by}{count}"
     if name == "RunFinished":
-        score = get("report").get("score", {})
-        return (
-            f"run finished: {score.get('killed', 0)}/{score.get('total', 0)} killed, raw "
-            f"{score.get('raw', 0)}%, adjusted {score.get('adjusted', 0)}%"
-        )
+        mine, written = score_phrases(get("report").get("score", {}))
+        return f"run finished: {mine}" + (f"; {written}" if written else "")
     if name == "WriterNote":
         where = f" [{get('mutant_id')}]" if get("mutant_id", None) else ""
         return f"{get('writer')}{where}: {get('message')}"
@@ -482,6 +479,8 @@ def describe(event: object) -> str:
             f"{get('origin')} test accepted: {get('file')} "
             f"({len(get('tests', ()))} tests, kills {len(kills)})"
         )
+    if name == "RunEstimated":
+        return "estimate: " + "; ".join(event.lines())
     if name == "OwnCheckJudged":
         if get("asserts"):
             return f"own check: can see a wrong result: {get('evidence')}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from mutant_gate.engine.session import score
+from mutant_gate.engine.session import score, written_kill, written_names
 from mutant_gate.engine.vocabulary import EXCLUDED, ORDER, PENDING, RUNNING, Verdict
 
 #: The states that are verdicts (a cell's other states: ``pending``, ``running``).
@@ -56,18 +56,33 @@ class Score:
     done: int = 0
     total: int = 0
     killed: int = 0
+    #: of ``killed``, those only a test mutant-gate wrote (or a check of its own) killed
+    written: int = 0
     excluded: int = 0
     accepted: int = 0  # survivors the baseline file accepts: out of the adjusted score
     counts: Counter = field(default_factory=Counter)
 
     @property
+    def yours(self) -> int:
+        """Killed by the user's own tests (the score's killed)."""
+        return self.killed - self.written
+
+    @property
     def raw(self) -> float | None:
-        return round(100.0 * self.killed / self.done, 2) if self.done else None
+        return round(100.0 * self.yours / self.done, 2) if self.done else None
 
     @property
     def adjusted(self) -> float | None:
+        return self._of(self.yours)
+
+    @property
+    def with_written(self) -> float | None:
+        """The adjusted score with the tests mutant-gate wrote."""
+        return self._of(self.killed)
+
+    def _of(self, killed: int) -> float | None:
         counted = self.done - self.excluded - self.accepted
-        return round(100.0 * self.killed / counted, 2) if counted else None
+        return round(100.0 * killed / counted, 2) if counted else None
 
 
 class RunModel:
@@ -194,6 +209,8 @@ class RunModel:
         s.done += sign
         if state == Verdict.KILLED:
             s.killed += sign
+            if written_kill(self.rows[i], written_names(self.tests())):
+                s.written += sign
         if state in _EXCLUDED:
             s.excluded += sign
 
@@ -299,6 +316,6 @@ class RunModel:
         report.setdefault("run_id", self.run_id)
         report["mutants"] = rows
         judged = [r for r in rows if r["verdict"] != PENDING]
-        report["score"] = score(judged)
+        report["score"] = score(judged, written_names(self.tests()))
         report["complete"] = len(judged) == len(rows)
         return report

@@ -28,6 +28,7 @@ from .words import (
     percent,
     probe_text,
     tool_version,
+    written_score,
 )
 
 
@@ -320,9 +321,7 @@ def html_page(report: dict) -> str:
         f"<style>{STYLE}</style></head><body>",
         "<header>",
         f"<h1>mutant-gate · <code>{esc(name)}</code></h1>",
-        f"<p><b>{esc(score.get('killed', 0))}/{esc(score.get('total', 0))}</b> mutants killed · "
-        f"adjusted score <b>{esc(percent(score.get('adjusted')))}</b> · raw "
-        f"{esc(percent(score.get('raw')))}"
+        score_paragraph(score)
         + (
             f' · <span class="gate-{str(passed).lower()}">{esc(sentence)}</span>'
             if passed is not None
@@ -399,6 +398,25 @@ def html_page(report: dict) -> str:
     out.append("</div></main>")
     out.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(out) + "\n"
+
+
+def score_paragraph(score: dict, what: str = "mutants killed") -> str:
+    """The score's paragraph, open (the gate's sentence may follow): your tests' score in
+    bold, then the score with the tests mutant-gate wrote, where they kill more."""
+    mine = "your tests: " if "with_written" in score else ""
+    out = (
+        f"<p>{mine}<b>{esc(score.get('killed', 0))}/{esc(score.get('total', 0))}</b> {what} · "
+        f"adjusted score <b>{esc(percent(score.get('adjusted')))}</b> · raw "
+        f"{esc(percent(score.get('raw')))}"
+    )
+    written = written_score(score)
+    if written is not None:
+        out += (
+            f' · <span class="meta">with the tests mutant-gate wrote: '
+            f"{esc(written.get('killed', 0))}/{esc(score.get('total', 0))}, adjusted "
+            f"{esc(percent(written.get('adjusted')))}</span>"
+        )
+    return out
 
 
 def run_notes(report: dict, score: dict) -> list[str]:

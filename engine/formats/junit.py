@@ -80,6 +80,9 @@ def junit_xml(report: dict) -> str:
         ("score.total", score.get("total")),
         ("score.raw", score.get("raw")),
         ("score.adjusted", score.get("adjusted")),
+        ("score.with_written.killed", (score.get("with_written") or {}).get("killed")),
+        ("score.with_written.adjusted", (score.get("with_written") or {}).get("adjusted")),
+        ("gate_on", settings.get("gate_on")),
         ("fail_under", settings.get("fail_under")),
         ("complete", report.get("complete")),
     ):

@@ -20,6 +20,7 @@ from .words import (
     percent,
     probe_spend,
     probe_text,
+    score_phrases,
     tool_version,
 )
 
@@ -49,6 +50,10 @@ def _fenced(text: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{text.rstrip()}\n{fence}"
 
 
+def _mine(score: dict) -> str:
+    return "your tests: " if "with_written" in score else ""
+
+
 def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> str:
     score = report.get("score") or {}
     per_verdict = counts(report)
@@ -58,10 +63,13 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
     out = [
         f"## mutant-gate: `{name}`",
         "",
-        f"{mark} **{score.get('killed', 0)}/{score.get('total', 0)} mutants killed**, "
-        f"adjusted score **{percent(score.get('adjusted'))}** "
+        f"{mark} {_mine(score)}**{score.get('killed', 0)}/{score.get('total', 0)} mutants "
+        f"killed**, adjusted score **{percent(score.get('adjusted'))}** "
         f"(raw {percent(score.get('raw'))}); {sentence}.",
     ]
+    written = score_phrases(score)[1]
+    if written:
+        out += ["", f"{written}: commit the written tests to make them yours."]
     if not report.get("complete", True):
         out.append("")
         out.append("> ⚠️ The run is incomplete: some mutants have no verdict (pending).")

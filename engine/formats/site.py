@@ -21,8 +21,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..settings import KEY_VARIABLES
 from ..vocabulary import GLYPHS, REPORT_STATES, origin_words
-from .html import SCRIPT, STYLE, detail_section, esc, in_words, run_notes
-from .words import counts, gate, kernel_name, percent, probe_spend, tool_version
+from .html import SCRIPT, STYLE, detail_section, esc, in_words, run_notes, score_paragraph
+from .words import counts, gate, kernel_name, probe_spend, tool_version
 
 INDEX = "index.html"
 REMOVED = "[removed]"
@@ -101,9 +101,7 @@ def _run_section(index: int, report: dict) -> tuple[str, list[str], str]:
         f'<section class="kernel" id="{prefix}run">',
         f"<h2><code>{esc(kernel_name(report))}</code> "
         f'<span class="meta">{esc(report.get("kernel", {}).get("path"))}</span></h2>',
-        f"<p><b>{esc(score.get('killed', 0))}/{esc(score.get('total', 0))}</b> killed · "
-        f"adjusted <b>{esc(percent(score.get('adjusted')))}</b> · raw "
-        f"{esc(percent(score.get('raw')))}"
+        score_paragraph(score, "killed")
         + (
             f' · <span class="gate-{str(passed).lower()}">{esc(sentence)}</span>'
             if passed is not None

@@ -55,11 +55,14 @@ def status_of(row: dict) -> str:
     }.get(verdict, "Pending")
 
 
-def status_reason(row: dict) -> str:
+def status_reason(row: dict, written: frozenset[str] = frozenset()) -> str:
     verdict = row.get("verdict")
     reason = row.get("reason") or ""
     if verdict == "killed":
-        return f"killed by {by_words(row.get('by'))}: {reason}".rstrip(": ")
+        said = f"killed by {by_words(row.get('by'))}: {reason}".rstrip(": ")
+        if row.get("id") in written:
+            said += " (by a test mutant-gate wrote: your tests let it through)"
+        return said
     parts = [reason] if reason else []
     if verdict in ("survived", "equivalent"):
         sentence = oracle_sentence(row)
@@ -88,7 +91,10 @@ def mutant_entry(report: dict, row: dict) -> dict:
             "end": {"line": end_line, "column": end_col + 1},
         },
         "status": status_of(row),
-        "statusReason": status_reason(row),
+        "statusReason": status_reason(
+            row,
+            frozenset(((report.get("score") or {}).get("with_written") or {}).get("added") or ()),
+        ),
         "static": False,
     }
     killers = [_test_id(t) for t in killing_tests(report, row)]

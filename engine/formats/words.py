@@ -36,6 +36,31 @@ def percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}%"
 
 
+def written_score(score: dict) -> dict | None:
+    """``score.with_written`` where the tests mutant-gate wrote kill more than the user's
+    own (else None: one score says it all; reports before the split have none)."""
+    written = score.get("with_written")
+    return written if isinstance(written, dict) and written.get("added") else None
+
+
+def score_phrases(score: dict) -> tuple[str, str | None]:
+    """(your tests' score, the score with written tests or None) in words, plain text:
+    "your tests: 8/12 killed, adjusted 66.7% (raw 66.7%)"."""
+    mine = "your tests" if "with_written" in score else "score"
+    first = (
+        f"{mine}: {score.get('killed', 0)}/{score.get('total', 0)} killed, adjusted "
+        f"{percent(score.get('adjusted'))} (raw {percent(score.get('raw'))})"
+    )
+    written = written_score(score)
+    if written is None:
+        return first, None
+    return first, (
+        f"with the tests mutant-gate wrote: {written.get('killed', 0)}/"
+        f"{score.get('total', 0)} killed, adjusted {percent(written.get('adjusted'))} "
+        f"(+{len(written['added'])})"
+    )
+
+
 def killing_tests(report: dict, row: dict) -> list[dict]:
     """The report's tests that killed this mutant (the one its verdict names first)."""
     if row.get("verdict") != "killed":
@@ -153,10 +178,30 @@ def claim_lines(row: dict) -> list[str]:
     return out
 
 
+#: ``--gate-on`` -> the score's words in the gate's sentence
+GATE_ON: dict[str, str] = {
+    "yours": "your tests' adjusted score",
+    "written": "the adjusted score with written tests",
+}
+
+
+def gated_score(report: dict, gate_on: str | None = None) -> float | None:
+    """The adjusted score ``--fail-under`` gates on: the user's own tests' (``yours``,
+    the default), or with the tests mutant-gate wrote (``written``). A report written
+    before the split (no ``with_written``) has one score: that one."""
+    score = report.get("score") or {}
+    gate_on = gate_on or (report.get("settings") or {}).get("gate_on") or "yours"
+    if gate_on == "written" and isinstance(score.get("with_written"), dict):
+        return score["with_written"].get("adjusted")
+    return score.get("adjusted")
+
+
 def gate(report: dict) -> tuple[bool | None, str]:
     """(passed, sentence) for the run's ``--fail-under``; passed None without a threshold."""
-    threshold = (report.get("settings") or {}).get("fail_under")
-    adjusted = (report.get("score") or {}).get("adjusted")
+    settings = report.get("settings") or {}
+    threshold = settings.get("fail_under")
+    adjusted = gated_score(report)
+    words = GATE_ON.get(settings.get("gate_on") or "yours", GATE_ON["yours"])
     if threshold is None:
         return None, "no --fail-under threshold"
     if adjusted is None:
@@ -164,10 +209,10 @@ def gate(report: dict) -> tuple[bool | None, str]:
     if adjusted < threshold:
         return (
             False,
-            f"adjusted score {adjusted:.1f}% is under --fail-under {threshold:g}% "
+            f"{words} {adjusted:.1f}% is under --fail-under {threshold:g}% "
             f"by {threshold - adjusted:.1f} points",
         )
-    return True, f"adjusted score {adjusted:.1f}% meets --fail-under {threshold:g}%"
+    return True, f"{words} {adjusted:.1f}% meets --fail-under {threshold:g}%"
 
 
 def probe_spend(spend: dict | None) -> str:

@@ -7,13 +7,13 @@ A test is believed only from sandbox results:
   (``time_budget``); its cases' times and launches are kept (``Proof.cases``);
 - ``prove_killer``: that, and it fails the mutant, with a time limit scaled from its
   time on the original (a slow test is not a kill by timeout);
-- ``kill_others``: an accepted killer test is run against the other survivors too.
+- ``kill_others``: an accepted killer test is run against the other survivors too;
+- ``accept_killer``: then it is the user's file (``on_disk.keep``: in the run's folder).
 """
 
 from __future__ import annotations
 
 import ast
-import os
 import re
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -28,8 +28,9 @@ from ..project import jit_callers
 from ..records import Mutant
 from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
 from ..stage import StageContext
-from ..testlist import WRITTEN, find_test_functions
+from ..testlist import find_test_functions
 from ..verdicts import RULES, attribute, decide, kill_evidence, summarize_error
+from .on_disk import keep
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 FEEDBACK_CHARS = 1500
@@ -761,7 +762,7 @@ def accept_killer(
         yield from record_kill(ctx, other, test, kill, stage)
     functions = tuple(find_test_functions(test.source))
     yield TestAccepted(
-        stage, test.name, functions, mutant.id, tuple(kills), duration_s=file_time(test)
+        stage, keep(ctx, test), functions, mutant.id, tuple(kills), duration_s=file_time(test)
     )
 
 
@@ -789,19 +790,3 @@ def add_attempt(ctx: StageContext, mutant_id: str, entry: dict) -> int:
         return [*had, {**numbered, **entry}]
 
     return ctx.ledger.update_row(mutant_id, "attempts", add, [])[-1]["attempt"]
-
-
-# -- writing accepted tests out ------------------------------------------------------------
-def write_tests(tests: Iterable[TestFile], directory: str) -> list[str]:
-    """Write accepted tests (and their golden files) where the user can commit them."""
-    os.makedirs(directory, exist_ok=True)
-    written = []
-    for test in tests:
-        if test.origin not in WRITTEN:
-            continue
-        for name, text in ((test.name, test.source), *test.data):
-            path = os.path.join(directory, name)
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            written.append(path)
-    return written

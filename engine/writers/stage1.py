@@ -153,7 +153,8 @@ def _accept(
         **proving.timing(test),
     }
     ctx.ledger.put_section("stage1", record)
-    yield TestAccepted("stage1", test.name, functions, duration_s=proving.file_time(test))
+    shown = proving.keep(ctx, test)  # in the run's folder of written tests
+    yield TestAccepted("stage1", shown, functions, duration_s=proving.file_time(test))
 
 
 def stage1_kill_evidence(ctx: StageContext, killed: list[Mutant]) -> Iterator[Event]:

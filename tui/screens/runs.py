@@ -54,7 +54,8 @@ def describe_run(record: dict, count: int = 1) -> str:
         return f"{record.get('run_id')}  {kernel}  {when}  interrupted: no report to replay"
     score = report.get("score", {})
     adjusted = score.get("adjusted")
-    how = f"{score.get('killed', 0)}/{score.get('total', 0)} killed"
+    mine = "your tests " if "with_written" in score else ""
+    how = f"{mine}{score.get('killed', 0)}/{score.get('total', 0)} killed"
     how += f", adjusted {adjusted:.1f}%" if adjusted is not None else ""
     settings = report.get("settings") or {}
     writer = (settings.get("writers") or {}).get("writer", "?")

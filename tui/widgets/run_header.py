@@ -99,10 +99,12 @@ class RunHeader(Widget):
         survived = score.counts.get("survived", 0)
         if survived:
             bottom.append(f"  survived {survived}")
-        bottom.append("  score raw ")
+        bottom.append("  your tests raw ")
         bottom.append(percent(score.raw), style("-score"))
         bottom.append(" adjusted ")
         bottom.append(percent(score.adjusted), style("-score"))
+        if score.written:
+            bottom.append(f"  with written {percent(score.with_written)}")
         if model.marked:
             bottom.append(f"  {len(model.marked)} marked")
         if score.excluded:
