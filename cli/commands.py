@@ -13,6 +13,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from rich.console import Console
 from rich.markup import escape
@@ -221,6 +222,9 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
         fail_under=args.fail_under if args.fail_under is not None else recorded.get("fail_under"),
         gate_on=args.gate_on or recorded.get("gate_on") or "yours",
     )
+    if args.write_tests is not None:  # else the run's folder
+        writers = replace(settings.writers, write_tests=args.write_tests or None)
+        settings = replace(settings, writers=writers)
     if settings.backend == "contree":  # the run's
         session.require("contree_sdk", "--backend contree")
     if args.writer == "llm":
@@ -558,6 +562,18 @@ def add_commands(sub, parser_class: type[argparse.ArgumentParser]) -> None:
         choices=("probe", "llm"),
         help="then write tests for the chosen survivors: the probe writer (no model), or "
         "the probe and then the model (stage 2) on those it left",
+    )
+    rerun.add_argument(
+        "--write-tests",
+        metavar="DIR",
+        help="the folder the tests it writes go to (default: the run's, mutant-gate-tests)",
+    )
+    rerun.add_argument(
+        "--no-write-tests",
+        dest="write_tests",
+        action="store_const",
+        const="",
+        help="write no tests to disk (they stay in the cache)",
     )
     rerun.add_argument("-q", "--quiet", action="store_true", help="no line per mutant")
     add_report_options(rerun)

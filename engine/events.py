@@ -73,7 +73,7 @@ class RunEstimated:
         run = f"{self.to_run} to run, " if self.to_run != self.mutants else ""
         workers = f"{self.workers} worker" + ("s" if self.workers != 1 else "")
         said = [
-            f"{self.mutants} mutants: {run}about {about(self.seconds)} at {workers} "
+            f"{self.mutants} mutant{'s' if self.mutants != 1 else ''}: {run}about {about(self.seconds)} at {workers} "
             f"(the original's {self.job_s:.1f} s each)"
         ]
         if self.cuts:
