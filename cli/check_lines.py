@@ -29,8 +29,10 @@ def event_line(event: CheckFinished) -> str:
     return f"[dim]{where}: {text}[/]"
 
 
-def summary_lines(report: dict) -> list[str]:
-    """Per-mutant check results, then the counts line; nothing when no check ran."""
+def summary_lines(report: dict, verbose: bool = False) -> list[str]:
+    """Per-mutant check results, then the counts line; nothing when no check ran. The
+    oracle's sentence on each survivor (the survivor lines say its kind) and the checks'
+    time only with ``verbose``, but for a contradiction."""
     checks = report.get("checks") or {}
     if not checks:
         return []
@@ -44,7 +46,7 @@ def summary_lines(report: dict) -> list[str]:
             )
     for m in rows:
         oracle = m.get("oracle")
-        if not oracle:
+        if not oracle or not (verbose or oracle.get("contradiction")):
             continue
         style = "bold red" if oracle.get("contradiction") else "dim"
         lines.append(f"[{style}]oracle {m['id']} ({m['verdict']}): {escape(oracle['sentence'])}[/]")
@@ -96,6 +98,6 @@ def summary_lines(report: dict) -> list[str]:
         timing.append(f"compile {compiled['seconds_per_survivor']:.2f} s")
     if oracle is not None and oracle.get("seconds_per_mutant") is not None:
         timing.append(f"oracle {oracle['seconds_per_mutant']:.2f} s")
-    if timing:
+    if timing and verbose:
         lines.append(f"[dim]check time per survivor: {', '.join(timing)}[/]")
     return lines

@@ -46,10 +46,13 @@ LOG_WIDTH = 100_000
 def make_console(stderr: bool = False) -> Console:
     """A console for standard output (or error). Not a terminal (a pipe, a file, a CI
     log): no width to fit, so lines and tables are written whole, never wrapped or cut
-    to 80 columns."""
+    to 80 columns, unless ``COLUMNS`` gives a width: then as a terminal that wide."""
     console = Console(stderr=stderr)
     if console.is_terminal:
         return console
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return Console(stderr=stderr, width=int(columns))
     return Console(stderr=stderr, width=LOG_WIDTH, soft_wrap=True)
 
 
@@ -295,12 +298,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--compile-check)",
     )
     checks.add_argument(
+        "--no-diff-oracle",
+        dest="diff_oracle",
+        action="store_false",
+        help="do not compare survivors with the original: their kind is not checked",
+    )
+    # after --no-diff-oracle: the configuration's key `diff-oracle` is this on/off flag
+    checks.add_argument(
         "--diff-oracle",
         action="store_true",
+        default=True,
         help="run original and each survivor side by side and compare every tensor "
-        "argument after every launch",
+        "argument after every launch, sorting survivors into outputs differ (a test "
+        "gap) and no difference observed (on by default)",
     )
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    run.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also the timing, the probe's spend and per-survivor notes, the sandbox's "
+        "details and the shims (all of them are in the JSON report)",
+    )
     commands.add_run_options(run)  # --changed-since, --config, --no-config
     # The explorer takes every run option (whatever is added above, it inherits).
     sub.add_parser(

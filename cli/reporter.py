@@ -24,6 +24,7 @@ from mutant_gate.engine.events import (
     BaselineFinished,
     BaselineProgress,
     CheckFinished,
+    CheckStarted,
     MutantFinished,
     MutantUpdated,
     OwnCheckJudged,
@@ -34,7 +35,7 @@ from mutant_gate.engine.events import (
     TestRejected,
     WriterNote,
 )
-from mutant_gate.engine.vocabulary import STYLES
+from mutant_gate.engine.vocabulary import STYLES, check_name
 
 _CAPITAL = re.compile(r"(?<!^)(?=[A-Z])")
 
@@ -64,7 +65,8 @@ class Reporter(Observer):
     worth a line (the kernel, the original's baseline, checks, writers, changed verdicts).
     Use it as a context manager around the event loop (the progress bar lives inside)."""
 
-    def __init__(self, console: Console, quiet: bool = False) -> None:
+    def __init__(self, console: Console, quiet: bool = False, verbose: bool = False) -> None:
+        self.verbose = verbose
         if quiet:
             self.progress = _NoBar(console)
         elif console.is_terminal:
@@ -162,13 +164,24 @@ class Reporter(Observer):
         self.say(f"[{style}]{mutant_id} {outcome.verdict.value}{by}[/]")
 
     # -- checks and writers -----------------------------------------------------------
+    def on_check_started(self, event: CheckStarted) -> None:
+        """A check on the survivors begins: the progress lines name it."""
+        if event.mutant is None:
+            self.progress.update(self.task, description=check_name(event.check))
+
     def on_check_finished(self, event: CheckFinished) -> None:
-        """The compile-check's or the diff-oracle's one line on a mutant (or the run)."""
-        self.say(check_lines.event_line(event))
+        """The compile-check's or the diff-oracle's line on the run; its line on one
+        mutant only with ``-v`` (the survivor lines say it at the end), but for a
+        contradiction or a refused claim."""
+        loud = event.summary.startswith(("CONTRADICTION", "equivalence claim refused"))
+        if self.verbose or event.mutant is None or loud:
+            self.say(check_lines.event_line(event))
 
     def on_writer_note(self, event: WriterNote) -> None:
-        """A writer says what it does, or why it stopped; the run is in its phase now."""
-        self.say(writer_note_line(event))
+        """A writer says what it does, or why it stopped; the run is in its phase now.
+        A note on one survivor, or on what the probe learned, only with ``-v``."""
+        if self.verbose or not detail(event):
+            self.say(writer_note_line(event))
         self.progress.update(self.task, description=event.writer)
 
     def on_test_accepted(self, event: TestAccepted) -> None:
@@ -187,6 +200,14 @@ class Reporter(Observer):
             f"[yellow]{event.origin}: rejected attempt {event.attempt}{where}:[/] "
             f"{escape(event.reason)}"
         )
+
+
+def detail(event: WriterNote) -> bool:
+    """A writer's note that is a detail of its work (``-v``): an info note on one
+    survivor (what the probe tried), or what it learned of the file's calls."""
+    return event.level == "info" and (
+        event.mutant_id is not None or event.message.startswith("learned ")
+    )
 
 
 def writer_note_line(event: WriterNote) -> str:

@@ -6,11 +6,12 @@ import argparse
 import json
 
 from rich.console import Console
+from rich.markup import escape
 
 from mutant_gate.cli import check_lines, commands
 from mutant_gate.cli.flags import run_settings
 from mutant_gate.cli.reporter import Reporter
-from mutant_gate.cli.summary import score_line, summary, writers_summary
+from mutant_gate.cli.summary import next_step, score_line, summary, writers_summary
 from mutant_gate.cli.written import say_written
 from mutant_gate.engine import session
 
@@ -20,7 +21,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     commands.check_report_paths(args)
     if args.config:
         console.print(f"[dim]configuration: {args.config}[/]", highlight=False)
-    reporter = Reporter(console, quiet=args.quiet)
+    verbose = getattr(args, "verbose", False)
+    reporter = Reporter(console, quiet=args.quiet, verbose=verbose)
 
     def warn(text: str) -> None:
         console.print(f"[yellow]{text}[/]", highlight=False)
@@ -31,10 +33,10 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                 reporter.handle(event)
     report = reporter.report
     assert report is not None
-    summary(console, report)
-    for line in writers_summary(report):
+    summary(console, report, verbose)
+    for line in writers_summary(report, verbose):
         console.print(line, highlight=False)
-    for line in check_lines.summary_lines(report):
+    for line in check_lines.summary_lines(report, verbose):
         console.print(line, highlight=False)
     write_tests(run, settings.writers.write_tests, console)
     if args.json:
@@ -55,5 +57,8 @@ def score_and_gate(report: dict, args: argparse.Namespace, console: Console) -> 
     then the score, then the gate's verdict (``--fail-under``), so the score is what a
     log ends with. Returns the exit code."""
     commands.after_run(report, args, console)
+    step = next_step(report, getattr(args, "write_tests", None))
+    if step:
+        console.print(f"[bold]{escape(step)}[/]", highlight=False)
     console.print(score_line(report), highlight=False)
     return commands.gate_exit(report, args.fail_under, console, args.gate_on)

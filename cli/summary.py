@@ -66,8 +66,17 @@ def _why(verdict: dict) -> str:
     return f"{by}: {reason}" if by and reason else by or reason
 
 
-def summary(console: Console, report: dict) -> None:
-    verdicts = [v.value for v in ORDER]
+def summary(console: Console, report: dict, verbose: bool = False) -> None:
+    """The table of verdicts by operator, the survivors, what the run found beside them;
+    with ``verbose`` also how its time went, the sandbox and the shims (in the JSON
+    report either way)."""
+    rows = by_operator(report)
+    # killed and survived always; the other verdicts where a mutant has one (80 columns)
+    verdicts = [
+        v.value
+        for v in ORDER
+        if v in (Verdict.KILLED, Verdict.SURVIVED) or any(row.get(v.value) for row in rows)
+    ]
     table = Table(
         title=f"mutants of {os.path.basename(report['kernel']['path'])}", title_justify="left"
     )
@@ -75,9 +84,9 @@ def summary(console: Console, report: dict) -> None:
     table.add_column("family", overflow="fold")
     table.add_column("operator", overflow="fold")
     table.add_column("total", justify="right")
-    for v in verdicts:
-        table.add_column(v, justify="right", style=STYLES[v], overflow="fold")
-    for row in by_operator(report):
+    for v in verdicts:  # "not compilable": a header that wraps at a space, not mid-word
+        table.add_column(v.replace("_", " "), justify="right", style=STYLES[v], overflow="fold")
+    for row in rows:
         table.add_row(
             row["family"],
             row["operator"],
@@ -106,6 +115,20 @@ def summary(console: Console, report: dict) -> None:
         console.print(line, highlight=False)
     for line in predictions.lines(report.get("predictions")):
         console.print(escape(line), highlight=False)
+    kills = report["sandbox"].get("kills_by_limit") or {}
+    if kills:
+        console.print(
+            "killed by a sandbox limit (the original fit in it): "
+            + ", ".join(f"{limit} {n}" for limit, n in sorted(kills.items())),
+            highlight=False,
+        )
+    if verbose:
+        anatomy(console, report)
+
+
+def anatomy(console: Console, report: dict) -> None:
+    """``-v``: the test selection, the slowest cases, where the time went, the GPUs, the
+    sandbox and the shims the file needed."""
     selection = report.get("selection")
     if selection and selection.get("mutants"):
         n, suite = selection["mutants"], selection["suite_cases"]
@@ -158,16 +181,33 @@ def summary(console: Console, report: dict) -> None:
         f"run {report['run_id']}[/]",
         highlight=False,
     )
-    kills = box.get("kills_by_limit") or {}
-    if kills:
-        console.print(
-            "killed by a sandbox limit (the original fit in it): "
-            + ", ".join(f"{limit} {n}" for limit, n in sorted(kills.items())),
-            highlight=False,
-        )
     shims = shims_line(report)
     if shims:
         console.print(f"[dim]{shims}[/]", highlight=False)
+
+
+def next_step(report: dict, tests_dir: str | None = None) -> str | None:
+    """The one thing to do next, in one line: kill the first survivor whose outputs
+    differ (a test gap the oracle measured), else commit the tests mutant-gate wrote
+    where they kill more, else look at the survivors in the explorer; None when nothing
+    is left to do."""
+    left = [
+        m for m in report["mutants"] if m["verdict"] == Verdict.SURVIVED and not m.get("accepted")
+    ]
+    gaps = [m for m in left if (m.get("survivor") or {}).get("kind") == "differs"]
+    run = report.get("run_id")
+    if gaps:
+        m = gaps[0]
+        return (
+            f"next: a test that checks what {m['id']} ({m['operator']}, line {m['line']}) "
+            f"changes; `mutant-gate replay {run}` shows each survivor's evidence"
+        )
+    written = (report.get("score") or {}).get("with_written") or {}
+    if written.get("added") and tests_dir:
+        return f"next: commit {tests_dir.rstrip('/')}/: their kills become your score"
+    if left:
+        return f"next: `mutant-gate replay {run}` shows each survivor's diff and evidence"
+    return None
 
 
 def score_line(report: dict) -> str:
@@ -175,17 +215,13 @@ def score_line(report: dict) -> str:
     out; then, where mutant-gate wrote tests that kill more, the score with them on a
     line of its own. The run says it last, with only the gate's verdict after it."""
     s = report["score"]
-    excluded = (
-        ", ".join(
-            f"{e['id']} ({'accepted' if e.get('accepted') else e['verdict']})"
-            for e in s["excluded"]
-        )
-        or "none"
+    excluded = ", ".join(
+        f"{e['id']} ({'accepted' if e.get('accepted') else e['verdict']})" for e in s["excluded"]
     )
     mine = "your tests" if "with_written" in s else "score"
     line = (
         f"{mine}: [bold]{s['killed']}/{s['total']}[/] killed, raw {percent(s['raw'])}, "
-        f"adjusted {percent(s['adjusted'])} (excluded: {excluded})"
+        f"adjusted {percent(s['adjusted'])}" + (f" (excluded: {excluded})" if excluded else "")
     )
     asserts = (report.get("own_check") or {}).get("asserts")
     if asserts is False and not _given_tests(report):
@@ -196,7 +232,7 @@ def score_line(report: dict) -> str:
         line += (
             f"\nwith the tests mutant-gate wrote: [bold]{written['killed']}/{s['total']}[/] "
             f"killed, raw {percent(written['raw'])}, adjusted {percent(written['adjusted'])} "
-            f"({n} more; commit the written tests to make them yours)"
+            f"({n} more)"
         )
     return line
 
@@ -246,10 +282,12 @@ def accepted_lines(report: dict) -> list[str]:
     return lines
 
 
-def writers_summary(report: dict) -> list[str]:
-    """What the writers added: accepted tests with their kills, the model's tokens."""
+def writers_summary(report: dict, verbose: bool = False) -> list[str]:
+    """What the writers added: how many survivors the probe killed, the claims, the
+    model's tokens; with ``verbose`` also each accepted test with its kills (said as it
+    was accepted) and the probe's spend."""
     lines = []
-    for t in report.get("tests", []):
+    for t in report.get("tests", []) if verbose else ():
         if t.get("origin") in ("stage1", "stage2", "probe"):
             kills = ", ".join(t["kills"]) or "nothing"
             took = f" ({t['original_s']:.2f} s on the original)" if "original_s" in t else ""
@@ -264,9 +302,9 @@ def writers_summary(report: dict) -> list[str]:
         killed = sum(kills.values())
         lines.append(
             f"probe: {killed} of {counted(probe['survivors'], 'survivor')} killed"
-            + (f" (by trigger: {by})" if by else "")
+            + (f" (by trigger: {by})" if by and verbose else "")
         )
-        spend = probe_spend(probe.get("spend"))
+        spend = probe_spend(probe.get("spend")) if verbose else None
         if spend:
             lines.append(f"probe spend: {spend}")
     claims = [

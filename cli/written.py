@@ -9,16 +9,17 @@ from mutant_gate.engine import session
 
 
 def written_line(written) -> str:
-    """``3 tests (2 files, 1 data file) written to DIR/: run them with ...``; tests are
-    test functions, files test files, data files (golden values) counted apart."""
+    """``3 tests (2 files, 1 data file) written to DIR/; run them with:`` and the
+    command on a line of its own; tests are test functions, files test files, data
+    files (golden values) counted apart."""
     folder = written.directory.rstrip("/") + "/"
     parts = [counted(written.files, "file")]
     if written.data:
         parts.append(counted(written.data, "data file"))
     them = "it" if written.tests == 1 else "them"
     return (
-        f"{counted(written.tests, 'test')} ({', '.join(parts)}) written to {folder}: "
-        f"run {them} with {written.command}"
+        f"{counted(written.tests, 'test')} ({', '.join(parts)}) written to {folder}; "
+        f"run {them} with:\n  {written.command}"
     )
 
 
@@ -37,4 +38,4 @@ def say_written(run: session.Session, directory: str | None, console: Console) -
         )
         return
     if written.files:
-        console.print(written_line(written), highlight=False, soft_wrap=True, markup=False)
+        console.print(written_line(written), highlight=False, markup=False)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from .kernel_file import KernelFile
 from .records import Mutant, MutantOutcome
 from .sandbox.job import JobResult
+from .survivor_kinds import classify, counts
 from .testlist import WRITTEN, baseline_cases, report_tests
 from .verdicts import Ledger
 from .vocabulary import EXCLUDED, PENDING, TEST_PREFIX, By, Verdict
@@ -38,6 +39,7 @@ REPORT_FIELDS = frozenset(
         "score",
         "complete",
         "rerun",
+        "survivor_kinds",  # survivors by what the diff-oracle showed (engine/survivor_kinds)
     }
 )
 
@@ -153,8 +155,15 @@ def mutant_row(mutant: Mutant, outcome: MutantOutcome | None, details: dict | No
         "reason": outcome.reason if outcome else "",
         "duration_s": round(outcome.duration_s, 4) if outcome else None,
         "cached": outcome.cached if outcome else False,
-        **(details or {}),
+        **{k: v for k, v in (details or {}).items() if k != "survivor"},
+        **_kind(outcome, details),
     }
+
+
+def _kind(outcome: MutantOutcome | None, details: dict | None) -> dict:
+    """A survivor's ``survivor`` field: what the diff-oracle showed of it."""
+    kind = classify(outcome.verdict.value, (details or {}).get("oracle")) if outcome else None
+    return {"survivor": kind} if kind is not None else {}
 
 
 def build_report(
@@ -193,6 +202,7 @@ def build_report(
         "mutants": rows,
         "score": score(judged, written_names(tests)),
         "complete": all(m.id in outcomes for m in mutants),
+        "survivor_kinds": counts(judged),
         **ledger.sections(),
     }
 

@@ -155,7 +155,7 @@ class RunSettings:
     #: checks on survivors after the writers: ``engine/checks``
     compile_check: bool = False
     compile_targets: tuple[str, ...] = DEFAULT_TARGETS
-    diff_oracle: bool = False
+    diff_oracle: bool = True  # on survivors: sorts them by what execution showed
     #: interpreter: masked loads without ``other=`` read NaN / the integer maximum on
     #: masked-off lanes (a GPU leaves them undefined); ``--no-poison`` turns it off
     poison_undefined: bool = True

@@ -103,8 +103,8 @@ def test_tutorial_01s_written_test_runs_under_plain_pytest(tmp_path):
     one = n == 1
     assert (
         f"{n} test{'' if one else 's'} ({n} file{'' if one else 's'}, {n} data "
-        f"file{'' if one else 's'}) written to mutant-gate-tests/: run {'it' if one else 'them'} "
-        "with TRITON_INTERPRET=1 python -m pytest mutant-gate-tests/"
+        f"file{'' if one else 's'}) written to mutant-gate-tests/; run {'it' if one else 'them'} "
+        "with: TRITON_INTERPRET=1 python -m pytest mutant-gate-tests/"
     ) in said
     green = plain_pytest("mutant-gate-tests/", cwd=tmp_path)
     assert green.returncode == 0, green.stdout + green.stderr

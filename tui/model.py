@@ -18,6 +18,16 @@ from mutant_gate.engine.vocabulary import EXCLUDED, ORDER, PENDING, RUNNING, Ver
 VERDICTS = frozenset(v.value for v in ORDER)
 _EXCLUDED = frozenset(v.value for v in EXCLUDED)
 GROUPINGS = ("function", "family")
+#: a survivor's kind (the report row's ``survivor``), in words; "not checked" says nothing
+KIND_WORDS = {"differs": "outputs differ", "identical": "no difference observed"}
+
+
+def survivor_kind(row: dict) -> str | None:
+    """``differs`` or ``identical``: what the diff-oracle showed of a survivor (None where
+    it did not check it, or the mutant is no survivor)."""
+    kind = row.get("survivor")
+    name = kind.get("kind") if isinstance(kind, dict) else None
+    return name if name in KIND_WORDS and row.get("verdict") == "survived" else None
 
 
 @dataclass(frozen=True)
@@ -249,6 +259,9 @@ class RunModel:
             text = " ".join(str(row.get(k) or "") for k in fields)
             if row.get("accepted"):
                 text += f" accepted {row['accepted'].get('reason', '')}"
+            kind = survivor_kind(row)
+            if kind is not None:  # "differ", "identical", "masked" find survivors by kind
+                text += f" {kind} {KIND_WORDS[kind]} {row['survivor'].get('why', '')}"
             text = f"{text} line {row.get('line')} {self.states[i]}".lower()
             self._haystack[i] = text
         return text

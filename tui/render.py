@@ -15,9 +15,13 @@ from textual.highlight import highlight
 
 from mutant_gate.engine.session import ROW_FIELDS, probe_text, shown_claims
 from mutant_gate.engine.vocabulary import by_words, origin_words
+from mutant_gate.tui.model import survivor_kind
 
 #: Row fields the inspector shows in their own sections; anything else goes under "more".
-KNOWN_FIELDS = ROW_FIELDS | {"oracle", "compile", "claims", "attempts", "probe", "accepted"}
+KNOWN_FIELDS = ROW_FIELDS | {
+    *("oracle", "compile", "claims", "attempts", "probe", "accepted"),
+    "survivor",  # said in the why and the verdict label
+}
 
 ADDED = "on $success-muted"
 REMOVED = "on $error-muted"
@@ -75,6 +79,20 @@ def why(row: dict, state: str, *, oracle_on: bool = False, stopped: str | None =
             "score while its function is unchanged (never counted as killed)."
         )
     if state == "survived":
+        kind = survivor_kind(row)
+        if kind == "differs":
+            return (
+                f"Survived: {reason or 'every check passed'}. Outputs differ: "
+                f"{row['survivor'].get('why', '')}. A test gap: add a test that checks those "
+                "outputs (--tests), mark it (space) for stage 2, or accept it with a reason (a)."
+            )
+        if kind == "identical":
+            return (
+                f"Survived: {reason or 'every check passed'}. No difference observed: "
+                f"{row['survivor'].get('why', '')}. Still a survivor (identical on the launches "
+                "the checks make is no proof): mark it (space) for stage 2 to look for inputs "
+                "that tell it apart, or accept it with a reason (a)."
+            )
         oracle = (
             ""
             if oracle_on or row.get("oracle")

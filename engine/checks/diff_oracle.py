@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from statistics import mean
+from statistics import mean, median
 
 from ..events import CheckFinished, CheckStarted, Event
 from ..records import Mutant, Verdict
@@ -97,21 +97,45 @@ class OracleJobs:
         return answers
 
 
+#: a survivor whose own job ran this many times the median survivor's (and over a
+#: second) is compared in a job of its own, started first: a group's job lasts as long
+#: as its slowest variant, twice where undefined lanes are poisoned again
+SLOW_FACTOR = 3.0
+
+
+def _own_seconds(ctx: StageContext, mutant: Mutant) -> float:
+    """How long the mutant's own job ran (0 where it has no verdict yet)."""
+    outcome = ctx.ledger.outcome(mutant.id)
+    return outcome.duration_s if outcome is not None else 0.0
+
+
+def slow_ones(seconds: dict[str, float]) -> set[str]:
+    """The mutants (by id) whose own job took ``SLOW_FACTOR`` times the median's."""
+    if len(seconds) < 2:
+        return set()
+    typical = median(seconds.values())
+    return {mid for mid, s in seconds.items() if s > 1.0 and s > SLOW_FACTOR * typical}
+
+
 def oracle_jobs(
     ctx: StageContext,
     mutants: list[Mutant],
     inner: Job | None = None,
     per_job: int = PER_JOB,
     spread: int = 1,
+    alone: set[str] | frozenset[str] = frozenset(),
 ) -> OracleJobs:
     """The oracle's jobs for ``mutants``: at most ``per_job`` in one, and at least
     ``spread`` jobs where there are mutants enough (a job holds a worker as long as its
-    slowest variant runs). A job of one mutant is ``oracle_job``'s (keyed by its id), a
-    job of several is keyed by theirs joined."""
-    count = max(math.ceil(len(mutants) / max(1, per_job)), min(len(mutants), spread))
+    slowest variant runs). Those in ``alone`` (slow ones) come first, a job each. A job
+    of one mutant is ``oracle_job``'s (keyed by its id), a job of several is keyed by
+    theirs joined."""
+    chunks = [[m] for m in mutants if m.id in alone]
+    rest = [m for m in mutants if m.id not in alone]
+    count = max(math.ceil(len(rest) / max(1, per_job)), min(len(rest), spread - len(chunks)))
+    chunks += [rest[i::count] for i in range(count)]
     jobs, members = {}, {}
-    for i in range(count):
-        chunk = mutants[i::count]
+    for chunk in chunks:
         if not chunk:
             continue
         key = "+".join(m.id for m in chunk)
@@ -269,6 +293,9 @@ def compare(
         "interpreter_dependent": data["interpreter_dependent"],
         "contradiction": contradiction,
         "masked_only": data["masked_only"],
+        # lane digests of every load and store: what "identical" rests on (survivor kinds)
+        "active_lanes_differ": data.get("active_lanes_differ"),
+        "masked_lanes_differ": data.get("masked_lanes_differ"),
         "undefined_lanes": data["undefined_lanes"],
         "divergence": data["divergence"],
         "poisoned": None
@@ -312,8 +339,9 @@ def _diff_oracle(ctx: StageContext, mutants: list[Mutant], summary: dict) -> Ite
     todo = list(mutants)
     # Several mutants beside one run of the original in a job; those a job of several
     # gave no answer (one of them hung and cut the others) run again alone.
+    slow = slow_ones({m.id: _own_seconds(ctx, m) for m in mutants})
     for per_job in (PER_JOB, 1):
-        jobs = oracle_jobs(ctx, todo, per_job=per_job, spread=ctx.workers)
+        jobs = oracle_jobs(ctx, todo, per_job=per_job, spread=ctx.workers, alone=slow)
         todo = []
         for kind, key, result in ctx.run_jobs(jobs.jobs):
             members = [by_id[mid] for mid in jobs.members[key]]

@@ -70,6 +70,8 @@ outline-offset:2px}
 .v-killed{background:var(--killed)}.v-survived{background:var(--survived)}
 .v-equivalent{background:var(--equivalent)}.v-not_compilable{background:var(--not_compilable)}
 .v-error{background:var(--error)}.v-pending{background:var(--pending)}
+.cell.k-identical{background:repeating-linear-gradient(45deg,var(--survived) 0 5px,var(--equivalent) 5px 8px)}
+.kind-differs{color:var(--survived);font-weight:600}.kind-identical{color:var(--equivalent);font-weight:600}
 .tag{display:inline-block;border-radius:4px;padding:0 6px;color:#fff;font-weight:600}
 .detail{display:none;border:1px solid var(--line);border-radius:8px;padding:4px 16px 16px}
 html:not(.js) .detail:target,.detail.on{display:block}
@@ -89,7 +91,7 @@ SCRIPT = """
 document.documentElement.classList.add('js');
 var cells=Array.prototype.slice.call(document.querySelectorAll('.cell'));
 var hint=document.getElementById('hint');
-function show(id,focus){
+function show(id,focus,keep){
  var d=document.getElementById('m-'+id);if(!d)return;
  document.querySelectorAll('.detail.on').forEach(function(e){e.classList.remove('on')});
  d.classList.add('on');if(hint)hint.hidden=true;
@@ -98,6 +100,7 @@ function show(id,focus){
  d.querySelectorAll('[data-test]').forEach(function(slot){
   if(slot.dataset.filled)return;var src=document.getElementById(slot.dataset.test);
   if(src){slot.appendChild(src.cloneNode(true)).removeAttribute('id');slot.dataset.filled=1}});
+ if(keep===false)return;  // the page's own first choice: no hash, the page stays at its top
  try{history.replaceState(null,'','#m-'+id)}catch(err){}  // file: pages may refuse
 }
 cells.forEach(function(c){c.addEventListener('click',function(e){e.preventDefault();
@@ -127,7 +130,8 @@ document.querySelectorAll('.filters button').forEach(function(b){
 var start=location.hash.indexOf('#m-')===0?location.hash.slice(3):null;
 if(!start){var s=cells.filter(function(c){return c.dataset.verdict==='survived'})[0];
  start=s?s.dataset.id:null}
-if(start)show(start,false);
+if(start)show(start,false,!!location.hash);
+if(!location.hash)window.scrollTo(0,0);  // opens at its top: the score first
 })();
 """
 
@@ -158,7 +162,9 @@ def verdict_tag(verdict: str) -> str:
 
 
 #: Row sections the detail shows under their own heading; ``evidence_lines`` says the rest.
-SHOWN_SECTIONS = frozenset({"claims", "oracle", "compile", "attempts", "accepted", "probe"})
+SHOWN_SECTIONS = frozenset(
+    {"claims", "oracle", "compile", "attempts", "accepted", "probe", "survivor"}
+)
 
 
 def evidence_lines(row: dict) -> list[str]:
@@ -245,6 +251,7 @@ def detail_section(report: dict, row: dict, test_ids: dict[str, str], prefix: st
             f"<p><b>accepted</b> in the baseline file: {esc(row['accepted'].get('reason'))} "
             "(left out of the adjusted score, not killed)</p>"
         )
+    parts += survivor_kind(row)
     killers = killing_tests(report, row)
     if verdict == "killed":
         parts.append("<h3>Killing test</h3>")
@@ -337,6 +344,7 @@ def html_page(report: dict) -> str:
             + "</p>"
         )
     out += run_notes(report, score)
+    out += survivor_counts(rows)
     out.append(
         f'<p class="meta">run {esc(report.get("run_id"))} · {esc(report.get("kernel", {}).get("path"))}'
         f" · mutant-gate {esc(tool_version())} · triton {esc(toolchain.get('triton'))} · torch "
@@ -359,11 +367,17 @@ def html_page(report: dict) -> str:
         for row in members:
             v = row.get("verdict", "pending")
             title = f"{row['id']} {row.get('operator')} line {row.get('line')}: {v}"
+            kind = _kind(row)
+            if kind is not None:
+                title += f" ({KIND_WORDS[kind['kind']]})"
+            k = f" k-{esc(kind['kind'])}" if kind is not None else ""
             out.append(
-                f'<a class="cell v-{esc(v)}" href="#m-{esc(row["id"])}" data-id="{esc(row["id"])}" '
-                f'data-verdict="{esc(v)}" title="{esc(title)}">{GLYPHS.get(v, "?")}</a>'
+                f'<a class="cell v-{esc(v)}{k}" href="#m-{esc(row["id"])}" '
+                f'data-id="{esc(row["id"])}" data-verdict="{esc(v)}" '
+                f'title="{esc(title)}">{GLYPHS.get(v, "?")}</a>'
             )
         out.append("</div></section>")
+    out += survivor_list(rows)
     out.append("<h2>By operator</h2><table><tr><th>family</th><th>operator</th>")
     out.append("".join(f"<th>{GLYPHS[v]}</th>" for v in VERDICTS if per_verdict[v]) + "</tr>")
     table: dict[tuple[str, str], dict[str, int]] = {}
@@ -398,6 +412,74 @@ def html_page(report: dict) -> str:
     out.append("</div></main>")
     out.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(out) + "\n"
+
+
+#: a survivor's kind (``row["survivor"]``) in words, as the console and the explorer say it
+KIND_WORDS = {
+    "differs": "outputs differ",
+    "identical": "no difference observed",
+    "not_checked": "not checked",
+}
+#: what each kind asks of the reader
+KIND_HINTS = {
+    "differs": "the checks pass anyway: a test gap, write a test that checks those outputs",
+    "identical": "the diff-oracle saw none on the launches the checks make; still a survivor "
+    "(identical there is no proof)",
+}
+
+
+def _kind(row: dict) -> dict | None:
+    """The survivor's checked kind (``differs`` or ``identical``), or None."""
+    kind = row.get("survivor")
+    if row.get("verdict") != "survived" or not isinstance(kind, dict):
+        return None
+    return kind if kind.get("kind") in KIND_HINTS else None
+
+
+def survivor_kind(row: dict) -> list[str]:
+    """A survivor's detail: what execution showed of it (nothing where not checked)."""
+    kind = _kind(row)
+    if kind is None:
+        return []
+    name = kind["kind"]
+    return [
+        "<h3>What execution showed</h3>",
+        f'<p><span class="kind-{esc(name)}">{esc(KIND_WORDS[name])}</span>: '
+        f"{esc(kind.get('why'))} ({esc(KIND_HINTS[name])})</p>",
+    ]
+
+
+def survivor_counts(rows: list[dict]) -> list[str]:
+    """The survivors' kinds counted, under the score (nothing where none was checked)."""
+    kinds = [k["kind"] for k in map(_kind, (r for r in rows if not r.get("accepted"))) if k]
+    said = [
+        f'<span class="kind-{name}">{kinds.count(name)} {esc(KIND_WORDS[name])}</span>'
+        for name in ("differs", "identical")
+        if name in kinds
+    ]
+    return [f'<p class="meta">survivors: {", ".join(said)}</p>'] if said else []
+
+
+def survivor_list(rows: list[dict]) -> list[str]:
+    """The survivors by kind under the score: outputs differ first (each with which
+    output, by how much), then no difference observed; nothing where none was checked."""
+    kinds = [(row, _kind(row)) for row in rows if not row.get("accepted")]
+    out = []
+    for name in ("differs", "identical"):
+        members = [(row, k) for row, k in kinds if k is not None and k["kind"] == name]
+        if not members:
+            continue
+        out.append(
+            f'<h2 class="kind-{name}">Survivors: {esc(KIND_WORDS[name])} ({len(members)})</h2>'
+            f'<p class="meta">{esc(KIND_HINTS[name])}</p><ul class="survivors kind-list-{name}">'
+        )
+        out += [
+            f'<li><a href="#m-{esc(row["id"])}"><code>{esc(row["id"])}</code></a> '
+            f"{esc(row.get('operator'))} line {esc(row.get('line'))}: {esc(k.get('why'))}</li>"
+            for row, k in members
+        ]
+        out.append("</ul>")
+    return out
 
 
 def score_paragraph(score: dict, what: str = "mutants killed") -> str:

@@ -54,6 +54,44 @@ def _mine(score: dict) -> str:
     return "your tests: " if "with_written" in score else ""
 
 
+#: a survivor's kind (``row["survivor"]``), in the order survivors are listed
+KINDS = ("differs", "identical", "not_checked")
+KIND_WORDS = {"differs": "outputs differ", "identical": "no difference observed"}
+
+
+def _kind(row: dict) -> str | None:
+    """The survivor's checked kind (``differs``, ``identical``), or None."""
+    kind = row.get("survivor")
+    name = kind.get("kind") if isinstance(kind, dict) else None
+    return name if name in KIND_WORDS else None
+
+
+def _oracle_cell(row: dict) -> str:
+    """The diff-oracle's column: the survivor's kind and why where it was checked."""
+    name = _kind(row)
+    if name is None:
+        return oracle_sentence(row) or ""
+    return f"**{KIND_WORDS[name]}**: {row['survivor'].get('why', '')}"
+
+
+def _kinds_sentence(survivors: list[dict]) -> str:
+    kinds = [_kind(r) for r in survivors]
+    parts = []
+    if "differs" in kinds:
+        parts.append(
+            f"{kinds.count('differs')} where **outputs differ** and the checks pass "
+            "(a test gap: each needs a test that checks those outputs)"
+        )
+    if "identical" in kinds:
+        parts.append(
+            f"{kinds.count('identical')} with **no difference observed** on the checks' "
+            "launches (still survivors: identical there is no proof)"
+        )
+    if None in kinds:
+        parts.append(f"{kinds.count(None)} not checked by the diff-oracle")
+    return "Bugs the checks let through: " + "; ".join(parts) + "."
+
+
 def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> str:
     score = report.get("score") or {}
     per_verdict = counts(report)
@@ -82,12 +120,17 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
 
     rows = report.get("mutants", [])
     survivors = [r for r in rows if r.get("verdict") == "survived" and not r.get("accepted")]
+    checked = any(_kind(r) for r in survivors)
+    if checked:  # outputs differ first, then no difference observed, then not checked
+        survivors.sort(key=lambda r: KINDS.index(_kind(r) or "not_checked"))
     if survivors:
         out += [
             "",
             f"### Survivors ({len(survivors)})",
             "",
-            "Bugs the checks let through: each needs a test that fails on it.",
+            _kinds_sentence(survivors)
+            if checked
+            else "Bugs the checks let through: each needs a test that fails on it.",
             "",
             "| id | operator | where | change | probe | diff-oracle |",
             "|---|---|---|---|---|---|",
@@ -97,7 +140,7 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
                 f"| `{r['id']}` | {_cell(r.get('operator'))} | "
                 f"`{_cell(r.get('function'))}` line {r.get('line')} | "
                 f"{_cell(_code(r.get('before', '')))} → {_cell(_code(r.get('after', '')))} | "
-                f"{_cell(probe_text(r))} | {_cell(oracle_sentence(r) or '')} |"
+                f"{_cell(probe_text(r))} | {_cell(_oracle_cell(r))} |"
             )
         if len(survivors) > max_rows:
             out.append(f"| … | {len(survivors) - max_rows} more | | | | |")

@@ -22,7 +22,7 @@ from textual.widgets import Label, Static
 
 from mutant_gate.engine.vocabulary import CHECK_NAMES
 from mutant_gate.tui import render
-from mutant_gate.tui.model import RunModel
+from mutant_gate.tui.model import KIND_WORDS, RunModel, survivor_kind
 
 #: Section keys and titles, in the order they are shown.
 SECTIONS = {
@@ -111,6 +111,9 @@ class Inspector(VerticalScroll, can_focus=True):
             label += f" by {row['by']}"
         if row.get("cached") and state not in ("pending", "running"):
             label += "  (from cache)"
+        kind = survivor_kind(row)
+        if kind is not None:
+            label += f" · {KIND_WORDS[kind]}"
         if mutant_id in model.marked:
             label += "  [marked for stage 2]"
         verdict.display = True

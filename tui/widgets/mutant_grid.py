@@ -19,7 +19,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from mutant_gate.engine.vocabulary import CELL_STATES, GLYPHS
-from mutant_gate.tui.model import Filters, RunModel
+from mutant_gate.tui.model import KIND_WORDS, Filters, RunModel, survivor_kind
 
 CELL_WIDTH = 3
 _HEADER = -1
@@ -34,6 +34,7 @@ class MutantGrid(ScrollView, can_focus=True):
         "-marked",
         "-group",
         "-accepted",
+        "-identical",
     }
     BINDINGS = [
         Binding("left,h", "move(-1, 0)", "left", show=False),
@@ -56,6 +57,7 @@ class MutantGrid(ScrollView, can_focus=True):
     MutantGrid > .-marked { text-style: bold underline; }
     MutantGrid > .-group { text-style: bold; }
     MutantGrid > .-accepted { text-style: dim italic; }
+    MutantGrid > .-identical { background: $error-muted; text-style: not bold; }
     """
 
     class Highlighted(Message):
@@ -246,6 +248,8 @@ class MutantGrid(ScrollView, can_focus=True):
                 names.append("-marked")
             elif state == "survived" and rows[i].get("accepted"):
                 names.append("-accepted")
+            if state == "survived" and survivor_kind(rows[i]) == "identical":
+                names.append("-identical")  # no difference observed: muted, still a survivor
             if i == cursor_row:
                 names.append("-cursor")
             text = f"[{glyph}]" if is_marked else f" {glyph} "
@@ -261,7 +265,11 @@ class MutantGrid(ScrollView, can_focus=True):
         pending = sum(1 for i in members if states[i] in ("pending", "running"))
         parts = [key, str(len(members))]
         if survived:
-            parts.append(f"{survived} survived")
+            kinds = [survivor_kind(self.model.rows[i]) for i in members if states[i] == "survived"]
+            said = [
+                f"{kinds.count(k)} {KIND_WORDS[k]}" for k in ("differs", "identical") if k in kinds
+            ]
+            parts.append(f"{survived} survived" + (f" ({', '.join(said)})" if said else ""))
         if pending:
             parts.append(f"{pending} {'not run' if self.model.stopped else 'to go'}")
         return " · ".join(parts)
