@@ -204,7 +204,9 @@ def next_step(report: dict, tests_dir: str | None = None) -> str | None:
         )
     written = (report.get("score") or {}).get("with_written") or {}
     if written.get("added") and tests_dir:
-        return f"next: commit {tests_dir.rstrip('/')}/: their kills become your score"
+        rel = os.path.relpath(os.path.abspath(tests_dir))
+        folder = tests_dir if rel.startswith("..") else rel
+        return f"next: commit {folder.rstrip('/')}/: their kills become your score"
     if left:
         return f"next: `mutant-gate replay {run}` shows each survivor's diff and evidence"
     return None

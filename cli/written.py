@@ -12,7 +12,7 @@ def written_line(written) -> str:
     """``3 tests (2 files, 1 data file) written to DIR/; run them with:`` and the
     command on a line of its own; tests are test functions, files test files, data
     files (golden values) counted apart."""
-    folder = written.directory.rstrip("/") + "/"
+    folder = written.shown.rstrip("/") + "/"
     parts = [counted(written.files, "file")]
     if written.data:
         parts.append(counted(written.data, "data file"))

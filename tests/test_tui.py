@@ -796,3 +796,27 @@ def test_a_killing_test_is_said_in_words():
     text = render.test_content({"name": "check", "origin": "own", "status": "passed"}).plain
     assert "the kernel file's own check" in text and "passed on the original" in text
     assert "origin own" not in text and "status passed" not in text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("width", [100, 160])
+async def test_the_full_screen_inspector_wraps_long_lines_instead_of_cutting_them(report, width):
+    """Enter opens the inspector full screen: it is the screen's width, and a section's
+    long line (the why, a probe's note) wraps, so every word of it is on screen."""
+    target = next(m for m in report["mutants"] if m["verdict"] == "survived")
+    target["novel_field"] = "a note " + " ".join(f"word{i:03d}" for i in range(60))
+    app = create_app(report=report)
+    async with app.run_test(size=(width, 120)) as pilot:
+        await pilot.pause()
+        app.explorer.grid.select(target["id"])
+        app.explorer.grid.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        inspector = app.explorer.inspector
+        assert inspector.size.width <= width
+        strips = app.screen._compositor.render_strips()
+        shown = ["".join(segment.text for segment in strip) for strip in strips]
+        on_screen = set(" ".join(shown).split())
+        words = {w for content in inspector.sections.values() for w in content.plain.split()}
+        assert "word059" in words
+        assert words <= on_screen, sorted(words - on_screen)[:10]

@@ -39,6 +39,11 @@ class Written:
     def __len__(self) -> int:
         return len(self.paths)
 
+    @property
+    def shown(self) -> str:
+        """The folder as a user would type it (relative to the working directory)."""
+        return shown(self.directory)
+
 
 def _relative(target: str, directory: str) -> str:
     return os.path.relpath(os.path.abspath(target), os.path.abspath(directory))
@@ -126,11 +131,17 @@ def write_test(
     return paths
 
 
+def shown(path: str) -> str:
+    """A path as a user would type it: relative to the working directory when under it."""
+    rel = os.path.relpath(os.path.abspath(path))
+    return path if rel.startswith("..") else rel
+
+
 def run_command(kernel: KernelFile | None, directory: str, mode: str = "interpret") -> str:
     """How to run the folder's tests with plain pytest (from the project's root in
     project mode)."""
     env = "TRITON_INTERPRET=1 " if mode == "interpret" else ""
-    folder = directory.rstrip("/") + "/"
+    folder = shown(directory).rstrip("/") + "/"
     project = kernel.project if kernel is not None else None
     here = os.path.abspath(os.getcwd())
     if project is not None and os.path.abspath(project.root) != here:

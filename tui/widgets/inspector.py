@@ -50,9 +50,9 @@ class Inspector(VerticalScroll, can_focus=True):
     ]
     DEFAULT_CSS = """
     Inspector { padding: 0 1; }
-    Inspector > #inspector-title { text-style: bold; width: 1fr; height: 1; }
+    Inspector > #inspector-title { text-style: bold; width: 1fr; height: auto; }
     Inspector > #inspector-verdict { padding: 0 1; margin: 1 0 0 0; text-style: bold; }
-    Inspector > Static { height: auto; }
+    Inspector > Static { height: auto; width: 1fr; text-wrap: wrap; }
     """
 
     def __init__(self, model: RunModel, *, id: str | None = None) -> None:
