@@ -1,0 +1,467 @@
+"""Every program of an interpreted launch at once (``TRITON_INTERPRET=1``, tested with Triton 3.9).
+
+Triton's interpreter runs a launch's programs one after another, each operation of each program
+through its semantic layer on small numpy arrays, and patches its language again at every
+device-function call (``tl.sum``, a kernel's own ``@jit`` helpers). ``install()`` replaces
+``GridExecutor.__call__`` and ``InterpretedFunction.__call__``:
+
+* ``"batched"``: a launch runs its programs together, a leading program axis on every value that
+  differs between them (``batched_ops``), loads and stores as gathers and scatters over all
+  programs' addresses (``batched_memory``), in chunks of programs where memory would grow too
+  large. A top-level ``if cond: return`` becomes a mask on the programs for which it holds. Where
+  a launch cannot run so (a branch or loop bound that differs between programs, programs that
+  talk through memory, an op without a batched form, any error), its arguments' memory is put
+  back and Triton's own loop runs it; ``launches()`` says which executor ran each launch and why.
+* ``"triton"``: Triton's own loop, with its language patched once per launch.
+
+Both give Triton's results bit for bit: a batched launch does each program's operations in the
+same order on the same numpy kernels, and stores and atomics in program order.
+
+Switch it on with ``install()`` (the mode from ``MUTANT_GATE_INTERPRETER``, default batched) or
+``install_from_env()`` (only where that variable is set). ``MUTANT_GATE_BATCH_ELEMENTS`` bounds
+a chunk: programs times the most elements one program's load or store touches.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from . import batched_ops as ops
+from .batched_memory import Memory
+
+ENV = "MUTANT_GATE_INTERPRETER"
+ENV_ELEMENTS = "MUTANT_GATE_BATCH_ELEMENTS"
+MODES = ("batched", "triton")
+GUARD = "_mutant_gate_guard"
+PICK = "_mutant_gate_pick"
+FIRST_CHUNK = 256  # programs in a launch's first chunk, before its blocks' sizes are known
+GUESSED_ELEMENTS = 128  # elements a program, for the first chunk
+DEFAULT_ELEMENTS = 1 << 22
+MAX_RECORDS = 10_000
+
+_ORIGINALS: dict[str, Any] = {}
+_MODE: list[str] = []
+_RECORDS: list[dict] = []
+_LAUNCH_LANGS: list[set] = []  # the language modules patched for the launch now running
+_KERNELS: dict[Any, Any] = {}  # original function -> its rewrite with guards as masks
+_LANGS: dict[Any, frozenset] = {}
+_ABSENT = object()
+
+
+# --------------------------------------------------------------------------
+# public
+
+
+def install(mode: str | None = None) -> None:
+    """Patch Triton's interpreter (idempotent; a second call only changes the mode)."""
+    mode = mode or os.environ.get(ENV) or "batched"
+    if mode not in MODES:
+        raise ValueError(f"{ENV}={mode!r}: expected one of {', '.join(MODES)}")
+    _MODE[:] = [mode]
+    if _ORIGINALS:
+        return
+    from triton.runtime import interpreter as interp
+
+    _ORIGINALS["grid"] = interp.GridExecutor.__call__
+    _ORIGINALS["device"] = interp.InterpretedFunction.__call__
+    interp.GridExecutor.__call__ = _grid_call
+    interp.InterpretedFunction.__call__ = _device_call
+
+
+def install_from_env() -> bool:
+    """``install()`` where ``MUTANT_GATE_INTERPRETER`` is set; True if it was."""
+    if not os.environ.get(ENV):
+        return False
+    install()
+    return True
+
+
+def uninstall() -> None:
+    """Give Triton's interpreter back as it was."""
+    if not _ORIGINALS:
+        return
+    from triton.runtime import interpreter as interp
+
+    interp.GridExecutor.__call__ = _ORIGINALS.pop("grid")
+    interp.InterpretedFunction.__call__ = _ORIGINALS.pop("device")
+    _MODE.clear()
+
+
+def mode() -> str | None:
+    return _MODE[0] if _ORIGINALS and _MODE else None
+
+
+def launches() -> list[dict]:
+    """One record a launch: kernel, programs, executor ("batched" | "triton"), reason, chunks,
+    seconds."""
+    return [dict(r) for r in _RECORDS]
+
+
+def clear() -> None:
+    _RECORDS.clear()
+
+
+def summary() -> dict[str, dict]:
+    """Per kernel: launches by executor and the reasons for Triton's loop."""
+    out: dict[str, dict] = {}
+    for r in _RECORDS:
+        k = out.setdefault(r["kernel"], {"batched": 0, "triton": 0, "reasons": {}})
+        k[r["executor"]] += 1
+        if r["reason"]:
+            k["reasons"][r["reason"]] = k["reasons"].get(r["reason"], 0) + 1
+    return out
+
+
+def _record(kernel: str, programs: int, executor: str, reason: str | None, **extra: Any) -> None:
+    if len(_RECORDS) < MAX_RECORDS:
+        _RECORDS.append(
+            {"kernel": kernel, "programs": programs, "executor": executor, "reason": reason} | extra
+        )
+
+
+# --------------------------------------------------------------------------
+# the language, patched once per launch
+
+
+def _langs_of(fn: Any) -> frozenset:
+    if fn not in _LANGS:
+        import triton.language as tl
+
+        mods = (tl, tl.core)
+        _LANGS[fn] = frozenset(
+            v for v in fn.__globals__.values() if inspect.ismodule(v) and v in mods
+        )
+    return _LANGS[fn]
+
+
+def _device_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """A device-function call: Triton patches its language at every one; within a launch that
+    has patched it, once is enough."""
+    if not _LAUNCH_LANGS:
+        return _ORIGINALS["device"](self, *args, **kwargs)
+    from triton.runtime import interpreter as interp
+
+    langs = _langs_of(self.fn)
+    if not langs <= _LAUNCH_LANGS[-1]:
+        interp._patch_lang(self.fn)  # left patched, as Triton leaves it
+        _LAUNCH_LANGS[-1].update(langs)
+    fn = self.rewrite()
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:
+        raise interp.InterpreterError(repr(e)) from e
+
+
+def _kernel_name(fn: Any) -> str:
+    return getattr(fn, "__name__", "?")
+
+
+def _triton_loop(self: Any, args_dev: tuple, kwargs: dict, hooks: bool = True) -> Any:
+    """Triton's own loop (whatever ``GridExecutor.__call__`` was before us), patching once."""
+    saved_hooks = self.pre_run_hooks
+    if not hooks:
+        self.pre_run_hooks = []
+    _LAUNCH_LANGS.append(set(_langs_of(self.fn)))
+    try:
+        return _ORIGINALS["grid"](self, *args_dev, **kwargs)
+    finally:
+        _LAUNCH_LANGS.pop()
+        self.pre_run_hooks = saved_hooks
+
+
+def _grid_call(self: Any, *args_dev: Any, **kwargs: Any) -> Any:
+    from triton.runtime import interpreter as interp
+
+    reason = "interpreter=triton" if mode() != "batched" else None
+    if reason is None and _LAUNCH_LANGS:
+        reason = "a launch inside a launch"
+    if reason is None and (hooked := _hooked(interp.interpreter_builder, self)):
+        reason = f"memory hooks of another tool need Triton's loop ({hooked})"
+    if reason is None:
+        return _Launch(self, args_dev, kwargs).run()
+    start = time.perf_counter()
+    try:
+        return _triton_loop(self, args_dev, kwargs)
+    finally:
+        programs = _programs(self, args_dev, kwargs)
+        _record(_kernel_name(self.fn), programs, "triton", reason,
+                seconds=time.perf_counter() - start)  # fmt: skip
+
+
+def _programs(self: Any, args_dev: tuple, kwargs: dict) -> int:
+    grid = self.grid
+    if callable(grid):
+        return -1  # not evaluated twice: a grid function may have effects
+    return int(np.prod(list(grid) or [1]))
+
+
+# --------------------------------------------------------------------------
+# a batched launch
+
+
+class _Both:
+    """Stands for a function that sees both ``triton.language`` and its ``core``."""
+
+    def __init__(self) -> None:
+        import triton.language as tl
+
+        self.__globals__ = {"tl": tl, "core": tl.core}
+
+
+class _Launch:
+    def __init__(self, executor: Any, args_dev: tuple, kwargs: dict) -> None:
+        self.ex, self.args_dev, self.kwargs = executor, args_dev, kwargs
+        self.name = _kernel_name(executor.fn)
+        self.programs = 0
+        self.chunks = 0
+        self.memory: Memory | None = None
+
+    def run(self) -> Any:
+        start = time.perf_counter()
+        ex = self.ex
+        argspec = inspect.getfullargspec(ex.fn)
+        kwargs = {k: v for k, v in self.kwargs.items() if k in argspec.args + argspec.kwonlyargs}
+        args_hst, kwargs_hst = ex._init_args_hst(self.args_dev, kwargs)
+        for hook in ex.pre_run_hooks:
+            hook(*args_hst, **kwargs_hst)
+        prints: list[str] = []
+        try:
+            reason = self._batched(args_hst, kwargs_hst, prints)
+        except Exception as e:  # noqa: BLE001 - Triton's loop runs it and says what is wrong
+            reason = _reason(e)
+        if reason is not None:
+            if self.memory is not None:
+                self.memory.restore()
+            try:
+                return _triton_loop(ex, self.args_dev, self.kwargs, hooks=False)
+            finally:
+                _record(self.name, self.programs, "triton", reason,
+                        seconds=time.perf_counter() - start)  # fmt: skip
+        for line in prints:
+            print(line)
+        ex._restore_args_dev(self.args_dev, args_hst, kwargs, kwargs_hst)
+        _record(self.name, self.programs, "batched", None, chunks=self.chunks,
+                seconds=time.perf_counter() - start)  # fmt: skip
+        return None
+
+    def _batched(self, args_hst: list, kwargs_hst: dict, prints: list[str]) -> str | None:
+        from triton.runtime import interpreter as interp
+
+        ex = self.ex
+        lang = interp._patch_lang(_Both())
+        own = interp._LangPatchScope()
+        builder = interp.interpreter_builder
+        added: dict[str, Any] = {}
+        _LAUNCH_LANGS.append(set(_Both().__globals__.values()))
+        try:
+            args = inspect.getcallargs(ex.fn, *args_hst, **kwargs_hst)
+            args = {
+                k: v if k in ex.constexprs else interp._implicit_cvt(v) for k, v in args.items()
+            }
+            grid = ex.grid(args) if callable(ex.grid) else ex.grid
+            assert len(grid) <= 3, "grid must have at most 3 dimensions"
+            grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+            self.programs = grid[0] * grid[1] * grid[2]
+            storages = _storages(list(args_hst) + list(kwargs_hst.values()))
+            if isinstance(storages, str):
+                return storages
+            if self.programs <= 1:
+                return "a single program"
+            builder.set_grid_dim(*grid)
+            builder.grid_idx = (0, 0, 0)
+            _patch_batched(own, builder, added)
+            self.memory = Memory(storages)
+            self._chunks(_kernel_for(ex.fn), args, grid, prints)
+            return None
+        finally:
+            for name, prior in added.items():
+                if prior is _ABSENT:
+                    builder.__dict__.pop(name, None)
+                else:
+                    builder.__dict__[name] = prior
+            own.restore()
+            lang.restore()
+            _LAUNCH_LANGS.pop()
+            ops.STATE.clear()
+
+    def _chunks(self, fn: Any, args: dict, grid: tuple, prints: list[str]) -> None:
+        budget = int(os.environ.get(ENV_ELEMENTS) or DEFAULT_ELEMENTS)
+        start, size = 0, min(self.programs, FIRST_CHUNK, max(1, budget // GUESSED_ELEMENTS))
+        while start < self.programs:
+            linear = np.arange(start, min(self.programs, start + size), dtype=np.int64)
+            batch = ops.Batch(linear, grid, self.memory)
+            ops.STATE[:] = [batch]
+            fn(**args)
+            ops.STATE.clear()
+            self.memory.check_chunk()
+            for lines in batch.prints:
+                prints.extend(lines)
+            self.chunks += 1
+            start += batch.n
+            size = max(1, budget // max(1, batch.largest))
+
+
+#: Methods whose replacement by another tool (the bounds checker, the launch tracer) sees one
+#: program at a time: a launch with any of them replaced runs in Triton's loop, where they work.
+PER_PROGRAM_HOOKS = (
+    ("InterpreterBuilder", "create_masked_load"),
+    ("InterpreterBuilder", "create_masked_store"),
+    ("InterpreterBuilder", "create_load"),
+    ("InterpreterBuilder", "create_store"),
+    ("InterpreterBuilder", "create_atomic_rmw"),
+    ("InterpreterBuilder", "create_atomic_cas"),
+    ("GridExecutor", "_init_args_hst"),
+    ("GridExecutor", "_restore_args_dev"),
+)
+
+
+def _hooked(builder: Any, executor: Any) -> str:
+    """The per-program hooks another tool has put in, comma-separated ('' for none)."""
+    owners = {"InterpreterBuilder": builder, "GridExecutor": executor}
+    names = []
+    for owner, name in PER_PROGRAM_HOOKS:
+        fn = getattr(getattr(owners[owner], name), "__func__", None)
+        if getattr(fn, "__module__", "") != "triton.runtime.interpreter":
+            names.append(f"{owner}.{name}")
+    return ", ".join(names)
+
+
+def _reason(e: BaseException) -> str:
+    seen = e
+    while seen is not None:
+        if isinstance(seen, ops.Divergence):
+            return seen.reason
+        seen = seen.__cause__ or seen.__context__
+    text = repr(e)
+    return f"error in the batched run: {text[:200]}"
+
+
+def _storages(values: list) -> list[tuple[int, int]] | str:
+    """(address, bytes) of every argument's storage, or why the launch cannot run batched."""
+    from triton.runtime import interpreter as interp
+
+    out: list[tuple[int, int]] = []
+    todo = list(values)
+    while todo:
+        v = todo.pop()
+        if isinstance(v, tuple):
+            todo.extend(v)
+        elif isinstance(v, interp.TensorDescriptor):
+            return "a tensor descriptor argument"
+        elif hasattr(v, "data_ptr"):
+            storage = interp._unwrap_tensor(v).untyped_storage()
+            out.append((storage.data_ptr(), storage.nbytes()))
+    return out
+
+
+def _patch_batched(scope: Any, builder: Any, added: dict[str, Any]) -> None:
+    """Batched reduce/scan, tensor truth and index, and builder methods (as attributes of the
+    builder instance, ``added`` keeps what they shadowed: the harness's own shims included)."""
+    import triton.language as tl
+
+    for target in (tl, tl.core):
+        scope.set_attr(target, "reduce", ops.new_reduce)
+        scope.set_attr(target, "associative_scan", ops.new_scan)
+    tensor = tl.core.tensor
+    attrs = ops.make_tensor_attrs(tensor.__bool__, tensor.__index__, tensor.__dict__["T"])
+    for name, value in attrs.items():
+        scope.set_attr(tensor, name, value)
+    originals = {n: getattr(builder, n) for n in dir(type(builder)) if n.startswith("create_")}
+    special = ops.make_methods(builder, originals)
+    for name, method in originals.items():
+        if name in special:
+            fn = special[name]
+        elif name in ops.PASS_THROUGH:
+            fn = ops.pass_through(method)
+        else:
+            fn = ops.unsupported(name, method)
+        added[name] = builder.__dict__.get(name, _ABSENT)
+        builder.__dict__[name] = fn
+
+
+# --------------------------------------------------------------------------
+# the kernel, with its top-level ``if cond: return`` guards turned into masks
+
+
+class _Guards(ast.NodeTransformer):
+    """Top-level ``if cond: return`` -> ``if GUARD(cond): return``; ``min(a, b)`` and
+    ``max(a, b)`` anywhere in the kernel -> ``ops.pick`` (a select where programs differ)."""
+
+    def __init__(self) -> None:
+        self.found = 0
+
+    def rewrite(self, tree: ast.Module) -> ast.Module:
+        fn = tree.body[0]
+        if isinstance(fn, ast.FunctionDef):
+            fn.body = [self._stmt(s) for s in fn.body]
+            self.visit(fn)
+        return tree
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        node = self.generic_visit(node)
+        two = len(node.args) == 2 and not node.keywords
+        if two and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
+            self.found += 1
+            args = [*node.args, ast.Constant(value=node.func.id)]
+            call = ast.Call(func=ast.Name(id=PICK, ctx=ast.Load()), args=args, keywords=[])
+            return ast.copy_location(call, node)
+        return node
+
+    def _stmt(self, s: ast.stmt) -> ast.stmt:
+        bare_return = (
+            isinstance(s, ast.If)
+            and not s.orelse
+            and len(s.body) == 1
+            and isinstance(s.body[0], ast.Return)
+            and s.body[0].value is None
+        )
+        if not bare_return:
+            return s
+        self.found += 1
+        call = ast.Call(func=ast.Name(id=GUARD, ctx=ast.Load()), args=[s.test], keywords=[])
+        s.test = ast.copy_location(call, s.test)
+        return s
+
+
+def _kernel_for(rewritten: Any) -> Any:
+    """The kernel with guards as masks (Triton's own rewrite where it has none)."""
+    from triton.runtime import interpreter as interp
+
+    original = next((k for k, v in interp.InterpretedFunction.rewritten_fn.items()
+                     if v is rewritten), None)  # fmt: skip
+    if original is None:
+        return rewritten
+    if original not in _KERNELS:
+        _KERNELS[original] = _rewrite_guards(original) or rewritten
+    return _KERNELS[original]
+
+
+def _rewrite_guards(original: Any) -> Any:
+    from triton.runtime import interpreter as interp
+
+    guards = _Guards()
+
+    class Rewriter(interp.FunctionRewriter):
+        def _transform_ast(self, src: str) -> Any:
+            tree = guards.rewrite(super()._transform_ast(src))
+            return ast.fix_missing_locations(tree)
+
+    try:
+        rewriter = Rewriter(original)
+        lines, _ = inspect.getsourcelines(original)
+        rewriter.filename, rewriter.def_file_lineno = rewriter._get_jit_fn_file_line()
+        rewriter.def_lineno = rewriter._find_def(lines)
+        tree = rewriter._transform_ast(rewriter._prepare_source(lines))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    if not guards.found:
+        return None
+    original.__globals__[GUARD] = ops.guard
+    original.__globals__[PICK] = ops.pick
+    return rewriter._compile_and_exec(tree)

@@ -1,0 +1,207 @@
+"""Memory for a batched launch: gathers and scatters over every program, and the proof that
+running the programs together changed no result (see ``batched.py``).
+
+Triton's loop runs program 0 to its end, then program 1, and so on. A batched launch runs one
+operation for every program before the next, in program order inside the operation. The two
+agree unless programs of one chunk talk through memory: one reads an element another writes
+(before or after, in either order), or two programs write one element in different operations.
+Every unmasked lane's address is recorded per chunk and checked at the chunk's end against the
+elements written, a dense map per written buffer; a conflict raises ``Divergence``, the launch's
+buffers are put back from the snapshot taken before their first write, and Triton's loop runs
+it. Chunks run one after another, as the programs do in Triton's loop, so only programs of one
+chunk are compared.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+from triton.runtime import interpreter as interp
+
+from . import batched_ops as ops
+
+NONE = -1  # element not written in this chunk
+MULTI = -2  # written by several programs in one operation, or by every program alike
+_native = interp._interpreter
+
+
+def _alike(n: int) -> int:
+    """The program of a lane of a value the same in every program of a chunk of ``n``."""
+    return 0 if n == 1 else MULTI
+
+
+def _view(base: int, nbytes: int) -> np.ndarray:
+    return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(base))
+
+
+class _Access:
+    """The unmasked lanes of one load, store or atomic: addresses and the program of each."""
+
+    def __init__(self, ptrs: np.ndarray, mask: np.ndarray, itemsize: int, pid: int | None) -> None:
+        """``pid`` None: batched data, a program per leading index; else every lane's program
+        (``MULTI`` for a value the same in every program of a chunk of several)."""
+        self.ptrs, self.mask, self.itemsize, self.pid = ptrs, mask, itemsize, pid
+
+    def lanes(self) -> tuple[np.ndarray, np.ndarray]:
+        sel = self.ptrs[self.mask]
+        if self.pid is not None:
+            return sel, np.full(sel.shape, self.pid, dtype=np.int32)
+        n = self.ptrs.shape[0]
+        pid = np.arange(n, dtype=np.int32).reshape((n,) + (1,) * (self.ptrs.ndim - 1))
+        return sel, np.broadcast_to(pid, self.ptrs.shape)[self.mask]
+
+
+class Memory:
+    """The launch's argument buffers: loads, stores and atomics for a chunk of programs."""
+
+    def __init__(self, storages: list[tuple[int, int]]) -> None:
+        spans = sorted({(b, n) for b, n in storages if n > 0})
+        self.bases = np.array([b for b, _ in spans], dtype=np.uint64)
+        self.ends = np.array([b + n for b, n in spans], dtype=np.uint64)
+        self.saved: dict[int, np.ndarray] = {}
+        self.reads: list[_Access] = []
+        self.writes: list[tuple[_Access, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    # -- buffers ------------------------------------------------------------
+
+    def _storage_of(self, sel: np.ndarray, itemsize: int) -> np.ndarray:
+        """The buffer index of every address (raises Divergence for one outside them all)."""
+        if sel.size == 0:
+            return np.zeros(0, dtype=np.intp)
+        lo, hi = sel.min(), sel.max()
+        s = int(np.searchsorted(self.bases, lo, side="right")) - 1
+        if s >= 0 and hi + np.uint64(itemsize) <= self.ends[s]:
+            return np.full(sel.shape, s, dtype=np.intp)
+        sids = np.searchsorted(self.bases, sel, side="right") - 1
+        ok = (sids >= 0) & (sel + np.uint64(itemsize) <= self.ends[np.maximum(sids, 0)])
+        if not ok.all():
+            raise ops.Divergence("an address outside the launch's arguments")
+        return sids
+
+    def _save(self, sids: np.ndarray) -> None:
+        for s in np.unique(sids).tolist():
+            if s not in self.saved:
+                base, end = int(self.bases[s]), int(self.ends[s])
+                self.saved[s] = _view(base, end - base).copy()
+
+    def restore(self) -> None:
+        """Put back every buffer this launch wrote, as it was before the launch."""
+        for s, data in self.saved.items():
+            base, end = int(self.bases[s]), int(self.ends[s])
+            _view(base, end - base)[:] = data
+        self.saved.clear()
+
+    # -- operations ---------------------------------------------------------
+
+    def load(self, b: Any, ptrs: Any, mask: Any, other: Any, dtype_tt: Any, dtype_np: Any) -> Any:
+        n = b.n
+        if not (ops.is_batched(ptrs) or ops.is_batched(mask) or ops.is_batched(other)):
+            m = np.ones_like(ptrs.data, dtype=bool) if mask is None else mask.data
+            o = np.zeros_like(ptrs.data, dtype=dtype_np) if other is None else other.data
+            self.reads.append(_Access(ptrs.data, m, dtype_np.itemsize, _alike(n)))
+            return interp.TensorHandle(_native.load(ptrs.data, m, o, dtype_np), dtype_tt)
+        p = np.ascontiguousarray(ops.lift(ptrs, n))
+        m = self._mask(b, mask, p.shape)
+        if other is None:
+            o = np.zeros(p.shape, dtype=dtype_np)
+        else:
+            o = np.ascontiguousarray(np.broadcast_to(ops.lift(other, n), p.shape))
+        b.largest = max(b.largest, p.size // n)
+        self.reads.append(_Access(p, m, dtype_np.itemsize, None))
+        return ops.batched(_native.load(p, m, o, dtype_np), dtype_tt)
+
+    def _mask(self, b: Any, mask: Any, shape: tuple) -> np.ndarray:
+        m = np.ones(shape, dtype=bool) if mask is None else ops.lift(mask, b.n)
+        lanes = b.lanes(len(shape))
+        if lanes is not None:
+            m = m & lanes
+        return np.ascontiguousarray(np.broadcast_to(m, shape))
+
+    def _prepare_write(self, b: Any, ptrs: Any, value: Any, mask: Any, atomic: bool) -> tuple:
+        n = b.n
+        same = not (ops.is_batched(ptrs) or ops.is_batched(value) or ops.is_batched(mask))
+        if same and b.active is None and not atomic:
+            p = ptrs.data
+            m = np.ones_like(p, dtype=bool) if mask is None else mask.data
+            v = value.data
+            pid = _alike(n)
+        else:
+            p = np.ascontiguousarray(ops.lift(ptrs, n))
+            m = self._mask(b, mask, p.shape)
+            v = np.ascontiguousarray(np.broadcast_to(ops.lift(value, n), p.shape))
+            pid = None
+            b.largest = max(b.largest, p.size // n)
+        itemsize = interp._get_np_dtype(ptrs.get_element_ty()).itemsize
+        access = _Access(p, m, itemsize, pid)
+        sel, pids = access.lanes()
+        sids = self._storage_of(sel, itemsize)
+        self._save(sids)
+        self.writes.append((access, sel, pids, sids))
+        return p, v, m
+
+    def store(self, b: Any, ptrs: Any, value: Any, mask: Any) -> None:
+        p, v, m = self._prepare_write(b, ptrs, value, mask, atomic=False)
+        _native.store(p, v, m)
+
+    def atomic(self, b: Any, op: Any, ptr: Any, val: Any, mask: Any, sem: Any) -> Any:
+        p, v, m = self._prepare_write(b, ptr, val, mask, atomic=True)
+        return ops.batched(_native.atomic_rmw(op, p, v, m, sem), val.dtype.scalar)
+
+    # -- the proof ------------------------------------------------------------
+
+    def check_chunk(self) -> None:
+        """Raise Divergence if this chunk's programs talked through memory; then forget it."""
+        reads, writes = self.reads, self.writes
+        self.reads, self.writes = [], []
+        if not writes:
+            return
+        maps: dict[int, tuple[int, np.ndarray]] = {}
+        for access, sel, pids, sids in writes:
+            for s, elem, pid in self._split(access.itemsize, sel, pids, sids):
+                table = self._table(maps, s, access.itemsize)
+                w = table[elem]
+                if ((w != NONE) & ((w != pid) | (w == MULTI))).any():
+                    raise ops.Divergence(
+                        "programs of one chunk store to the same element in different operations"
+                    )
+                table[elem] = pid
+                shared = table[elem] != pid
+                if shared.any():
+                    table[elem[shared]] = MULTI
+        spans = [(int(self.bases[s]), int(self.ends[s])) for s in maps]
+        for access in reads:
+            if access.ptrs.size == 0 or not self._touches(access.ptrs, spans):
+                continue
+            sel, pids = access.lanes()
+            inside = np.zeros(sel.shape, dtype=bool)
+            for s in maps:
+                inside |= (sel >= self.bases[s]) & (sel < self.ends[s])
+            sel, pids = sel[inside], pids[inside]
+            sids = self._storage_of(sel, access.itemsize)
+            for s, elem, pid in self._split(access.itemsize, sel, pids, sids):
+                w = self._table(maps, s, access.itemsize)[elem]
+                if ((w != NONE) & ((w != pid) | (w == MULTI))).any():
+                    raise ops.Divergence("a program reads what another program of its chunk writes")
+
+    def _touches(self, ptrs: np.ndarray, spans: list[tuple[int, int]]) -> bool:
+        lo, hi = int(ptrs.min()), int(ptrs.max())
+        return any(lo < end and hi >= base for base, end in spans)
+
+    def _split(self, itemsize: int, sel: np.ndarray, pids: np.ndarray, sids: np.ndarray) -> Any:
+        one = sids.size and sids.min() == sids.max()
+        groups = [int(sids[0])] if one else np.unique(sids).tolist()
+        for s in groups:
+            pick = slice(None) if len(groups) == 1 else sids == s
+            elem = ((sel[pick] - self.bases[s]) // np.uint64(itemsize)).astype(np.intp)
+            yield s, elem, pids[pick]
+
+    def _table(self, maps: dict, s: int, itemsize: int) -> np.ndarray:
+        if s not in maps:
+            size = int(self.ends[s] - self.bases[s]) // itemsize + 1
+            maps[s] = (itemsize, np.full(size, NONE, dtype=np.int32))
+        size_seen, table = maps[s]
+        if size_seen != itemsize:
+            raise ops.Divergence("a written buffer accessed with different element sizes")
+        return table

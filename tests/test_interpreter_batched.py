@@ -1,0 +1,389 @@
+"""Parity by execution: the batched executor (engine/harness/batched.py) against Triton's own
+loop, on the examples and on kernels with divergent control flow, in a subprocess with
+TRITON_INTERPRET=1 (the interpreter is chosen at import). Outputs bit-identical (torch.equal),
+prints in the same order, and every launch that falls back recorded with its reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+WORKER = textwrap.dedent("""
+    import contextlib, io, json, os, sys
+    import torch
+    import triton
+    import triton.language as tl
+    sys.path.insert(0, os.path.join(sys.argv[1], "examples"))
+    from mutant_gate.engine.harness import batched, shims
+    shims.install()  # the harness's GPU-query shims: the examples ask for a device at import
+    import layer_norm, matmul, rms_norm_libdevice, softmax, vector_add
+
+
+    @triton.jit
+    def early_return(X, Y, n_rows, n_cols, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        if row >= n_rows:
+            return
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(X + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+        tl.store(Y + row * n_cols + cols, x * 2.0 + tl.sum(x, axis=0), mask=cols < n_cols)
+
+
+    @triton.jit
+    def loaded_bound(X, Counts, Y, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        n = tl.load(Counts + pid)
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for i in range(n):
+            acc += tl.load(X + i * BLOCK + tl.arange(0, BLOCK))
+        tl.store(Y + pid * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+    @triton.jit
+    def first_program(X, Y, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(X + offs)
+        if pid == 0:
+            x = x + 100.0
+        tl.store(Y + offs, x)
+
+
+    @triton.jit
+    def counter(Count, Old):
+        pid = tl.program_id(0)
+        old = tl.atomic_add(Count, 1)
+        tl.store(Old + pid, old)
+
+
+    @triton.jit
+    def float_atomics(X, Acc, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(X + pid * BLOCK + offs)
+        tl.atomic_add(Acc + offs, x)
+        tl.atomic_add(Acc + offs, x * x)
+
+
+    @triton.jit
+    def neighbour(X, Y):
+        pid = tl.program_id(0)
+        tl.store(Y + pid, tl.load(X + pid) + 1.0)
+        prev = tl.load(Y + tl.maximum(pid - 1, 0))
+        tl.store(X + pid, prev)
+
+
+    @triton.jit
+    def cas(Lock, Out):
+        pid = tl.program_id(0)
+        old = tl.atomic_cas(Lock, 0, pid + 1)
+        tl.store(Out + pid, old)
+
+
+    @triton.jit
+    def shout(X, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        x = tl.load(X + pid * BLOCK + tl.arange(0, BLOCK))
+        tl.device_print("x", x)
+        tl.device_print("s", tl.sum(x, axis=0))
+
+
+    @triton.jit
+    def _pair_max(a, ai, b, bi):
+        take = a >= b
+        return tl.where(take, a, b), tl.where(take, ai, bi)
+
+
+    @triton.jit
+    def block_ops(X, Y, Z, M: tl.constexpr, N: tl.constexpr):
+        pid = tl.program_id(0)
+        r = tl.arange(0, M)[:, None]
+        c = tl.arange(0, N)[None, :]
+        x = tl.load(X + pid * M * N + r * N + c)
+        t = tl.trans(x)
+        d = tl.dot(x, t)
+        s0 = tl.sum(x, axis=0)
+        m1 = tl.max(x, axis=1)
+        am = tl.argmax(x, axis=1)
+        cs = tl.cumsum(x, axis=1)
+        v, i = tl.reduce((x, c + r * 0), 1, _pair_max)
+        lo, hi = tl.split(tl.reshape(x, (M, N // 2, 2)))
+        j = tl.join(hi, lo)
+        tl.store(Y + pid * M * N + r * N + c, cs + tl.dot(d, x) * 0.5 + s0[None, :])
+        k = tl.arange(0, M)
+        tl.store(Z + pid * 4 * M + k, m1 + am.to(tl.float32))
+        tl.store(Z + pid * 4 * M + M + k, v + i.to(tl.float32))
+        tl.store(Z + pid * 4 * M + 2 * M + k, tl.sum(tl.reshape(j, (M, N)), axis=1))
+        tl.store(Z + pid * 4 * M + 3 * M + k, tl.sum(x, axis=None) + k * 0.0)
+
+
+    @triton.jit
+    def grid_2d(X, Y, N: tl.constexpr):
+        i = tl.program_id(0)
+        j = tl.program_id(1)
+        offs = tl.arange(0, N)
+        x = tl.load(X + (i * tl.num_programs(1) + j) * N + offs)
+        tl.store(Y + (i * tl.num_programs(1) + j) * N + offs, x * (i + 1) - j)
+
+
+    def cases():
+        g = torch.Generator().manual_seed(0)
+        rnd = lambda *s: torch.randn(*s, generator=g)
+        x1, y1 = rnd(5000), rnd(5000)
+        xl, w, b = rnd(96, 300) - 2.3, torch.rand(300, generator=g), torch.rand(300, generator=g)
+        xs = rnd(37, 181)
+        xs16 = rnd(16, 100)
+        a, bm = rnd(70, 48).half(), rnd(48, 90).half()
+        xr, wr = rnd(40, 200), torch.rand(200, generator=g)
+        xe = rnd(11, 40)
+        xb = rnd(6, 16, 8)
+        x2 = rnd(3, 4, 32)
+
+        def early():
+            y = torch.zeros_like(xe)
+            early_return[(16,)](xe, y, 11, 40, BLOCK=64)
+            return y
+
+        xc = rnd(4, 32)
+
+        def bound():
+            counts = torch.tensor([1, 3, 0, 2], dtype=torch.int32)
+            y = torch.zeros(4, 32)
+            loaded_bound[(4,)](xc, counts, y, BLOCK=32)
+            return y
+
+        xf = rnd(8, 32)
+
+        def first():
+            y = torch.empty_like(xf)
+            first_program[(8,)](xf, y, BLOCK=32)
+            return y
+
+        def count():
+            c, old = torch.zeros(1, dtype=torch.int32), torch.zeros(50, dtype=torch.int32)
+            counter[(50,)](c, old)
+            return torch.cat([c, old])
+
+        xa = rnd(12, 16)
+
+        def fatomics():
+            acc = torch.zeros(16)
+            float_atomics[(12,)](xa, acc, BLOCK=16)
+            return acc
+
+        xn = rnd(20)
+
+        def neigh():
+            x, y = xn.clone(), torch.zeros(20)
+            neighbour[(20,)](x, y)
+            return torch.cat([x, y])
+
+        def lock():
+            lk, out = torch.zeros(1, dtype=torch.int32), torch.zeros(9, dtype=torch.int32)
+            cas[(9,)](lk, out)
+            return torch.cat([lk, out])
+
+        xp = rnd(3, 4)
+
+        def prints():
+            shout[(3,)](xp, BLOCK=4)
+            return torch.zeros(1)
+
+        def ops():
+            y, z = torch.zeros(6, 16, 8), torch.zeros(6, 4 * 16)
+            block_ops[(6,)](xb, y, z, M=16, N=8)
+            return torch.cat([y.flatten(), z.flatten()])
+
+        def two_d():
+            y = torch.zeros_like(x2)
+            grid_2d[(3, 4)](x2, y, N=32)
+            return y
+
+        def gelu():
+            y = torch.empty_like(xs16)
+            rms_norm_libdevice._gelu_tanh[(3,)](xs16, y, xs16.numel(), BLOCK=256)
+            return y
+
+        return {
+            "vector_add": lambda: vector_add.add(x1, y1),
+            "layer_norm": lambda: layer_norm.layer_norm(xl, (300,), w, b, BLOCK_SIZE=128),
+            "softmax": lambda: softmax.softmax(xs),
+            "softmax_one_row_each": lambda: softmax.softmax(xs16),
+            "matmul": lambda: matmul.matmul(a, bm),
+            "rms_norm_libdevice": lambda: torch.cat(
+                [t.flatten() for t in rms_norm_libdevice.rms_norm(xr, wr)]
+            ),
+            "gelu_tanh_libdevice": gelu,
+            "early_return": early,
+            "loaded_bound": bound,
+            "if_pid_0": first,
+            "atomic_counter": count,
+            "float_atomics_twice": fatomics,
+            "reads_other_programs": neigh,
+            "atomic_cas": lock,
+            "device_print": prints,
+            "block_ops": ops,
+            "grid_2d": two_d,
+        }
+
+
+    def run(case):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            out = case()
+        return out, buf.getvalue()
+
+
+    results = {}
+    for name, case in cases().items():
+        batched.uninstall()
+        ref, ref_out = run(case)
+        batched.install("batched")
+        batched.clear()
+        got, got_out = run(case)
+        results[name] = {
+            "equal": bool(torch.equal(ref, got)),
+            "stdout_equal": ref_out == got_out,
+            "stdout_lines": len(ref_out.splitlines()),
+            "launches": batched.launches(),
+        }
+    print("RESULTS " + json.dumps(results))
+""")
+
+
+def _run_worker(tmp_path: Path, env_extra: dict | None = None) -> dict:
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    env = {**os.environ, "TRITON_INTERPRET": "1", **(env_extra or {})}
+    env.pop("MUTANT_GATE_INTERPRETER", None)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(ROOT)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULTS "))
+    return json.loads(line[len("RESULTS ") :])
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _run_worker(tmp_path_factory.mktemp("batched"))
+
+
+#: kernel -> the executor its launches must have had, and the reason where it fell back
+EXPECTED = {
+    "vector_add": ("batched", None),
+    "layer_norm": ("batched", None),
+    "softmax": ("triton", "a loop bound or index differs between programs"),
+    "softmax_one_row_each": ("triton", "a loop bound or index differs between programs"),
+    "matmul": ("batched", None),
+    "rms_norm_libdevice": ("batched", None),
+    "gelu_tanh_libdevice": ("triton", "a loop bound or index differs between programs"),
+    "early_return": ("batched", None),
+    "loaded_bound": ("triton", "a loop bound or index differs between programs"),
+    "if_pid_0": ("triton", "a branch or loop condition differs between programs"),
+    "atomic_counter": ("batched", None),
+    "float_atomics_twice": (
+        "triton",
+        "programs of one chunk store to the same element in different operations",
+    ),
+    "reads_other_programs": ("triton", "a program reads what another program of its chunk writes"),
+    "atomic_cas": ("triton", "atomic_cas on values that differ between programs"),
+    "device_print": ("batched", None),
+    "block_ops": ("batched", None),
+    "grid_2d": ("batched", None),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_outputs_match_tritons_loop(results: dict, name: str) -> None:
+    r = results[name]
+    assert r["equal"], f"{name}: outputs differ from Triton's loop"
+    assert r["stdout_equal"], f"{name}: prints differ from Triton's loop"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_executor_and_reason_recorded(results: dict, name: str) -> None:
+    executor, reason = EXPECTED[name]
+    launches = results[name]["launches"]
+    assert launches, f"{name}: no launch recorded"
+    assert {x["executor"] for x in launches} == {executor}, launches
+    assert {x["reason"] for x in launches} == {reason}, launches
+
+
+@pytest.mark.slow
+def test_prints_keep_program_order(results: dict) -> None:
+    assert results["device_print"]["stdout_lines"] == 6
+
+
+@pytest.mark.slow
+def test_small_chunks_give_the_same_outputs(tmp_path: Path) -> None:
+    results = _run_worker(tmp_path, {"MUTANT_GATE_BATCH_ELEMENTS": "1024"})
+    for name in ("layer_norm", "vector_add", "atomic_counter", "early_return"):
+        assert results[name]["equal"], name
+        assert all(x["executor"] == "batched" for x in results[name]["launches"]), name
+    assert max(x["chunks"] for x in results["layer_norm"]["launches"]) > 1
+
+
+def test_install_rejects_an_unknown_mode() -> None:
+    code = (
+        "from mutant_gate.engine.harness import batched\n"
+        "try:\n    batched.install('fast')\nexcept ValueError as e:\n    print(e)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "expected one of batched, triton" in proc.stdout
+
+
+HOOKS = textwrap.dedent("""
+    import json, os, sys
+    import torch
+    sys.path.insert(0, os.path.join(sys.argv[1], "examples"))
+    from mutant_gate.engine.harness import batched, bounds
+    import layer_norm
+
+    x, w, b = torch.randn(24, 200), torch.rand(200), torch.rand(200)
+    run = lambda: layer_norm.layer_norm(x, (200,), w, b)
+    ref = run()
+    batched.install("triton")
+    once = run()
+    batched.install("batched")
+    bounds.install()
+    hooked = run()
+    print("RESULTS " + json.dumps({
+        "triton_equal": bool(torch.equal(ref, once)),
+        "hooked_equal": bool(torch.equal(ref, hooked)),
+        "launches": batched.launches(),
+    }))
+""")
+
+
+@pytest.mark.slow
+def test_patched_once_loop_and_another_tools_hooks(tmp_path: Path) -> None:
+    script = tmp_path / "hooks.py"
+    script.write_text(HOOKS)
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    proc = subprocess.run(
+        [sys.executable, str(script), str(ROOT)], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULTS "))
+    r = json.loads(line[len("RESULTS ") :])
+    assert r["triton_equal"] and r["hooked_equal"]
+    first, second = r["launches"]
+    assert (first["executor"], first["reason"]) == ("triton", "interpreter=triton")
+    assert second["executor"] == "triton"
+    assert second["reason"].startswith("memory hooks of another tool need Triton's loop")
+    assert "InterpreterBuilder.create_masked_load" in second["reason"]
