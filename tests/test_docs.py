@@ -82,6 +82,28 @@ def test_mkdocs_build_is_strict_clean(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     for page in ("index.html", "reference/cli/index.html", "reference/operators/index.html"):
         assert (site / page).is_file(), page
+    broken = broken_links(site)
+    assert broken == [], broken[:10]
+    assert (site / "repo" / "examples" / "ci" / "mutant-gate.yml").is_file()
+
+
+def broken_links(site: Path) -> list[str]:
+    """Every link of the built site that points to a file the site lacks (a folder's
+    link goes to its index.html): ``page -> link``."""
+    broken = []
+    for page in site.rglob("*.html"):
+        for link in re.findall(r'(?:href|src)="([^"]+)"', page.read_text(encoding="utf-8")):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", link) or link.startswith(("#", "//")):
+                continue  # another site, mailto:, data:, or the page itself
+            path = link.split("#")[0].split("?")[0]
+            if not path:
+                continue
+            target = (site / path.lstrip("/")) if path.startswith("/") else page.parent / path
+            if target.is_dir() or path.endswith("/"):
+                target = target / "index.html"
+            if not target.exists():
+                broken.append(f"{page.relative_to(site)} -> {link}")
+    return broken
 
 
 def test_links_out_of_the_docs_name_files_of_the_repository():
