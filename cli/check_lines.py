@@ -60,7 +60,8 @@ def summary_lines(report: dict, verbose: bool = False) -> list[str]:
             counts.append(f"{compiled['not_compilable']} not_compilable ({targets})")
     if oracle is not None and oracle.get("skipped"):
         counts.append(f"diff-oracle skipped ({escape(oracle['skipped'])})")
-    elif oracle is not None:
+    elif oracle is not None and (verbose or oracle["errors"] or oracle["contradictions"]):
+        # by default the survivor lines count the kinds; here only what they do not say
         dependent = oracle["interpreter_dependent"]
         counts.append(
             f"{oracle['identical']} oracle-identical ({dependent} interpreter-dependent), "
@@ -92,7 +93,8 @@ def summary_lines(report: dict, verbose: bool = False) -> list[str]:
         checked = oracle["mutants"]
     else:
         checked = claims["claims"] if claims is not None else 0
-    lines.append(f"checks on {counted(checked, 'survivor')}: " + "; ".join(counts))
+    if counts:
+        lines.append(f"checks on {counted(checked, 'survivor')}: " + "; ".join(counts))
     timing = []
     if compiled is not None and compiled.get("seconds_per_survivor") is not None:
         timing.append(f"compile {compiled['seconds_per_survivor']:.2f} s")

@@ -50,6 +50,8 @@ def cut(text: str, width: int) -> str:
     return text[: max(0, width - 1)] + "…"
 
 
+#: the fewest characters a change is shown in (else a line gives its room to the why)
+MIN_CHANGE = 16
 #: characters kept before the first difference when a change is shortened
 CONTEXT = 10
 
@@ -65,27 +67,39 @@ def _common(a: str, b: str) -> tuple[int, int]:
     return p, s
 
 
+def _around(a: str, b: str, p: int, s: int, context: int, end: bool) -> tuple[str, str]:
+    """``a`` and ``b`` from ``context`` characters before their first difference (from
+    a word's start when that costs a few more), with their common end or without it."""
+    start = max(0, p - context)
+    if context:
+        word = start
+        while word > 0 and a[word - 1] not in " (,[=" and start - word < 6:
+            word -= 1
+        start = word if word == 0 or a[word - 1] in " (,[=" else start
+    lead = "…" if start else ""
+    if end or s <= 1:
+        return lead + a[start:], lead + b[start:]
+    # the common end goes but its last character (a closing bracket)
+    return lead + a[start : len(a) - s + 1] + "…", lead + b[start : len(b) - s + 1] + "…"
+
+
 def _shorten(a: str, b: str, room: int) -> tuple[str, str]:
     """``a`` and ``b`` around where they differ, in about ``room`` characters together:
-    first the common start goes (keeping ``CONTEXT`` characters of it, from a word's
-    start), then the common end, then each side is cut."""
+    less and less of what they share (the start's context, then the common end) until
+    they fit, and each side cut only when even their differing middles do not."""
     p, s = _common(a, b)
-    start = max(0, p - CONTEXT)
-    while start > 0 and a[start - 1] not in " (,[=":
-        start -= 1
-    lead = "…" if start else ""
-    a, b = lead + a[start:], lead + b[start:]
-    if len(a) + len(b) > room and s > 1:  # keep the end's last character: a bracket
-        a, b = a[: len(a) - s + 1] + "…", b[: len(b) - s + 1] + "…"
-    if len(a) + len(b) > room:
-        half = room // 2
-        if len(a) <= half:
-            b = cut(b, room - len(a))
-        elif len(b) <= half:
-            a = cut(a, room - len(b))
-        else:
-            a, b = cut(a, half), cut(b, room - half)
-    return a, b
+    inserted = min(len(a), len(b)) - p - s <= 0  # one side adds to the other: show where
+    tries = ((CONTEXT, True), (CONTEXT, False), (4, False), (2 if inserted else 0, False))
+    for context, end in tries:
+        x, y = _around(a, b, p, s, context, end)
+        if len(x) + len(y) <= room:
+            return x, y
+    half = room // 2
+    if len(x) <= half:
+        return x, cut(y, room - len(x))
+    if len(y) <= half:
+        return cut(x, room - len(y)), y
+    return cut(x, half), cut(y, room - half)
 
 
 def change_text(before: str, after: str, width: int) -> str:
@@ -129,8 +143,12 @@ def _line(row: dict, functions: int, why: str, indent: str, lead: bool = False) 
     head = f"{row['id']} {row['operator']} {_where(row, functions)}: "
     tail = f"  ({why})" if why else ""
     room = WIDTH - len(indent) - len("survived " if lead else "") - len(tail)
-    change = change_text(row.get("before", ""), row.get("after", ""), room - len(head))
-    body = escape(cut(head + change, room))
+    if why and room - len(head) < MIN_CHANGE:  # no room to show the change: the why says it
+        room, tail = room + len(tail), ""
+        body = escape(cut(head + why, room))
+    else:
+        change = change_text(row.get("before", ""), row.get("after", ""), room - len(head))
+        body = escape(cut(head + change, room))
     return (
         indent
         + ("[red]survived[/] " if lead else "")

@@ -27,7 +27,10 @@ async def screenshot(report: dict, out: Path) -> None:
     app = create_app(report=report)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        survivor = next((m["id"] for m in report["mutants"] if m["verdict"] == "survived"), None)
+        survivors = [m for m in report["mutants"] if m["verdict"] == "survived"]
+        # a test gap first: a survivor whose outputs differ, where the oracle saw one
+        survivors.sort(key=lambda m: (m.get("survivor") or {}).get("kind") != "differs")
+        survivor = survivors[0]["id"] if survivors else None
         if survivor is not None:
             app.explorer.grid.select(survivor)
         await pilot.pause()

@@ -106,6 +106,7 @@ def test_other_change_on_masked_off_lanes_is_identical_and_interpreter_dependent
         "other-change,other-drop",
         "--json",
         str(path),
+        "-v",  # the oracle's counts line too
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr

@@ -119,7 +119,12 @@ def test_a_multi_line_rewrite_shows_its_first_changed_line():
     long_a = "tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)"
     long_b = "tl.load(X + cols, mask=cols < N, other=0.0)"
     shown = change_text(long_a, long_b, 40)
-    assert len(shown) <= 40 and ".to(tl.float3" in shown and shown.endswith("other=0.0)")
+    assert len(shown) <= 40 and ".to(tl.float32)" in shown and shown.endswith("0.0)")
+    # where room is short, less of what the two share, but what differs stays
+    tight = change_text(
+        "tl.zeros((M, N), dtype=tl.float32)", "tl.zeros((M, N), dtype=tl.float16)", 16
+    )
+    assert tight == "…32) -> …16)"
 
 
 def test_json_report_schema_takes_the_kinds():
