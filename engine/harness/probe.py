@@ -988,19 +988,9 @@ def _definitions(module: str, workdir: str, package: str = "") -> Any:
     relative imports resolve as the original's do."""
     path = os.path.join(workdir, module + ".py")
     if package and "." not in module and os.path.isfile(path):
-        from importlib import util
+        from .project import load_as
 
-        name = f"{package}.{module}"
-        spec = util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        loaded = util.module_from_spec(spec)
-        sys.modules[name] = loaded
-        try:
-            spec.loader.exec_module(loaded)
-        except BaseException:
-            sys.modules.pop(name, None)
-            raise
-        return loaded
+        return load_as(f"{package}.{module}", path)
     if "." not in module and os.path.isfile(path):
         return _run_wrapped(module, path, None, main=False, checks=False)[0]
     return importlib.import_module(module)

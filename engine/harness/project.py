@@ -17,6 +17,22 @@ import sys
 import time
 from typing import Any
 
+
+def load_as(name: str, path: str) -> Any:
+    """The file ``path`` imported as the module ``name`` (in ``sys.modules`` while it
+    runs, so it may import itself; taken out again when it raises)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[name] = loaded
+    try:
+        spec.loader.exec_module(loaded)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return loaded
+
+
 _LAUNCHED: set[str] = set()  # per test case (project mode's coverage)
 _EVER: set[str] = set()  # every kernel this job launched (the baseline's launch record)
 

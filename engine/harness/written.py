@@ -97,16 +97,9 @@ def load_kernel(
     if folder not in sys.path:  # the kernel's own imports of its neighbours
         sys.path.insert(0, folder)
     if checks or os.path.splitext(os.path.basename(path))[0] != module:
-        spec = importlib.util.spec_from_file_location(module, path)
-        assert spec is not None and spec.loader is not None
-        loaded = importlib.util.module_from_spec(spec)
-        sys.modules[module] = loaded
-        try:
-            spec.loader.exec_module(loaded)
-        except BaseException:
-            sys.modules.pop(module, None)
-            raise
-        return loaded
+        from .project import load_as
+
+        return load_as(module, path)
     from .probe import _definitions
 
     return _definitions(module, folder)
