@@ -184,8 +184,8 @@ def report_site(args: argparse.Namespace, console: Console) -> int:
 
 # -- mutant-gate rerun ------------------------------------------------------------------------
 def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
-    from mutant_gate.cli import written
     from mutant_gate.cli.reporter import RerunReporter  # the engine's events: only when run
+    from mutant_gate.cli.written import say_written
     from mutant_gate.engine.session import recorded_paths, select
     from mutant_gate.engine.settings import settings_from_json
 
@@ -247,14 +247,14 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
             highlight=False,
             soft_wrap=True,
         )
-    written.say_written(run, settings.writers.write_tests, console)  # tests it accepted
+    say_written(run, settings.writers.write_tests, console)  # the tests it accepted
     old, now = report["score"], new["score"]
     mine = "your tests" if "with_written" in now else "score"
-    written = score_phrases(now)[1]
+    with_written = score_phrases(now)[1]
     console.print(
         f"{mine}: [bold]{now['killed']}/{now['total']}[/] killed, adjusted "
         f"{percent(now['adjusted'])} (was {percent(old.get('adjusted'))})"
-        + (f"; {written}" if written else "")
+        + (f"; {with_written}" if with_written else "")
         + f"; run {new['run_id']} saved (`mutant-gate replay {new['run_id']}`)",
         highlight=False,
         soft_wrap=True,

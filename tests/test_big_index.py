@@ -46,7 +46,7 @@ def _run(
     (tmp_path / name).write_text(source)
     proc = run_cli(
         "run", name, "--operators", operators, "--writer", "none",
-        "--json", "r.json", cwd=tmp_path,
+        "--json", "r.json", "-v", cwd=tmp_path,  # -v: the check's line on each mutant
     )  # fmt: skip
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     return json.loads((tmp_path / "r.json").read_text()), proc.stdout
