@@ -8,10 +8,11 @@ holding a ``[tool.mutant-gate]`` table is used. ``--config PATH`` names one file
 
 Values are checked as the flag would check them: a number where the flag takes a
 number, one of its choices, ``true``/``false`` for an on/off flag, a list of strings
-for a repeatable flag (``tests``); ``operators`` and ``compile-target`` also take a
-list. Relative paths (``tests``, ``json``, ``cache-dir``, report paths...) are
-relative to the pyproject.toml that names them. An unknown key, or a value of the
-wrong kind, is one line naming the key, exit 2.
+for a repeatable flag (``tests``, ``exclude``); ``operators`` and ``compile-target`` also
+take a list; ``paths`` (the kernel files and directories, when the command line names
+none) is a list of paths. Relative paths (``paths``, ``tests``, ``json``, ``cache-dir``,
+report paths...) are relative to the pyproject.toml that names them. An unknown key, or
+a value of the wrong kind, is one line naming the key, exit 2.
 """
 
 from __future__ import annotations
@@ -161,12 +162,28 @@ def _path(value: str, base: str) -> str:
     return value if os.path.isabs(value) else os.path.normpath(os.path.join(base, value))
 
 
+#: ``paths``: the kernel files and directories a run takes when the command line names
+#: none (``run``'s positional PATH...), relative to the pyproject.toml
+PATHS_KEY = "paths"
+
+
+def _paths_value(value: object, path: str) -> list[str]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or not all(isinstance(v, str) for v in items):
+        raise BadInput(f"{path}: [tool.{TABLE}] paths: expected a list of paths, got {value!r}")
+    base = os.path.dirname(os.path.abspath(path))
+    return [_path(v, base) for v in items]
+
+
 def config_values(table: dict, path: str, run_parser: argparse.ArgumentParser) -> dict[str, object]:
     """dest -> value for every key of ``table``, checked against ``run``'s options."""
     options = _options(run_parser)
     values: dict[str, object] = {}
     for key, value in table.items():
         dest = key.replace("-", "_")
+        if dest == PATHS_KEY:
+            values[dest] = _paths_value(value, path)
+            continue
         if dest in RENAMED_KEYS:
             deprecated(f"[tool.{TABLE}] {key}", RENAMED_KEYS[dest])
             dest = RENAMED_KEYS[dest]
@@ -224,12 +241,19 @@ def apply_config(
         if not os.path.isfile(path):
             raise BadInput(f"--config: no such file: {path}")
     else:
-        starts = [os.path.dirname(os.path.abspath(args.file)), os.getcwd()]
+        first = getattr(args, "file", None)
+        starts = [os.getcwd()]
+        if first:  # a directory's table first, else the kernel file's directory's
+            here = first if os.path.isdir(first) else os.path.dirname(os.path.abspath(first))
+            starts.insert(0, here)
         path = find_config([d for d in starts if os.path.isdir(d)])
         if path is None:
             return args
     values = config_values(load_table(path), path, subparser(parser, "run"))
     explicit = _explicit(subparser(parser, args.command), _sub_argv(argv, args.command))
+    paths = values.pop(PATHS_KEY, None)
+    if paths and not getattr(args, "paths", None):  # the command line's paths win
+        args.paths, args.file = list(paths), paths[0]  # type: ignore[index]
     for dest, value in values.items():
         if dest not in explicit and hasattr(args, dest):
             setattr(args, dest, value)

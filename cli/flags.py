@@ -184,6 +184,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         ),
         diff_oracle=args.diff_oracle,
         poison_undefined=not args.no_poison,
+        interpreter=getattr(args, "interpreter", "batched"),
     )
     try:
         session.check_extras(settings)

@@ -17,7 +17,7 @@ from typing import NoReturn
 from rich.console import Console
 
 from mutant_gate.cache import DEFAULT_DIR, CacheUnavailable
-from mutant_gate.cli import accepted, commands, study
+from mutant_gate.cli import accepted, commands, library, study
 from mutant_gate.cli.config import Renamed, apply_config
 from mutant_gate.cli.flags import DEFAULT_TESTS_DIR, run_settings
 from mutant_gate.engine import session
@@ -28,6 +28,14 @@ from mutant_gate.engine.settings import DEFAULT_BASE_URL, DEFAULT_MODEL, WRITERS
 
 class ArgumentError(BadInput):
     pass
+
+
+class KernelPaths(argparse.Action):
+    """``run PATH...``: the paths, and ``file`` (the first one, what one file's run reads)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, list(values))
+        namespace.file = values[0] if values else None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,7 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Mutation testing for Triton kernels.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="mutate a kernel file and run its checks against every mutant")
-    run.add_argument("file", help="a .py file with @triton.jit kernels and its own check")
+    run.add_argument(
+        "paths",
+        nargs="*",
+        action=KernelPaths,
+        metavar="PATH",
+        help="a .py file with @triton.jit kernels and its own check, or a library: files and "
+        "directories (every .py below with a @triton.jit function), judged in one run",
+    )
     run.add_argument("--json", metavar="PATH", help="write the JSON report here")
     run.add_argument(
         "--cache-dir",
@@ -99,7 +114,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         action="append",
         default=[],
-        help="pytest file to add (repeatable); FILE::CASE runs only that case (a node id)",
+        help="pytest file or directory to add (repeatable; a directory: the files `pytest "
+        "DIR` collects); FILE::CASE runs only that case (a node id)",
+    )
+    run.add_argument(
+        "--exclude",
+        metavar="GLOB",
+        action="append",
+        default=[],
+        help="a library run: leave out the kernel files whose path matches GLOB (repeatable)",
+    )
+    run.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="judge share K of N of the mutants (by id; CI jobs), joined by `mutant-gate merge`",
     )
     run.add_argument(
         "-k",
@@ -167,6 +195,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="auto (default): compiled on a machine with a CUDA device, its mask, bound and "
         "offset survivors judged again in the interpreter; the interpreter elsewhere. "
         "interpret: Triton's interpreter on the CPU; compiled: the local CUDA device",
+    )
+    run.add_argument(
+        "--interpreter",
+        choices=("batched", "triton"),
+        default="batched",
+        help="who runs an interpreted launch's programs: batched (default): every program at "
+        "once, falling back to Triton's loop where it cannot (the report says where and why); "
+        "triton: Triton's own loop, one program after another, for comparison and as an "
+        "escape hatch",
     )
     run.add_argument(
         "--no-poison",
@@ -341,12 +378,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="cache location (default: %(default)s)",
     )
     commands.add_commands(sub, _Parser)  # report, rerun, cache
+    library.add_commands(sub, _Parser)  # merge
     accepted.add_commands(sub, _Parser)  # accept (and its old name, baseline add)
     study.add_commands(sub)
     return parser
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
+    if library.wanted(args):
+        raise BadInput(
+            "tui: the explorer opens one kernel file; `mutant-gate run PATH...` judges a library"
+        )
     session.require("textual", "the explorer")
     settings = run_settings(args)
     from mutant_gate.tui.app import run_live  # Textual is imported for the explorer only
@@ -391,12 +433,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = apply_config(parser, parser.parse_args(argv), argv)
+        if args.command in ("run", "tui"):
+            library.require_paths(args)
         if args.command not in ("tui", "replay"):  # the explorer keeps Textual's handling
             replaced = stop_on_signals()
         if args.command == "study":
             return study.cmd_study(args, console)
         if args.command in ("accept", "baseline"):
             return accepted.cmd_baseline(args, console)
+        if args.command == "merge":
+            return library.cmd_merge(args, console)
         if args.command in commands.COMMANDS:
             return commands.COMMANDS[args.command](args, console)
         if args.command == "run":

@@ -1,4 +1,5 @@
-"""``mutant-gate run FILE``: the run through the engine's door, shown by the ``Reporter``."""
+"""``mutant-gate run FILE``: the run through the engine's door, shown by the ``Reporter``
+(several paths or a directory: a library's run, ``cli/library.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 from rich.console import Console
 from rich.markup import escape
 
-from mutant_gate.cli import check_lines, commands
+from mutant_gate.cli import check_lines, commands, library
 from mutant_gate.cli.flags import run_settings
 from mutant_gate.cli.reporter import Reporter
 from mutant_gate.cli.summary import next_step, score_line, summary, writers_summary
@@ -17,6 +18,8 @@ from mutant_gate.engine import session
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    if library.wanted(args):  # several paths, a directory, --shard: one run of them all
+        return library.cmd_library(args, console)
     settings = run_settings(args)
     commands.check_report_paths(args)
     if args.config:

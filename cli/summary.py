@@ -184,6 +184,23 @@ def anatomy(console: Console, report: dict) -> None:
     shims = shims_line(report)
     if shims:
         console.print(f"[dim]{shims}[/]", highlight=False)
+    note = interpreter_note(report)
+    if note:
+        console.print(note, highlight=False)
+
+
+def interpreter_note(report: dict) -> str:
+    """``-v``: which executor ran the original's launches, per kernel, and why any fell
+    back to Triton's loop (rich markup); "" where the report records none."""
+    section = report.get("interpreter")
+    if not isinstance(section, dict) or not section.get("kernels"):
+        return ""
+    parts = []
+    for kernel, k in section["kernels"].items():
+        said = f"{kernel} {k['batched']} batched, {k['triton']} in Triton's loop"
+        reasons = "; ".join(f"{r} (x{n})" for r, n in (k.get("reasons") or {}).items())
+        parts.append(f"{said} ({reasons})" if reasons else said)
+    return f"[dim]interpreter ({section.get('mode', '?')}): {escape('; '.join(parts))}[/]"
 
 
 def next_step(report: dict, tests_dir: str | None = None) -> str | None:

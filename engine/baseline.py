@@ -238,16 +238,27 @@ def failed_original(kernel: KernelFile, mode: str, job_mode: str, result: JobRes
     )
 
 
-def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
+def run_baseline(
+    ctx: StageContext,
+    on_progress=None,
+    *,
+    original: JobResult | None = None,
+    whole_suite: bool = False,
+) -> tuple[JobResult, bool]:
     """The original with every check; sets ``ctx.baseline``, ``timeout_s`` and (the test
     cases' launches and times) ``coverage``. Returns (result, served from the cache).
     ``on_progress``: each progress report of its checks (pytest: cases collected, each
-    case through)."""
+    case through). ``original``: the suite's passing result to take instead of running
+    it, as served from the cache (a library run's, ``engine/library.py``);
+    ``whole_suite``: a test file that reaches no kernel of this module is not bad input."""
     settings, kernel = ctx.settings, ctx.kernel
     job = ctx.job_for(None, settings.timeout_s)
     if job.mode == "interpret":
         job = replace(job, trace_races=True)  # the race hint rides on the original's run
-    result, cached = ctx.execute(job, on_progress=on_progress)
+    if original is not None:
+        result, cached = original, True
+    else:
+        result, cached = ctx.execute(job, on_progress=on_progress)
     name = kernel.path
     if result.status is JobStatus.TIMEOUT:
         raise BadInput(timeout_message(name, settings.timeout_s, result.extra.get("cases")))
@@ -256,7 +267,8 @@ def run_baseline(ctx: StageContext, on_progress=None) -> tuple[JobResult, bool]:
     _selection_leaves_cases(ctx, result)
     if settings.all_configs:
         result = _other_configs(ctx, result)
-    _each_test_file_launches_a_kernel(kernel, result)
+    if not whole_suite:
+        _each_test_file_launches_a_kernel(kernel, result)
     ctx.set_baseline(result)
     ctx.measured(result)
     if ctx.coverage is not None and (kernel.project is not None or ctx.coverage):

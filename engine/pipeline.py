@@ -167,6 +167,19 @@ class Plan:
     def finish(self, ctx: StageContext, report: dict) -> None:
         """Last words on the report before it is saved."""
 
+    #: a test file none of whose cases reaches the kernel is bad input (one module with
+    #: its own tests); a library run (``library.LibraryPlan``) gives every module the
+    #: whole suite, where most files reach other modules
+    whole_suite = False
+
+    def original(self, ctx: StageContext) -> JobResult | None:
+        """The original's passing result to take instead of running it (a library run's
+        suite, run once for every module), or None: run it."""
+        return None
+
+    def ran_original(self, ctx: StageContext, result: JobResult) -> None:
+        """The original's passing result, as the run's baseline took it."""
+
 
 class Run:
     """One run: iterate ``events()`` to drive it; the last event is ``RunFinished``."""
@@ -341,9 +354,14 @@ class Run:
         reports: queue.Queue = queue.Queue()
         outcome: dict = {}
 
+        shared = self.plan.original(ctx)
+        whole = self.plan.whole_suite
+
         def work() -> None:
             try:
-                outcome["value"] = run_baseline(ctx, on_progress=reports.put)
+                outcome["value"] = run_baseline(
+                    ctx, on_progress=reports.put, original=shared, whole_suite=whole
+                )
             except BaseException as exc:  # noqa: BLE001 - raised again in the run's thread
                 outcome["error"] = exc
             reports.put(None)
@@ -367,6 +385,7 @@ class Run:
             yield BaselineProgress(str(report.get("check", "")), case, status, seconds, done, total)
         if "error" in outcome:
             raise outcome["error"]
+        self.plan.ran_original(ctx, outcome["value"][0])
         return outcome["value"]
 
     def _warm_up_runners(self, ctx: StageContext) -> None:

@@ -40,6 +40,7 @@ REPORT_FIELDS = frozenset(
         "complete",
         "rerun",
         "survivor_kinds",  # survivors by what the diff-oracle showed (engine/survivor_kinds)
+        "interpreter",  # the original's launches: which executor ran them (harness/batched)
     }
 )
 
@@ -203,8 +204,16 @@ def build_report(
         "score": score(judged, written_names(tests)),
         "complete": all(m.id in outcomes for m in mutants),
         "survivor_kinds": counts(judged),
+        **interpreter_section(baseline),
         **ledger.sections(),
     }
+
+
+def interpreter_section(baseline: JobResult) -> dict:
+    """``interpreter``: the executor the original's interpreted launches ran in, per kernel
+    launches by executor and why any fell back to Triton's loop (``harness/batched.py``)."""
+    found = baseline.extra.get("interpreter")
+    return {"interpreter": found} if isinstance(found, dict) else {}
 
 
 def check_bound(report: dict) -> dict | None:

@@ -59,6 +59,8 @@ DOOR: dict[str, tuple[str, str | None]] = {
     # files a run reads or writes beside its report
     "accepted": ("accepted", None),
     "predictions": ("predictions", None),
+    # a library's run: its modules, its shards and their merge
+    "library": ("library", None),
     # reruns and studies
     "recorded_paths": ("rerun", "recorded_paths"),
     "select": ("rerun", "select"),
@@ -200,9 +202,11 @@ class Session:
         if self.sandbox is None:
             self.sandbox = self._factory(settings)
 
-    def events(self, settings: RunSettings | None = None) -> Iterator[Event]:
+    def events(self, settings: RunSettings | None = None, plan: Any = None) -> Iterator[Event]:
         """Start a run (``settings``: another run of this session on the same sandbox and
-        cache, as the study makes) and yield its events; the last is ``RunFinished``."""
+        cache, as the study and a library run make) and yield its events; the last is
+        ``RunFinished``. ``plan``: which mutants it judges (``pipeline.Plan``; a library's
+        module: ``library.LibraryPlan``)."""
         from .pipeline import Run
 
         settings = settings or self.settings
@@ -215,7 +219,7 @@ class Session:
             )
         elif settings.auto_mode and settings.mode == "compiled":
             other = self._other(settings, "interpret")  # started when a survivor needs it
-        self._run = Run(settings, self.sandbox, self.store, other_sandbox=other)
+        self._run = Run(settings, self.sandbox, self.store, other_sandbox=other, plan=plan)
         return self._drive(self._run.events())
 
     def rerun(

@@ -159,6 +159,9 @@ class RunSettings:
     #: interpreter: masked loads without ``other=`` read NaN / the integer maximum on
     #: masked-off lanes (a GPU leaves them undefined); ``--no-poison`` turns it off
     poison_undefined: bool = True
+    #: interpreter: who runs a launch's programs, "batched" (every program at once,
+    #: ``harness/batched.py``) or "triton" (Triton's own loop); ``--interpreter``
+    interpreter: str = "batched"
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -187,6 +187,7 @@ class StageContext:
             project=kernel.project.to_json() if kernel.project is not None else None,
             autotune_config=config,
             poison_undefined=self.settings.poison_undefined,
+            interpreter=self.settings.interpreter,
             trace_lines=source is None and mode == "interpret" and kernel.project is None,
         )
 

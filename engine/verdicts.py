@@ -237,6 +237,7 @@ ROW_SECTIONS = frozenset(
         "accepted",  # the baseline file accepts this survivor (engine/accepted.py)
         "limit",  # killed by a sandbox limit (memory, cpu time, output, open files)
         "error",  # stages that raised while working on it: [{stage, reason}]
+        "file",  # a library run's rows: the module the mutant is in (engine/library.py)
     }
 )
 #: Run-level report sections (the report's top-level fields beside the core ones).

@@ -34,7 +34,7 @@ def test_run_vector_add_report_and_cache(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     report = read_report(report_path)
-    assert report["schema_version"] == 2
+    assert report["schema_version"] == 3
     validate(report)  # docs/reference/report.schema.json
     assert report["kernel"]["path"].endswith("vector_add.py")
     assert set(report["toolchain"]) >= {"python", "torch", "triton"}
@@ -56,7 +56,7 @@ def test_run_vector_add_report_and_cache(tmp_path):
     score = report["score"]
     assert score["total"] == len(mutants)
     assert score["killed"] == sum(m["verdict"] == "killed" for m in mutants)
-    assert "score:" in proc.stdout
+    assert "your tests:" in proc.stdout
 
     # Second run: everything from the cache, same verdicts.
     again = tmp_path / "r2.json"

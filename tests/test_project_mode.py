@@ -103,6 +103,7 @@ def test_selection_runs_fewer_cases_with_the_same_verdicts(tmp_path):
         "--operators",
         "masks,arith",
         "--no-cache",
+        "-v",  # the selection's line
     ]
     selected = run_cli(*base, "--json", str(tmp_path / "sel.json"), cwd=root)
     assert selected.returncode == 0, selected.stderr
@@ -265,7 +266,7 @@ def test_k_leaves_a_case_out_of_the_original_and_of_every_mutant(tmp_path):
         "run", "src/kernel_lib/ops/rms_norm.py", "--tests", "tests/test_rms_norm.py",
         "-k", "shape0 and not registry", "--no-select", "--operators", "mask-drop",
         "--writer", "none", "--no-cache", "-j", "2",
-        "--json", "r.json", "--markdown", "r.md",
+        "--json", "r.json", "--markdown", "r.md", "-v",  # -v: the slowest cases' line
         cwd=root,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -384,7 +385,9 @@ def test_the_probe_learns_calls_through_a_module_and_writes_tests_a_maintainer_c
     root = copy_lib(tmp_path)
     args = ["run", "src/kernel_lib/ops/softmax.py", "--tests", "tests/test_layers.py"]
     operators = ["--operators", "compare-lt-le,add-sub", "-j", "2", "--no-cache"]
-    proc = run_cli(*args, *operators, "--write-tests", "written", "--json", "r.json", cwd=root)
+    proc = run_cli(
+        *args, *operators, "--write-tests", "written", "--json", "r.json", "-v", cwd=root
+    )  # -v: what the probe learned
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((root / "r.json").read_text())
     said = " ".join(proc.stdout.split())
@@ -436,7 +439,7 @@ def test_the_probe_calls_an_autograd_function_of_the_module_as_the_library_does(
     )
     args = ["run", "src/kernel_lib/ops/softmax.py", "--tests", "tests/test_layers.py"]
     flags = ["--operators", "compare-lt-le,add-sub", "-j", "2", "--no-cache", "--json", "r.json"]
-    proc = run_cli(*args, *flags, "--write-tests", "written", cwd=root)
+    proc = run_cli(*args, *flags, "--write-tests", "written", "-v", cwd=root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     said = " ".join(proc.stdout.split())
     assert "from the project's tests: SoftmaxFunction.apply((2, 64)" in said, said
@@ -518,7 +521,7 @@ def test_the_probe_reaches_a_functions_backward_kernel_through_its_gradients(tmp
     (root / "tests" / "test_relu.py").write_text(RELU_TESTS)
     args = ["run", "src/kernel_lib/ops/relu.py", "--tests", "tests/test_relu.py"]
     flags = ["--operators", "compare-lt-le", "-j", "2", "--no-cache", "--json", "r.json"]
-    proc = run_cli(*args, *flags, "--write-tests", "written", cwd=root)
+    proc = run_cli(*args, *flags, "--write-tests", "written", "-v", cwd=root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((root / "r.json").read_text())
     (backward,) = [m for m in report["mutants"] if m["function"] == "relu_backward_kernel"]
@@ -559,7 +562,7 @@ def test_the_probe_learns_a_launch_the_project_tests_make_themselves(tmp_path):
     args = ["run", "src/kernel_lib/ops/scale.py", "--tests", "tests/test_scale_kernel.py"]
     flags = ["--operators", "compare-lt-le", "-j", "2", "--no-cache", "--json", "r.json"]
     # -k leaves the case through scale() out: of the run, and of what the probe learns from
-    proc = run_cli(*args, *flags, "-k", "launch", "--write-tests", "written", cwd=root)
+    proc = run_cli(*args, *flags, "-k", "launch", "--write-tests", "written", "-v", cwd=root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     said = " ".join(proc.stdout.split())
     assert "learned 1 wrapper calls (1 of them kernel launches" in said, said

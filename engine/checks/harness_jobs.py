@@ -39,6 +39,7 @@ def harness_job(ctx: StageContext, entry: str, name: str, request: dict, timeout
         timeout_s=round(timeout_s, 1),
         memory_mb=ctx.settings.memory_mb,
         poison_undefined=ctx.settings.poison_undefined,
+        interpreter=ctx.settings.interpreter,
     )
 
 

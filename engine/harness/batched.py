@@ -12,6 +12,8 @@ device-function call (``tl.sum``, a kernel's own ``@jit`` helpers). ``install()`
   a launch cannot run so (a branch or loop bound that differs between programs, programs that
   talk through memory, an op without a batched form, any error), its arguments' memory is put
   back and Triton's own loop runs it; ``launches()`` says which executor ran each launch and why.
+  The harness's own checks (bounds, poisoned lanes, race hints, the diff-oracle's lane digests)
+  run batched too, through ``batched_checks``; another tool's load/store hooks need the loop.
 * ``"triton"``: Triton's own loop, with its language patched once per launch.
 
 Both give Triton's results bit for bit: a batched launch does each program's operations in the
@@ -33,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from . import batched_ops as ops
+from .batched_checks import Checks, known_hooks
 from .batched_memory import Memory
 
 ENV = "MUTANT_GATE_INTERPRETER"
@@ -68,9 +71,16 @@ def install(mode: str | None = None) -> None:
         return
     from triton.runtime import interpreter as interp
 
-    _ORIGINALS["grid"] = interp.GridExecutor.__call__
+    from . import bounds
+
+    if interp.GridExecutor.__call__ is bounds._grid_call:
+        # beneath the bounds checker's launch context, which its checks need
+        _ORIGINALS["grid"] = bounds.swap_launch(_grid_call)
+        _ORIGINALS["under"] = "bounds"
+    else:
+        _ORIGINALS["grid"] = interp.GridExecutor.__call__
+        interp.GridExecutor.__call__ = _grid_call
     _ORIGINALS["device"] = interp.InterpretedFunction.__call__
-    interp.GridExecutor.__call__ = _grid_call
     interp.InterpretedFunction.__call__ = _device_call
 
 
@@ -88,7 +98,14 @@ def uninstall() -> None:
         return
     from triton.runtime import interpreter as interp
 
-    interp.GridExecutor.__call__ = _ORIGINALS.pop("grid")
+    from . import bounds
+
+    if _ORIGINALS.pop("under", None) and bounds.installed():
+        bounds.swap_launch(_ORIGINALS.pop("grid"))
+    elif interp.GridExecutor.__call__ is _grid_call:
+        interp.GridExecutor.__call__ = _ORIGINALS.pop("grid")
+    else:
+        _ORIGINALS.pop("grid")
     interp.InterpretedFunction.__call__ = _ORIGINALS.pop("device")
     _MODE.clear()
 
@@ -181,10 +198,11 @@ def _grid_call(self: Any, *args_dev: Any, **kwargs: Any) -> Any:
     reason = "interpreter=triton" if mode() != "batched" else None
     if reason is None and _LAUNCH_LANGS:
         reason = "a launch inside a launch"
-    if reason is None and (hooked := _hooked(interp.interpreter_builder, self)):
+    hooks = known_hooks() if reason is None else None
+    if reason is None and (hooked := _hooked(interp.interpreter_builder, self, hooks)):
         reason = f"memory hooks of another tool need Triton's loop ({hooked})"
     if reason is None:
-        return _Launch(self, args_dev, kwargs).run()
+        return _Launch(self, args_dev, kwargs, hooks).run()
     start = time.perf_counter()
     try:
         return _triton_loop(self, args_dev, kwargs)
@@ -215,8 +233,10 @@ class _Both:
 
 
 class _Launch:
-    def __init__(self, executor: Any, args_dev: tuple, kwargs: dict) -> None:
+    def __init__(self, executor: Any, args_dev: tuple, kwargs: dict, hooks: Any) -> None:
         self.ex, self.args_dev, self.kwargs = executor, args_dev, kwargs
+        self.hooks = hooks
+        self.checks: Checks | None = None
         self.name = _kernel_name(executor.fn)
         self.programs = 0
         self.chunks = 0
@@ -231,13 +251,26 @@ class _Launch:
         for hook in ex.pre_run_hooks:
             hook(*args_hst, **kwargs_hst)
         prints: list[str] = []
+        from triton.runtime import interpreter as interp
+
+        from .bounds import BoundsViolation
+
+        self.checks = Checks.for_launch(ex.fn, self.hooks)
         try:
             reason = self._batched(args_hst, kwargs_hst, prints)
+        except BoundsViolation as e:  # found for all programs at once, raised as the loop does
+            for line in prints:
+                print(line)
+            _record(self.name, self.programs, "batched", None, chunks=self.chunks,
+                    seconds=time.perf_counter() - start)  # fmt: skip
+            raise interp.InterpreterError(repr(e)) from e
         except Exception as e:  # noqa: BLE001 - Triton's loop runs it and says what is wrong
             reason = _reason(e)
         if reason is not None:
             if self.memory is not None:
                 self.memory.restore()
+            if self.checks is not None:
+                self.checks.put_back()
             try:
                 return _triton_loop(ex, self.args_dev, self.kwargs, hooks=False)
             finally:
@@ -276,8 +309,11 @@ class _Launch:
             builder.set_grid_dim(*grid)
             builder.grid_idx = (0, 0, 0)
             _patch_batched(own, builder, added)
-            self.memory = Memory(storages)
-            self._chunks(_kernel_for(ex.fn), args, grid, prints)
+            self.memory = Memory(storages, self.checks)
+            kernel = _kernel_for(ex.fn)
+            if self.checks is not None:
+                self.checks.add_code(getattr(kernel, "__code__", None))
+            self._chunks(kernel, args, grid, prints)
             return None
         finally:
             for name, prior in added.items():
@@ -297,9 +333,13 @@ class _Launch:
             linear = np.arange(start, min(self.programs, start + size), dtype=np.int64)
             batch = ops.Batch(linear, grid, self.memory)
             ops.STATE[:] = [batch]
+            if self.checks is not None:
+                self.checks.start_chunk(batch)
             fn(**args)
             ops.STATE.clear()
             self.memory.check_chunk()
+            if self.checks is not None:
+                self.checks.end_chunk(batch)  # raises a bounds violation found in the chunk
             for lines in batch.prints:
                 prints.extend(lines)
             self.chunks += 1
@@ -307,8 +347,9 @@ class _Launch:
             size = max(1, budget // max(1, batch.largest))
 
 
-#: Methods whose replacement by another tool (the bounds checker, the launch tracer) sees one
-#: program at a time: a launch with any of them replaced runs in Triton's loop, where they work.
+#: Methods whose replacement by another tool sees one program at a time: a launch with any of
+#: them replaced runs in Triton's loop, where they work. The harness's own (the bounds checker,
+#: the launch tracer) have batched counterparts (``batched_checks``).
 PER_PROGRAM_HOOKS = (
     ("InterpreterBuilder", "create_masked_load"),
     ("InterpreterBuilder", "create_masked_store"),
@@ -321,14 +362,23 @@ PER_PROGRAM_HOOKS = (
 )
 
 
-def _hooked(builder: Any, executor: Any) -> str:
+def _hooked(builder: Any, executor: Any, hooks: Any) -> str:
     """The per-program hooks another tool has put in, comma-separated ('' for none)."""
+    from . import bounds
+
+    if isinstance(hooks, str):
+        return hooks
     owners = {"InterpreterBuilder": builder, "GridExecutor": executor}
+    ours = {"triton.runtime.interpreter", bounds.__name__}
     names = []
     for owner, name in PER_PROGRAM_HOOKS:
+        if name in ("create_masked_load", "create_masked_store"):
+            continue  # known_hooks() walked them
         fn = getattr(getattr(owners[owner], name), "__func__", None)
-        if getattr(fn, "__module__", "") != "triton.runtime.interpreter":
+        if getattr(fn, "__module__", "") not in ours:
             names.append(f"{owner}.{name}")
+    if bounds.installed() and bounds.current(executor.fn) is None and "bounds" in hooks[0]:
+        names.append("the bounds checker's launch context")
     return ", ".join(names)
 
 

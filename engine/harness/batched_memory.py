@@ -53,10 +53,22 @@ class _Access:
         return sel, np.broadcast_to(pid, self.ptrs.shape)[self.mask]
 
 
+def _own(mask: Any, n: int, shape: tuple) -> np.ndarray:
+    """An access's own mask (all lanes where it has none) with the program axis, as bools."""
+    if mask is None:
+        return np.ones(shape, dtype=bool)
+    m = ops.lift(mask, n)
+    if m.dtype != np.bool_:
+        m = m.astype(np.bool_)
+    return np.broadcast_to(m, shape)
+
+
 class Memory:
     """The launch's argument buffers: loads, stores and atomics for a chunk of programs."""
 
-    def __init__(self, storages: list[tuple[int, int]]) -> None:
+    def __init__(self, storages: list[tuple[int, int]], checks: Any = None) -> None:
+        #: the harness's checks on this launch (``batched_checks.Checks``), or None
+        self.checks = checks
         spans = sorted({(b, n) for b, n in storages if n > 0})
         self.bases = np.array([b for b, _ in spans], dtype=np.uint64)
         self.ends = np.array([b + n for b, n in spans], dtype=np.uint64)
@@ -96,43 +108,59 @@ class Memory:
     # -- operations ---------------------------------------------------------
 
     def load(self, b: Any, ptrs: Any, mask: Any, other: Any, dtype_tt: Any, dtype_np: Any) -> Any:
-        n = b.n
-        if not (ops.is_batched(ptrs) or ops.is_batched(mask) or ops.is_batched(other)):
+        n, checks = b.n, self.checks
+        lifted = ops.is_batched(ptrs) or ops.is_batched(mask) or ops.is_batched(other)
+        if checks is None and not lifted:
             m = np.ones_like(ptrs.data, dtype=bool) if mask is None else mask.data
             o = np.zeros_like(ptrs.data, dtype=dtype_np) if other is None else other.data
             self.reads.append(_Access(ptrs.data, m, dtype_np.itemsize, _alike(n)))
             return interp.TensorHandle(_native.load(ptrs.data, m, o, dtype_np), dtype_tt)
         p = np.ascontiguousarray(ops.lift(ptrs, n))
-        m = self._mask(b, mask, p.shape)
-        if other is None:
-            o = np.zeros(p.shape, dtype=dtype_np)
-        else:
+        own = _own(mask, n, p.shape)
+        if checks is not None:
+            checks.check(b, "load", ptrs, p, own)
+        m = self._mask(b, own, p.shape)
+        fill = None
+        if other is None and checks is not None:
+            fill = checks.load_other(b, own, mask is not None, dtype_tt, dtype_np)
+        if other is not None:
             o = np.ascontiguousarray(np.broadcast_to(ops.lift(other, n), p.shape))
+        elif fill is not None:
+            o = np.full(p.shape, fill, dtype=dtype_np)
+        else:
+            o = np.zeros(p.shape, dtype=dtype_np)
         b.largest = max(b.largest, p.size // n)
         self.reads.append(_Access(p, m, dtype_np.itemsize, None))
-        return ops.batched(_native.load(p, m, o, dtype_np), dtype_tt)
+        out = _native.load(p, m, o, dtype_np)
+        if checks is not None:
+            checks.loaded(b, out, own)
+        return ops.batched(out, dtype_tt)
 
-    def _mask(self, b: Any, mask: Any, shape: tuple) -> np.ndarray:
-        m = np.ones(shape, dtype=bool) if mask is None else ops.lift(mask, b.n)
+    def _mask(self, b: Any, own: np.ndarray, shape: tuple) -> np.ndarray:
+        """The load's or store's own mask and the programs still running."""
         lanes = b.lanes(len(shape))
-        if lanes is not None:
-            m = m & lanes
+        m = own if lanes is None else own & lanes
         return np.ascontiguousarray(np.broadcast_to(m, shape))
 
-    def _prepare_write(self, b: Any, ptrs: Any, value: Any, mask: Any, atomic: bool) -> tuple:
-        n = b.n
+    def _prepare_write(self, b: Any, ptrs: Any, value: Any, mask: Any, op: str) -> tuple:
+        n, checks = b.n, self.checks
         same = not (ops.is_batched(ptrs) or ops.is_batched(value) or ops.is_batched(mask))
-        if same and b.active is None and not atomic:
+        if same and b.active is None and op == "store" and checks is None:
             p = ptrs.data
             m = np.ones_like(p, dtype=bool) if mask is None else mask.data
             v = value.data
             pid = _alike(n)
         else:
             p = np.ascontiguousarray(ops.lift(ptrs, n))
-            m = self._mask(b, mask, p.shape)
+            own = _own(mask, n, p.shape)
+            if checks is not None:
+                checks.check(b, op, ptrs, p, own)
+            m = self._mask(b, own, p.shape)
             v = np.ascontiguousarray(np.broadcast_to(ops.lift(value, n), p.shape))
             pid = None
             b.largest = max(b.largest, p.size // n)
+            if checks is not None and op == "store":
+                checks.stored(b, ptrs, p, v, own)
         itemsize = interp._get_np_dtype(ptrs.get_element_ty()).itemsize
         access = _Access(p, m, itemsize, pid)
         sel, pids = access.lanes()
@@ -142,11 +170,11 @@ class Memory:
         return p, v, m
 
     def store(self, b: Any, ptrs: Any, value: Any, mask: Any) -> None:
-        p, v, m = self._prepare_write(b, ptrs, value, mask, atomic=False)
+        p, v, m = self._prepare_write(b, ptrs, value, mask, "store")
         _native.store(p, v, m)
 
     def atomic(self, b: Any, op: Any, ptr: Any, val: Any, mask: Any, sem: Any) -> Any:
-        p, v, m = self._prepare_write(b, ptr, val, mask, atomic=True)
+        p, v, m = self._prepare_write(b, ptr, val, mask, "atomic_rmw")
         return ops.batched(_native.atomic_rmw(op, p, v, m, sem), val.dtype.scalar)
 
     # -- the proof ------------------------------------------------------------

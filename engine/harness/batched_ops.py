@@ -48,6 +48,10 @@ class Batch:
         self.prints: list[list[str]] = [[] for _ in range(self.n)]
         self.largest = 1  # most elements one program's load or store touched
 
+    def running(self) -> np.ndarray:
+        """One bool a program: still running."""
+        return np.ones(self.n, dtype=bool) if self.active is None else self.active
+
     def lanes(self, ndim: int) -> np.ndarray | None:
         """The active mask shaped to broadcast against a batched array of ``ndim`` dims."""
         if self.active is None:
@@ -194,8 +198,15 @@ def pass_through(original: Any) -> Any:
     return method
 
 
+#: Builder methods a batched launch never runs, even on values alike in every program: each
+#: program's call has an effect of its own (a compare-and-swap is a program's own turn).
+ALWAYS_LOOP = frozenset({"create_atomic_cas"})
+
+
 def unsupported(name: str, original: Any) -> Any:
     def method(*args: Any, **kwargs: Any) -> Any:
+        if name in ALWAYS_LOOP:
+            raise Divergence(f"{name[7:]} runs program by program")
         if _any_batched(args) or _any_batched(tuple(kwargs.values())):
             raise Divergence(f"{name[7:]} on values that differ between programs")
         return original(*args, **kwargs)

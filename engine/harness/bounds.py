@@ -231,6 +231,8 @@ class _Launch:
         self.fn = fn
         self.kernel = getattr(fn, "__name__", "?")
         self.code = getattr(fn, "__code__", None)
+        #: the code objects the kernel runs as (the batched executor's rewrite beside Triton's)
+        self.codes = {self.code} if self.code is not None else set()
         self.args: list[_Arg] = []
         self.starts_l: list[int] = []  # merged ranges, sorted (python ints: fast path)
         self.ends_l: list[int] = []
@@ -468,6 +470,19 @@ def _check_launch(launch: _Launch, ptrs: Any, mask: Any, op: str) -> None:
 
 def _report(launch: _Launch, op: str, bad: np.ndarray, n_active: int, isz: int) -> None:
     mod = _interp()
+    pid = tuple(int(v) for v in getattr(mod.interpreter_builder, "grid_idx", (0, 0, 0)))
+    record = describe(launch, op, bad, n_active, isz, pid)
+    if len(_VIOLATIONS) < _MAX_RECORDS:
+        _VIOLATIONS.append(record)
+    raise BoundsViolation(record["message"], record)
+
+
+def describe(
+    launch: _Launch, op: str, bad: np.ndarray, n_active: int, isz: int, pid: tuple[int, ...]
+) -> dict:
+    """The record of one program's out-of-bounds access: ``bad`` its active lanes' addresses
+    outside every argument, ``n_active`` its active lanes (the record ``violations()`` keeps)."""
+    mod = _interp()
     u_isz = np.uint64(isz)
     best = None  # (arg, dist array) per arg
     if launch.args:
@@ -494,7 +509,6 @@ def _report(launch: _Launch, op: str, bad: np.ndarray, n_active: int, isz: int) 
         worst = bad[sel][int(np.argmax(after if ma >= mb else before))]
         best = (launch.args[k], direction, -(-dist // isz), int(worst))
     file, line, where = _locate(launch, mod)
-    pid = tuple(int(v) for v in getattr(mod.interpreter_builder, "grid_idx", (0, 0, 0)))
     pid_s = "(" + ", ".join(str(v) for v in pid) + ")"
     lanes = int(bad.size)
     lanes_s = f"{lanes} of {n_active} active lanes out of bounds"
@@ -531,9 +545,14 @@ def _report(launch: _Launch, op: str, bad: np.ndarray, n_active: int, isz: int) 
         "address": hex(worst),
         "message": msg,
     }
+    return record
+
+
+def report(record: dict) -> BoundsViolation:
+    """Keep a violation found by ``describe`` and give the exception to raise."""
     if len(_VIOLATIONS) < _MAX_RECORDS:
         _VIOLATIONS.append(record)
-    raise BoundsViolation(msg, record)
+    return BoundsViolation(record["message"], record)
 
 
 def _frames(launch: _Launch, mod: Any) -> tuple[Any, Any]:
@@ -546,13 +565,12 @@ def _frames(launch: _Launch, mod: Any) -> tuple[Any, Any]:
                 jit_codes.add(c)
     except Exception:  # noqa: BLE001
         pass
-    if launch.code is not None:
-        jit_codes.add(launch.code)
+    jit_codes |= launch.codes
     inner = kernel_frame = None
     frame = sys._getframe(2)
     while frame is not None:
         code = frame.f_code
-        if code is launch.code:
+        if code in launch.codes:
             kernel_frame = frame
             if inner is None:
                 inner = frame
@@ -650,19 +668,29 @@ def _record_store(launch: _Launch, ptrs: Any, mask: Any) -> None:
         if m.shape != addr.shape:
             addr, m = np.broadcast_arrays(addr, m)
         addr = addr[m]
+    mod = _interp()
+    pid = tuple(int(v) for v in getattr(mod.interpreter_builder, "grid_idx", (0, 0, 0)))
+    _add_store(launch, addr, pid, _itemsize(ptrs), None)
+
+
+def _store_site(launch: _Launch) -> tuple:
+    inner, _ = _frames(launch, _interp())
+    if inner is None:
+        return (None, None)
+    return (os.path.basename(inner.f_code.co_filename), inner.f_lineno)
+
+
+def _add_store(
+    launch: _Launch, addr: np.ndarray, pid: tuple[int, ...], isz: int, site: tuple | None
+) -> None:
+    """Keep one program's store: its active lanes' addresses (``site`` None: this frame's)."""
+    if launch.store_lanes > MAX_RACE_LANES:
+        return
     active = np.unique(addr.reshape(-1).astype(np.uint64, copy=False))
     if not active.size:
         return
     launch.store_lanes += int(active.size)
-    mod = _interp()
-    pid = tuple(int(v) for v in getattr(mod.interpreter_builder, "grid_idx", (0, 0, 0)))
-    inner, _ = _frames(launch, mod)
-    site = (
-        (os.path.basename(inner.f_code.co_filename), inner.f_lineno)
-        if inner is not None
-        else (None, None)
-    )
-    launch.stores.append((active, pid, _itemsize(ptrs), site))
+    launch.stores.append((active, pid, isz, _store_site(launch) if site is None else site))
 
 
 def _find_race(launch: _Launch) -> None:
@@ -776,16 +804,20 @@ def _poison(ptrs: Any, mask: Any) -> Any:
     return mod.TensorHandle(np.full(shape, fill[0], dtype=dtype_np), dtype_tt)
 
 
-def _record_undefined(lanes: int, fill: str, dtype: str, mod: Any) -> None:
+def _record_undefined(
+    lanes: int, fill: str, dtype: str, mod: Any, frames: tuple[Any, Any] | None = None
+) -> None:
     _POISON.lanes += lanes
     launch = _STACK[-1] if _STACK else None
     inner = kernel_frame = None
-    if launch is not None:
+    if frames is not None:
+        inner, kernel_frame = frames
+    elif launch is not None:
         inner, kernel_frame = _frames(launch, mod)
     if inner is None:
         key: tuple = (launch.kernel if launch else "?", None)
-    else:
-        key = (inner.f_code, inner.f_lineno)
+    else:  # by name: the batched executor runs a kernel as a code object of its own
+        key = (inner.f_code.co_filename, inner.f_code.co_name, inner.f_lineno)
     record = _POISON.sites.get(key)
     if record is not None:
         record["lanes"] += lanes
@@ -804,24 +836,28 @@ def _record_undefined(lanes: int, fill: str, dtype: str, mod: Any) -> None:
     }
 
 
+def _poison_hit(values: np.ndarray, ptrs: Any) -> np.ndarray | None:
+    """Per element of a store's ``values``: poison itself (None: a type never poisoned)."""
+    if values.dtype.name in _NAN_BITS:
+        utype, bits, shift, top = _NAN_BITS[values.dtype.name]
+        return ((values.view(utype) >> shift) & top) == ((bits >> shift) & top)
+    if str(getattr(ptrs.get_element_ty(), "name", "")) == "bf16":
+        return (values & 0x7FFF) == _BF16_NAN
+    if values.dtype.kind in "iu":
+        limit = int(np.iinfo(values.dtype).max)
+        fills = [v for v in _POISON.sentinels if v <= limit]
+        if not fills:
+            return None
+        return np.isin(values, np.array(fills, dtype=values.dtype))
+    return None
+
+
 def _stores_poison(ptrs: Any, value: Any, mask: Any) -> bool:
     """Whether an active lane of this store writes poison: a NaN with the poison's
     payload, or (integers, fp8) a value filled in by a poisoned load."""
     values = np.asarray(value.data)
-    if values.dtype.name in _NAN_BITS:
-        utype, bits, shift, top = _NAN_BITS[values.dtype.name]
-        hit = ((values.view(utype) >> shift) & top) == ((bits >> shift) & top)
-    elif str(getattr(ptrs.get_element_ty(), "name", "")) == "bf16":
-        hit = (values & 0x7FFF) == _BF16_NAN
-    elif values.dtype.kind in "iu":
-        limit = int(np.iinfo(values.dtype).max)
-        fills = [v for v in _POISON.sentinels if v <= limit]
-        if not fills:
-            return False
-        hit = np.isin(values, np.array(fills, dtype=values.dtype))
-    else:
-        return False
-    if not np.any(hit):
+    hit = _poison_hit(values, ptrs)
+    if hit is None or not np.any(hit):
         return False
     if mask is None:
         return True
@@ -830,6 +866,147 @@ def _stores_poison(ptrs: Any, value: Any, mask: Any) -> bool:
         m = m.astype(np.bool_)
     hit, m = np.broadcast_arrays(hit, m)
     return bool((hit & m).any())
+
+
+# --------------------------------------------------------------------------
+# every program of a launch at once (``batched.py`` through ``batched_checks.py``)
+#
+# The batched executor runs a launch's programs together; it calls these with all programs'
+# data, (programs, lanes) arrays, and records what it finds in the order Triton's loop would.
+
+
+def current(fn: Any) -> _Launch | None:
+    """The launch context of the launch of ``fn`` now running (None: not checked)."""
+    return _STACK[-1] if _STACK and _STACK[-1].fn is fn else None
+
+
+def out_of_bounds(launch: _Launch, addr: np.ndarray, active: np.ndarray, isz: int) -> Any:
+    """Lanes (same shape as ``addr``) that are active and outside every argument; None when
+    there is none. One min/max test for all programs first, as for one program."""
+    sel = addr[active]
+    if sel.size == 0:
+        return None
+    lo, hi = int(_min(sel)), int(_max(sel))
+    i = bisect.bisect_right(launch.starts_l, lo) - 1
+    if i >= 0 and hi + isz <= launch.ends_l[i]:
+        return None
+    if launch.starts.size == 0:
+        return active
+    idx = np.searchsorted(launch.starts, addr, side="right") - 1
+    lim = launch.ends[np.maximum(idx, 0)] - np.uint64(isz)
+    bad = active & ~((idx >= 0) & (addr <= lim))
+    return bad if bad.any() else None
+
+
+def poison_fill(dtype_tt: Any) -> tuple[Any, str] | None:
+    """A poisoned load's fill (value, how to say it), its integer kept as a sentinel; None
+    for types left alone or with poisoning off."""
+    if not _POISON.on:
+        return None
+    mod = _interp()
+    dtype_np = mod._get_np_dtype(dtype_tt)
+    fill = _fill(dtype_tt, dtype_np)
+    if fill is not None and dtype_np.kind in "iu" and not str(dtype_tt).startswith("bf16"):
+        _POISON.sentinels.add(int(fill[0]))
+    return fill
+
+
+class _Where:
+    """A frame's code and line as they are now (a frame's line moves on as it runs)."""
+
+    __slots__ = ("f_code", "f_lineno")
+
+    def __init__(self, frame: Any) -> None:
+        self.f_code, self.f_lineno = frame.f_code, frame.f_lineno
+
+
+def site_frames(launch: _Launch) -> tuple[Any, Any]:
+    """(innermost user jit frame, the kernel's frame) of the access in progress, as they
+    stand now: code and line."""
+    inner, kernel_frame = _frames(launch, _interp())
+    return tuple(None if f is None else _Where(f) for f in (inner, kernel_frame))
+
+
+def record_undefined(lanes: int, fill: str, dtype: str, frames: tuple[Any, Any]) -> None:
+    """A poisoned load's lanes, at the site ``frames`` named when it ran."""
+    _record_undefined(lanes, fill, dtype, _interp(), frames)
+
+
+def poison_read() -> bool:
+    """Whether poisoned lanes were read (so a store is checked for writing poison)."""
+    return _POISON.lanes > 0
+
+
+def poison_hits(ptrs: Any, values: np.ndarray, active: np.ndarray) -> np.ndarray | None:
+    """Per program (rows): whether an active lane of this store writes poison itself."""
+    hit = _poison_hit(values, ptrs)
+    if hit is None:
+        return None
+    hit = np.broadcast_to(hit, active.shape) & active
+    return hit.reshape(hit.shape[0], -1).any(axis=1)
+
+
+def mark_poison_stored() -> None:
+    _POISON.stored = True
+
+
+def poison_stored_known() -> bool:
+    return _POISON.stored
+
+
+def races_on() -> bool:
+    return _RACES.on
+
+
+def store_site(launch: _Launch) -> tuple:
+    """(file, line) of the store in progress, as the race hint names it."""
+    return _store_site(launch)
+
+
+def add_store(
+    launch: _Launch, addr: np.ndarray, pid: tuple[int, ...], isz: int, site: tuple
+) -> None:
+    """One program's store for the race hint: its active lanes' addresses."""
+    _add_store(launch, addr, pid, isz, site)
+
+
+def itemsize(ptrs: Any) -> int:
+    return _itemsize(ptrs)
+
+
+def save(launch: _Launch) -> tuple:
+    """What a batched attempt may change, to put back before Triton's loop runs the launch."""
+    import copy
+
+    return (
+        copy.deepcopy(_POISON.sites),
+        _POISON.lanes,
+        _POISON.stored,
+        set(_POISON.sentinels),
+        list(launch.stores),
+        launch.store_lanes,
+        len(_INTERNAL_ERRORS),
+    )
+
+
+def put_back(launch: _Launch, saved: tuple) -> None:
+    sites, lanes, stored, sentinels, stores, store_lanes, errors = saved
+    _POISON.sites, _POISON.lanes, _POISON.stored, _POISON.sentinels = (
+        sites,
+        lanes,
+        stored,
+        sentinels,
+    )
+    launch.stores, launch.store_lanes = stores, store_lanes
+    del _INTERNAL_ERRORS[errors:]
+
+
+def swap_launch(inner: Any) -> Any:
+    """Make ``inner`` the ``GridExecutor.__call__`` this checker's launch context wraps;
+    the one it wrapped before (the batched executor sits beneath the context)."""
+    cls, before = _ORIGINALS["GridExecutor.__call__"]
+    _ORIGINALS["GridExecutor.__call__"] = (cls, inner)
+    return before
 
 
 # --------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any
 
 from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
 
-from . import bounds, null_run, parity, shims
+from . import batched, bounds, null_run, parity, shims
 from .cuda_fault import lost_cuda_context
 from .project import Coverage, launched, record_launches
 
@@ -275,14 +275,23 @@ def _enter_project(job: Job, workdir: str) -> tuple[CheckOutcome | None, Any]:
 
 
 def prepare() -> None:
-    """Install the bounds check and the shims (idempotent) and clear their records.
+    """Install the batched executor, the bounds check and the shims (idempotent) and clear
+    their records. The executor goes first: the bounds check's launch context wraps it.
 
     The warm worker calls this once before forking, so a child only resets.
     """
+    batched.install()
+    batched.clear()
     bounds.install()
     bounds.reset()
     shims.install()
     shims.reset_used()
+
+
+def _interpreter() -> dict:
+    """Which executor ran the job's launches: the mode and, per kernel, launches by
+    executor and the reasons any fell back to Triton's loop (``batched.summary``)."""
+    return {"mode": batched.mode() or "triton", "kernels": batched.summary()}
 
 
 def _with_undefined_lanes(message: str) -> str:
@@ -352,6 +361,7 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
     seed_everything(job.seed)
     if job.mode == "interpret":
         prepare()
+        batched.install(job.interpreter)
         bounds.set_poison(job.poison_undefined)
         bounds.set_races(job.trace_races)
     else:  # compiled: the warm runner (or a child of its own) holds the CUDA context
@@ -415,6 +425,7 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
             **({"undefined_lanes": undefined} if undefined else {}),
             **({"interpreter_errors": parity.failures()} if parity.failures() else {}),
             **({"races": bounds.races()} if job.trace_races and job.mode == "interpret" else {}),
+            **({"interpreter": _interpreter()} if job.mode == "interpret" else {}),
             "launched": launched(),
         },
     )

@@ -446,6 +446,71 @@ def _masked_store(self: Any, ptrs: Any, value: Any, mask: Any, cache_policy: Any
 
 
 # --------------------------------------------------------------------------
+# every program of a launch at once (``batched.py`` through ``batched_checks.py``)
+
+
+def current() -> _Launch | None:
+    """The traced launch now running (values mode), or None."""
+    return _STATE.current
+
+
+def poisons() -> bool:
+    return _STATE.poison
+
+
+def poison_value(dtype: np.dtype) -> Any:
+    return _poison_value(dtype)
+
+
+def save(launch: _Launch) -> tuple:
+    """What a batched attempt may change, to put back before Triton's loop runs the launch."""
+    return launch.undefined, {k: h.copy() for k, h in launch.digests.items()}, len(_STATE.errors)
+
+
+def put_back(launch: _Launch, saved: tuple) -> None:
+    launch.undefined, launch.digests, errors = saved
+    del _STATE.errors[errors:]
+
+
+def digest_programs(launch: _Launch, accesses: list[tuple[str, np.ndarray, np.ndarray]]) -> None:
+    """Digest a batched chunk's loads and stores as Triton's loop does: program after program,
+    each program's accesses in order. ``accesses``: (kind, values, active) in the order they
+    ran, ``values`` and ``active`` (programs, lanes); a row all False in ``active`` and in
+    its complement for a program that did not run the access is given as ``ran`` False:
+    (kind, values, active, ran) with ``ran`` one bool a program."""
+    for kind in ("load", "store"):
+        mine = [a for a in accesses if a[0] == kind]
+        if not mine:
+            continue
+        for part in ("active", "masked"):
+            pieces, counts = [], []
+            for _, values, active, ran in mine:
+                n = values.shape[0]
+                vals = values.reshape(n, -1)
+                sel = (active if part == "active" else ~active).reshape(n, -1) & ran[:, None]
+                pieces.append(np.ascontiguousarray(vals[sel]).view(np.uint8).reshape(-1))
+                counts.append(sel.sum(axis=1) * vals.itemsize)
+            launch.digests[f"{kind}_{part}"].update(_program_major(pieces, counts).tobytes())
+
+
+def _program_major(pieces: list[np.ndarray], counts: list[np.ndarray]) -> np.ndarray:
+    """Bytes of several accesses, each program-major inside, as one program's accesses after
+    another: piece k holds ``counts[k][p]`` bytes of program p, programs in order."""
+    if len(pieces) == 1:
+        return pieces[0]
+    data = np.concatenate(pieces)
+    lens = np.stack(counts).astype(np.int64)  # (accesses, programs)
+    base = np.concatenate([[0], np.cumsum([p.size for p in pieces])[:-1]]).astype(np.int64)
+    starts = base[:, None] + np.cumsum(lens, axis=1) - lens  # each segment's start in data
+    lens, starts = lens.T.reshape(-1), starts.T.reshape(-1)  # program-major
+    total = int(lens.sum())
+    if total == 0:
+        return data[:0]
+    index = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(total)
+    return data[index]
+
+
+# --------------------------------------------------------------------------
 # install / uninstall
 
 

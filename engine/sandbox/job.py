@@ -119,6 +119,9 @@ class Job:
     #: interpreter: keep which program stored to which address (``harness/bounds.py``),
     #: for the race hint; the original's baseline job only
     trace_races: bool = False
+    #: interpreter: who runs a launch's programs, "batched" (all at once,
+    #: harness/batched.py) or "triton" (Triton's own loop)
+    interpreter: str = "batched"
 
     def to_json(self) -> dict:
         data = {
@@ -142,6 +145,8 @@ class Job:
             data["trace_lines"] = True
         if self.trace_races:  # likewise
             data["trace_races"] = True
+        if self.interpreter != "batched":  # likewise: the default keeps every job's key
+            data["interpreter"] = self.interpreter
         return data
 
     @staticmethod
@@ -163,6 +168,7 @@ class Job:
             trace_lines=data.get("trace_lines", False),
             poison_undefined=data.get("poison_undefined", True),
             trace_races=data.get("trace_races", False),
+            interpreter=data.get("interpreter", "batched"),
         )
 
     def cache_key(self, toolchain: dict) -> str:

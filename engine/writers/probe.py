@@ -120,6 +120,7 @@ def _harness_job(ctx: StageContext, request: dict, files: tuple, timeout_s: floa
         timeout_s=round(timeout_s, 1),
         memory_mb=ctx.settings.memory_mb,
         poison_undefined=ctx.settings.poison_undefined,
+        interpreter=ctx.settings.interpreter,
     )
 
 

@@ -230,6 +230,7 @@ def job_with_test(
         timeout_s=round(timeout_s, 1),
         memory_mb=ctx.settings.memory_mb,
         poison_undefined=ctx.settings.poison_undefined,
+        interpreter=ctx.settings.interpreter,
         stop_on_first_failure=not with_checks,
     )
 

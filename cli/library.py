@@ -1,0 +1,203 @@
+"""``mutant-gate run PATH...`` over a library, and ``mutant-gate merge``.
+
+A library run (several paths, a directory of kernels or of tests, or ``--shard``) drives
+the engine's ``library.Library``: each module's run shown by its own ``Reporter`` on one
+session (one sandbox pool, one cache), then a per-module table sorted by survivors, the
+library's score lines and the gate. ``merge REPORT... --json OUT`` joins shards' JSON
+reports into the report an unsharded run writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from mutant_gate.engine import session
+from mutant_gate.engine.errors import BadInput
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    """Whether ``run``'s paths and flags ask for a library run."""
+    paths = list(getattr(args, "paths", None) or [])
+    return session.library.is_library(paths, list(args.tests), getattr(args, "shard", None))
+
+
+def require_paths(args: argparse.Namespace) -> None:
+    """``run`` and ``tui`` need a kernel path: on the command line, or ``paths`` in the
+    configuration."""
+    if not getattr(args, "paths", None):
+        raise BadInput(
+            f"{args.command}: give a kernel file or directory (PATH...), "
+            "or paths = [...] in [tool.mutant-gate]"
+        )
+
+
+def add_commands(sub, parser_class) -> None:
+    merge = sub.add_parser(
+        "merge",
+        help="join the JSON reports of a library run's shards (--shard K/N) into one",
+        description="Join shards' JSON reports into the report an unsharded run writes.",
+    )
+    merge.add_argument("reports", nargs="+", metavar="REPORT", help="a shard's JSON report")
+    merge.add_argument("--json", metavar="PATH", required=True, help="write the joined report here")
+    merge.add_argument("--fail-under", type=float, metavar="PCT", help="exit 1 under PCT")
+
+
+def cmd_merge(args: argparse.Namespace, console: Console) -> int:
+    from mutant_gate.cli import commands
+    from mutant_gate.cli.summary import score_line
+
+    session.formats.check_writable(args.json, "--json")
+    reports = [(path, session.read_report_file(path)) for path in args.reports]
+    report = session.library.merge(reports)
+    with open(args.json, "w") as fh:
+        json.dump(report, fh, indent=2)
+    module_table(console, report)
+    console.print(f"{len(reports)} shards joined; report written to {args.json}", highlight=False)
+    console.print(score_line(report), highlight=False)
+    return commands.gate_exit(report, args.fail_under, console)
+
+
+def cmd_library(args: argparse.Namespace, console: Console) -> int:
+    """The library's run: its modules one after the other, then one report."""
+    from mutant_gate.cli import commands
+    from mutant_gate.cli.summary import score_line
+
+    library = prepare(args, console)
+    drive(library, args, console)
+    report = library.report()
+    if all(f["status"] == session.library.LEFT_OUT for f in report["files"]):
+        raise BadInput(f"every kernel module was left out: {report['files'][0]['reason']}")
+    module_table(console, report)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=2)
+        console.print(f"report written to {args.json}", highlight=False)
+    step = next_step(report)
+    if step:
+        console.print(f"[bold]{escape(step)}[/]", highlight=False)
+    console.print(score_line(report), highlight=False)
+    return commands.gate_exit(report, args.fail_under, console, args.gate_on)
+
+
+def prepare(args: argparse.Namespace, console: Console):
+    """The library the paths and flags name (``engine.library.Library``); bad input, one
+    line, before anything runs."""
+    from mutant_gate.cli import commands
+    from mutant_gate.cli.flags import run_settings
+
+    lib = session.library
+    shard = lib.parse_shard(getattr(args, "shard", None))
+    asked = [f"--{flag}" for flag in commands.REPORT_FLAGS if getattr(args, flag, None)]
+    if asked:
+        raise BadInput(
+            f"{', '.join(asked)}: one kernel file's run only; a library run writes --json"
+        )
+    exclude = tuple(getattr(args, "exclude", None) or ())
+    modules = lib.find_modules(list(args.paths), exclude)
+    tests = lib.find_tests(list(args.tests), args.project_root)
+    args.file = modules[0]  # the settings every module's run starts from
+    settings = run_settings(args)
+    commands.check_report_paths(args)
+    if args.config:
+        console.print(f"[dim]configuration: {args.config}[/]", highlight=False)
+    shards = f", shard {shard[0]}/{shard[1]}" if shard else ""
+    console.print(
+        f"library: {len(modules)} kernel modules, {len(tests)} test files{shards}", highlight=False
+    )
+    return lib.Library(
+        settings,
+        modules,
+        tests,
+        paths=list(args.paths),
+        given_tests=list(args.tests),
+        exclude=exclude,
+        shard=shard,
+    )
+
+
+def drive(library, args: argparse.Namespace, console: Console) -> None:
+    """Each module's run on one session, shown by a ``Reporter`` of its own; a module
+    left out says why; a judged one's written tests are written out."""
+    from mutant_gate.cli.reporter import Reporter
+    from mutant_gate.cli.written import say_written
+
+    def warn(text: str) -> None:
+        console.print(f"[yellow]{text}[/]", highlight=False)
+
+    total = len(library.modules)
+    settings = library.settings
+    with session.Session(settings, warn=warn) as run:
+        for number, (path, events) in enumerate(library.module_runs(run), 1):
+            shown = escape(session.library.shown(path))
+            console.print(f"[bold]module {number}/{total}: {shown}[/]", highlight=False)
+            reporter = Reporter(console, quiet=args.quiet, verbose=getattr(args, "verbose", False))
+            shared = library.shared.shared
+            with reporter:
+                for event in events:
+                    reporter.handle(event)
+            if library.shared.shared > shared:
+                console.print("[dim]the suite's original: taken from an earlier module's run[/]")
+            done = library.last
+            if done.reason:
+                console.print(f"[yellow]left out: {escape(done.reason)}[/]", highlight=False)
+            elif done.report is not None:
+                say_written(run, settings.writers.write_tests, console)
+
+
+def next_step(report: dict) -> str | None:
+    """The module to look at first: the judged one with the most survivors (its own run
+    in the cache shows them)."""
+    judged = [f for f in report["files"] if f["status"] == "judged"]
+    worst = max(judged, key=lambda f: f["survived"], default=None)
+    if worst is None or not worst["survived"] or not worst.get("run_id"):
+        return None
+    return (
+        f"next: `mutant-gate replay {worst['run_id']}` shows the {worst['survived']} "
+        f"survivors of {worst['path']}, the most of any module"
+    )
+
+
+#: the table's module column: at most this wide, so the table fits 80 columns
+MODULE_WIDTH = 40
+
+
+def _name(path: str) -> str:
+    """A module's path, cut from the left to ``MODULE_WIDTH`` (its end names it)."""
+    return path if len(path) <= MODULE_WIDTH else "..." + path[-(MODULE_WIDTH - 3) :]
+
+
+def module_table(console: Console, report: dict) -> None:
+    """Per module: mutants, killed (by your tests), survived and the adjusted score, the
+    most survivors first; then a line for each module not reached or left out."""
+    table = Table(box=box.SIMPLE, title="kernel modules", title_justify="left", pad_edge=False)
+    table.add_column("module", no_wrap=True, max_width=MODULE_WIDTH)
+    for column in ("mutants", "killed", "survived"):
+        table.add_column(column, justify="right")
+    table.add_column("score", justify="right")
+    files = sorted(report["files"], key=lambda f: (-f["survived"], f["path"]))
+    for f in files:
+        if f["status"] == "left_out":
+            said = "left out"
+        elif f["status"] == "not_reached":
+            said = "not reached"
+        else:
+            said = "-" if f["score"] is None else f"{f['score']:.1f}%"
+        table.add_row(
+            escape(_name(f["path"])), str(f["mutants"]), str(f["killed"]), str(f["survived"]), said
+        )
+    console.print(table)
+    for f in files:
+        if f["status"] != "judged":
+            console.print(f"{escape(f['path'])}: {escape(f['reason'])}", highlight=False)
+        elif f.get("not_reached"):
+            kernels = ", ".join(f["not_reached"])
+            console.print(
+                f"{escape(f['path'])}: not reached by the tests: {escape(kernels)}",
+                highlight=False,
+            )

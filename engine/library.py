@@ -1,0 +1,613 @@
+"""A kernel library in one run: every kernel module below the paths given, judged by the
+project's test suite, in one report.
+
+``mutant-gate run src/kernel_lib --tests tests``: ``find_modules`` walks the paths for
+``.py`` files with a ``@triton.jit`` function (less ``--exclude`` globs), ``find_tests``
+walks the test paths for the files ``pytest PATH`` would collect. ``Library`` then drives
+one project-mode run per module, one after the other, over the session's one sandbox
+pool and one cache (an interrupted library run resumes from the cache), each module
+given the whole suite:
+
+- the suite's original runs once: the first module's passing original is every other
+  module's baseline (``SharedOriginal``; the job differs from module to module only in
+  which module stands at its import path, and each stands there with its own source),
+  so its per-case record of the jit functions each case launched selects every
+  module's cases (``stage.select_tests``);
+- a module no case reaches has all its mutants "not reached" (``files[].status``
+  ``not_reached``); a module whose run fails (its original, its loading) is
+  ``left_out`` with the one-line reason, and the run goes on;
+- ``--shard K/N`` keeps the mutants whose id hashes to share K (``in_shard``), and
+  ``merge`` joins shards' reports into the report an unsharded run writes.
+
+The report (``library_report``): the rows of every module, each naming its ``file``,
+a ``files`` section (per module: mutants, killed, survived, score, status, reason), and
+the library's ``score`` (``report.score``: your tests, and ``with_written``).
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import hashlib
+import os
+import re
+import time
+import tomllib
+from collections.abc import Iterator
+from configparser import ConfigParser
+from dataclasses import dataclass, field, replace
+
+from .errors import BadInput
+from .events import Event, RunFinished
+from .kernel_file import GIVEN, split_node_id
+from .pipeline import Plan
+from .project import find_root, module_path
+from .records import Mutant
+from .report import SCHEMA_VERSION, score, written_names
+from .sandbox.job import JobResult
+from .settings import RunSettings
+from .stage import StageContext
+from .vocabulary import Verdict
+
+#: pytest's defaults for the files a directory collects, and the folders it never enters
+PYTHON_FILES = ("test_*.py", "*_test.py")
+NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
+SKIP_DIRS = ("__pycache__", "site-packages")
+
+JUDGED, NOT_REACHED, LEFT_OUT = "judged", "not_reached", "left_out"
+#: how an original whose test paths collect no case fails (pytest's exit code 5)
+NO_CASE = "no tests ran (pytest exit code 5)"
+
+
+# -- what the paths hold -------------------------------------------------------------------
+def is_library(paths: list[str], tests: list[str], shard: str | None = None) -> bool:
+    """Whether a run is a library's: several paths, a directory (of kernels or of tests),
+    or a shard. One kernel file with test files runs as it always has."""
+    if len(paths) != 1 or os.path.isdir(paths[0]) or shard:
+        return True
+    return any(os.path.isdir(split_node_id(t)[0]) for t in tests)
+
+
+def has_jit(path: str) -> bool:
+    """A ``.py`` file with a function decorated ``@triton.jit`` / ``@jit`` (called or not).
+    A file that does not parse counts where its text names ``triton.jit``: its run then
+    says what is wrong with it."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    if "jit" not in text:
+        return False
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return "triton.jit" in text
+    return any(
+        _is_jit(d)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        for d in node.decorator_list
+    )
+
+
+def _is_jit(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    if isinstance(target, ast.Attribute):
+        return target.attr == "jit"
+    return isinstance(target, ast.Name) and target.id == "jit"
+
+
+def _excluded(path: str, base: str, exclude: tuple[str, ...]) -> bool:
+    """``--exclude GLOB``: matched against the path below the directory given, the path
+    as shown from here, and the file's name."""
+    names = {os.path.relpath(path, base), shown(path), os.path.basename(path)}
+    return any(fnmatch.fnmatch(n, glob) for n in names for glob in exclude)
+
+
+def _walk(directory: str, norecurse: tuple[str, ...] = NORECURSE) -> Iterator[str]:
+    for here, dirs, files in os.walk(directory):
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in SKIP_DIRS and not any(fnmatch.fnmatch(d, g) for g in norecurse)
+        )
+        for name in sorted(files):
+            yield os.path.join(here, name)
+
+
+def find_modules(paths: list[str], exclude: tuple[str, ...] = ()) -> list[str]:
+    """Every kernel module the paths name: a file as given (it must hold a jit function),
+    a directory's ``.py`` files below it that do; each once, in the order found."""
+    found: list[str] = []
+    for path in paths:
+        if not os.path.exists(path):
+            raise BadInput(f"kernel file not found: {path}")
+        if os.path.isfile(path):
+            if not has_jit(path):
+                raise BadInput(f"{path}: no @triton.jit function found")
+            mine = [os.path.abspath(path)]
+        else:
+            mine = [
+                os.path.abspath(p)
+                for p in _walk(path)
+                if p.endswith(".py") and not _excluded(p, path, exclude) and has_jit(p)
+            ]
+            if not mine:
+                left = f" (less --exclude {' '.join(exclude)})" if exclude else ""
+                raise BadInput(f"{path}: no .py file with a @triton.jit function below it{left}")
+        found += [p for p in mine if p not in found]
+    return found
+
+
+def pytest_config(root: str) -> dict[str, list[str]]:
+    """``python_files`` and ``norecursedirs`` from the project's pytest configuration
+    (pytest.ini, pyproject.toml's ``[tool.pytest.ini_options]``, tox.ini, setup.cfg, in
+    pytest's order); pytest's defaults where it says nothing."""
+    found: dict[str, object] = {}
+    for name in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"):
+        path = os.path.join(root, name)
+        if not os.path.isfile(path):
+            continue
+        if name == "pyproject.toml":
+            try:
+                with open(path, "rb") as fh:
+                    table = tomllib.load(fh).get("tool", {}).get("pytest", {}).get("ini_options")
+            except (OSError, tomllib.TOMLDecodeError):
+                table = None
+            if table is None:
+                continue
+            found = dict(table)
+            break
+        parser = ConfigParser()
+        try:
+            parser.read(path, encoding="utf-8")
+        except Exception:  # noqa: BLE001 - an unreadable file: pytest's defaults
+            continue
+        section = "tool:pytest" if name == "setup.cfg" else "pytest"
+        if parser.has_section(section):
+            found = dict(parser.items(section))
+            break
+
+    def words(key: str, default: tuple[str, ...]) -> list[str]:
+        value = found.get(key)
+        if value is None:
+            return list(default)
+        return value.split() if isinstance(value, str) else [str(v) for v in value]
+
+    return {
+        "python_files": words("python_files", PYTHON_FILES),
+        "norecursedirs": words("norecursedirs", NORECURSE),
+    }
+
+
+def find_tests(tests: list[str], root: str | None) -> list[str]:
+    """The test files the paths name: a file (or node id) as given, a directory's files
+    that ``pytest DIR`` collects (the project's ``python_files``, less its
+    ``norecursedirs``). A path that collects no file is bad input."""
+    found: list[str] = []
+    for arg in tests:
+        path, _ = split_node_id(arg)
+        if not os.path.exists(path):
+            raise BadInput(f"test file not found: {path}")
+        if not os.path.isdir(path):
+            found.append(arg)
+            continue
+        config = pytest_config(root or find_root(path) or os.getcwd())
+        patterns = config["python_files"]
+        mine = [
+            p
+            for p in _walk(path, tuple(config["norecursedirs"]))
+            if p.endswith(".py") and any(fnmatch.fnmatch(os.path.basename(p), g) for g in patterns)
+        ]
+        if not mine:
+            raise BadInput(
+                f"--tests {arg}: collects no test file (pytest collects {' '.join(patterns)})"
+            )
+        found += [p for p in mine if p not in found]
+    return found
+
+
+def shown(path: str) -> str:
+    """A path as a user would type it: relative to the working directory when under it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+# -- shards ------------------------------------------------------------------------------
+SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``K/N`` -> (K, N), 1 <= K <= N; anything else is bad input."""
+    if text is None:
+        return None
+    match = SHARD.match(text)
+    if not match:
+        raise BadInput(f"--shard {text}: expected K/N, e.g. --shard 1/3")
+    k, n = int(match.group(1)), int(match.group(2))
+    if n < 1 or not 1 <= k <= n:
+        raise BadInput(f"--shard {text}: K must be between 1 and N (N at least 1)")
+    return k, n
+
+
+def in_shard(mutant_id: str, shard: tuple[int, int] | None) -> bool:
+    """Whether shard K of N judges the mutant: by its id's hash, the same on every machine."""
+    if shard is None:
+        return True
+    k, n = shard
+    return int(hashlib.sha256(mutant_id.encode()).hexdigest()[:12], 16) % n == k - 1
+
+
+# -- one module's run in the library ------------------------------------------------------
+@dataclass
+class SharedOriginal:
+    """The suite's passing original, taken by every module run after the first one that
+    ran it. Keyed by what the original job runs beside the module: the project's root,
+    its import root and the suite's files (written tests change the suite: not shared)."""
+
+    results: dict[tuple, JobResult] = field(default_factory=dict)
+    ran: int = 0  # module baselines that ran the suite (or read it from the cache)
+    shared: int = 0  # module baselines that took another module's
+
+    @staticmethod
+    def key(ctx: StageContext) -> tuple | None:
+        kernel = ctx.kernel
+        if kernel.project is None or any(t.origin != GIVEN for t in kernel.tests):
+            return None
+        given = tuple((t.path, t.select) for t in kernel.tests)
+        return (kernel.project.root, kernel.project.import_root, given)
+
+
+class LibraryPlan(Plan):
+    """A module of a library: every mutant of its shard, the whole suite beside it, the
+    suite's original shared with the other modules."""
+
+    whole_suite = True
+
+    def __init__(self, shared: SharedOriginal, shard: tuple[int, int] | None) -> None:
+        self.shared = shared
+        self.shard = shard
+
+    def choose(self, ctx: StageContext, mutants: list[Mutant]) -> list[Mutant]:
+        chosen = [m for m in mutants if in_shard(m.id, self.shard)]
+        if self.shard is not None:
+            ctx.set_mutants(chosen)  # the report holds this shard's rows only
+        return chosen
+
+    def original(self, ctx: StageContext) -> JobResult | None:
+        key = SharedOriginal.key(ctx)
+        found = self.shared.results.get(key) if key is not None else None
+        if found is not None:
+            self.shared.shared += 1
+        return found
+
+    def ran_original(self, ctx: StageContext, result: JobResult) -> None:
+        key = SharedOriginal.key(ctx)
+        if key is not None and key not in self.shared.results:
+            self.shared.ran += 1
+            self.shared.results[key] = result
+
+
+@dataclass
+class ModuleRun:
+    """One module's part: its report, or why it was left out."""
+
+    path: str  # absolute
+    report: dict | None = None
+    reason: str = ""
+
+
+class Library:
+    """The library's run: ``modules(session)`` yields (module path, its events) for each
+    module in turn (drive each to its end before the next); ``report()`` then joins them.
+    A module whose run raises ``BadInput`` ends its events early and is left out."""
+
+    def __init__(
+        self,
+        settings: RunSettings,
+        modules: list[str],
+        tests: list[str],
+        *,
+        paths: list[str],
+        given_tests: list[str],
+        exclude: tuple[str, ...] = (),
+        shard: tuple[int, int] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.modules = modules
+        self.tests = tests
+        self.paths, self.given_tests, self.exclude = paths, given_tests, exclude
+        self.shard = shard
+        self.shared = SharedOriginal()
+        self.runs: list[ModuleRun] = []
+        self.started = time.perf_counter()
+
+    def module_runs(self, session) -> Iterator[tuple[str, Iterator[Event]]]:
+        """(module, its events) for each module, on ``session``'s sandbox and cache."""
+        self.started = time.perf_counter()
+        for path in self.modules:
+            yield path, self._events(session, path)
+
+    def _events(self, session, path: str) -> Iterator[Event]:
+        run = ModuleRun(path)
+        self.runs.append(run)
+        settings = replace(self.settings, kernel_path=path, tests=tuple(self.tests))
+        try:
+            for event in session.events(settings, plan=LibraryPlan(self.shared, self.shard)):
+                if isinstance(event, RunFinished):
+                    run.report = event.report
+                yield event
+        except BadInput as exc:
+            if NO_CASE in str(exc):  # the suite, not the module: every module would say it
+                tests = " ".join(self.given_tests) or "(none)"
+                raise BadInput(f"--tests {tests}: pytest collects no test case") from None
+            run.reason = str(exc)
+
+    @property
+    def last(self) -> ModuleRun | None:
+        return self.runs[-1] if self.runs else None
+
+    def report(self) -> dict:
+        """The library's report as the module runs left it."""
+        reports = [r.report for r in self.runs if r.report is not None]
+        first = reports[0] if reports else None
+        files = [file_record(r.path, r.report, r.reason) for r in self.runs]
+        rows = [
+            {**row, "file": shown(r.path)}
+            for r in self.runs
+            if r.report is not None
+            for row in r.report["mutants"]
+        ]
+        settings = dict(first["settings"] if first else self.settings.to_json())
+        settings["kernel_path"] = None  # one per module: ``files``
+        settings["tests"] = [shown(t) for t in self.tests]
+        sandbox = {
+            "backend": first["sandbox"]["backend"] if first else self.settings.backend,
+            "workers": first["sandbox"]["workers"] if first else (self.settings.workers or 1),
+            "original_s": round(sum(r["sandbox"].get("original_s", 0.0) for r in reports), 4),
+            "mutants_wall_s": round(
+                sum(r["sandbox"].get("mutants_wall_s", 0.0) for r in reports), 2
+            ),
+            "wall_s": round(time.perf_counter() - self.started, 2),
+        }
+        library = {
+            "paths": list(self.paths),
+            "tests": list(self.given_tests),
+            "exclude": list(self.exclude),
+            "test_files": [shown(t) for t in self.tests],
+            "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
+            "originals_run": self.shared.ran,
+            "originals_shared": self.shared.shared,
+        }
+        return library_report(
+            run_id=_library_id(files),
+            library=library,
+            files=files,
+            rows=rows,
+            tests=_joined_tests([r["tests"] for r in reports]),
+            settings=settings,
+            toolchain=first["toolchain"] if first else {},
+            sandbox=sandbox,
+            baseline=_joined_baseline(reports),
+            complete=all(r.get("complete") for r in reports),
+        )
+
+
+def _library_id(files: list[dict]) -> str:
+    digest = hashlib.sha256("".join(f["sha256"] for f in files).encode()).hexdigest()
+    return "lib-" + time.strftime("%Y%m%d-%H%M%S") + "-" + digest[:8]
+
+
+def _file_sha(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return hashlib.sha256(b"").hexdigest()
+
+
+def file_record(path: str, report: dict | None, reason: str = "") -> dict:
+    """A module's entry of ``files`` before its counts (``library_report`` adds them)."""
+    located = module_path(path)
+    record: dict = {
+        "path": shown(path),
+        "module": located[1] if located else None,
+        "sha256": report["kernel"]["sha256"] if report else _file_sha(path),
+        "jit_functions": list(report["kernel"]["jit_functions"]) if report else [],
+        "run_id": report["run_id"] if report else None,
+    }
+    if report is None:
+        record.update(status=LEFT_OUT, reason=reason or "its run ended before a report")
+    return record
+
+
+def _joined_tests(lists: list[list[dict]]) -> list[dict]:
+    """Every module's ``tests`` entries, one per name, their kills joined."""
+    joined: dict[str, dict] = {}
+    for entries in lists:
+        for entry in entries:
+            had = joined.get(entry["name"])
+            if had is None:
+                joined[entry["name"]] = {**entry, "kills": list(entry.get("kills") or [])}
+            else:
+                had["kills"] += [k for k in entry.get("kills") or [] if k not in had["kills"]]
+    return list(joined.values())
+
+
+def _joined_baseline(reports: list[dict]) -> dict:
+    """The suite's original as the modules' runs took it: its time (the first module's:
+    the others shared it), the shims any needed, its cases."""
+    if not reports:
+        return {"duration_s": 0.0, "shims": []}
+    shims = sorted({s for r in reports for s in r["baseline"].get("shims", [])})
+    first = reports[0]["baseline"]
+    return {"duration_s": first["duration_s"], "shims": shims, "cases": first.get("cases", [])}
+
+
+def _row_order(files: list[dict]):
+    index = {f["path"]: n for n, f in enumerate(files)}
+    return lambda row: (index.get(row["file"], len(index)), row["line"], row["col"], row["id"])
+
+
+def _counted(record: dict, rows: list[dict], written: frozenset[str]) -> dict:
+    """A ``files`` entry with its counts and status from its rows."""
+    mine = score(rows, written)
+    unreached = sorted({r["function"] for r in rows if r.get("reached") is False})
+    status = record.get("status") or JUDGED
+    entry = {
+        **record,
+        "mutants": len(rows),
+        "killed": mine["killed"],
+        "survived": sum(1 for r in rows if r["verdict"] == Verdict.SURVIVED.value),
+        "score": mine["adjusted"],
+        "status": status,
+    }
+    if status == JUDGED and rows and all(r.get("reached") is False for r in rows):
+        entry["status"] = NOT_REACHED
+        of = record.get("module") or record["path"]
+        entry["reason"] = f"not reached by the tests: no test case launches a kernel of {of}"
+    elif status == JUDGED and unreached:
+        entry["not_reached"] = unreached
+    entry.setdefault("reason", "")
+    return entry
+
+
+def library_report(
+    *,
+    run_id: str,
+    library: dict,
+    files: list[dict],
+    rows: list[dict],
+    tests: list[dict],
+    settings: dict,
+    toolchain: dict,
+    sandbox: dict,
+    baseline: dict,
+    complete: bool,
+) -> dict:
+    """The library's report: built here for a run and for ``merge``, so a merged report
+    is the one an unsharded run writes (rows in file, line, column, id order)."""
+    rows = sorted(rows, key=_row_order(files))
+    written = written_names(tests)
+    entries = [_counted(f, [r for r in rows if r["file"] == f["path"]], written) for f in files]
+    judged = [r for r in rows if r["verdict"] != "pending"]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "library": library,
+        "files": entries,
+        "toolchain": toolchain,
+        "settings": settings,
+        "sandbox": sandbox,
+        "tests": tests,
+        "baseline": baseline,
+        "mutants": rows,
+        "score": score(judged, written),
+        "complete": complete,
+    }
+
+
+# -- merging shards ---------------------------------------------------------------------------
+#: settings that may differ between shards' machines without changing a verdict
+LOCAL_SETTINGS = frozenset({"workers", "cache_dir", "use_cache", "memory_mb", "fail_under"})
+
+
+def _comparable(settings: dict) -> dict:
+    data = {k: v for k, v in settings.items() if k not in LOCAL_SETTINGS}
+    writers = dict(data.get("writers") or {})
+    writers.pop("write_tests", None)
+    data["writers"] = writers
+    return data
+
+
+def merge(reports: list[tuple[str, dict]]) -> dict:
+    """Shards' reports (``(path, report)``) joined into the report an unsharded run of
+    the same library writes. Reports of other files, other settings, a shard twice or
+    one missing are bad input (one line)."""
+    if not reports:
+        raise BadInput("merge: no report given")
+    for path, report in reports:
+        if not isinstance(report.get("files"), list) or "library" not in report:
+            raise BadInput(f"{path}: not a library run's report (no files section)")
+    _check_shards(reports)
+    _check_alike(reports)
+    first = reports[0][1]
+    records = []
+    for number, record in enumerate(first["files"]):
+        left = [r["files"][number] for _, r in reports if r["files"][number]["status"] == LEFT_OUT]
+        keep = {k: record[k] for k in ("path", "module", "sha256", "jit_functions", "run_id")}
+        if left:
+            keep.update(status=LEFT_OUT, reason=left[0]["reason"])
+        records.append(keep)
+    library = {
+        **first["library"],
+        "shard": None,
+        "originals_run": sum(r["library"].get("originals_run", 0) for _, r in reports),
+        "originals_shared": sum(r["library"].get("originals_shared", 0) for _, r in reports),
+        "merged": [r["run_id"] for _, r in reports],
+    }
+    sandboxes = [r["sandbox"] for _, r in reports]
+    sandbox = {
+        "backend": sandboxes[0]["backend"],
+        "workers": sandboxes[0]["workers"],
+        "original_s": round(sum(s.get("original_s", 0.0) for s in sandboxes), 4),
+        "mutants_wall_s": round(sum(s.get("mutants_wall_s", 0.0) for s in sandboxes), 2),
+        "wall_s": round(max(s.get("wall_s", 0.0) for s in sandboxes), 2),  # the longest job
+    }
+    return library_report(
+        run_id=_library_id(records),
+        library=library,
+        files=records,
+        rows=[row for _, r in reports for row in r["mutants"]],
+        tests=_joined_tests([r["tests"] for _, r in reports]),
+        settings=first["settings"],
+        toolchain=first["toolchain"],
+        sandbox=sandbox,
+        baseline=first["baseline"],
+        complete=all(r.get("complete") for _, r in reports),
+    )
+
+
+def _check_shards(reports: list[tuple[str, dict]]) -> None:
+    """Every shard of one split, each once."""
+    shards = [_shard_of(path, r) for path, r in reports]
+    splits = {n for _, n in shards}
+    if len(splits) != 1:
+        raise BadInput(f"merge: the reports are shards of different splits ({sorted(splits)})")
+    n = splits.pop()
+    seen = [k for k, _ in shards]
+    twice = sorted({k for k in seen if seen.count(k) > 1})
+    if twice:
+        raise BadInput(f"merge: shard {twice[0]}/{n} is given twice")
+    missing = sorted(set(range(1, n + 1)) - set(seen))
+    if missing:
+        raise BadInput(f"merge: shard {missing[0]}/{n} is missing")
+
+
+def _check_alike(reports: list[tuple[str, dict]]) -> None:
+    """The same files (path and content, in order) and the same settings in every shard."""
+    first_path, first = reports[0]
+    files = [(f["path"], f["sha256"]) for f in first["files"]]
+    mine = _comparable(first["settings"])
+    for path, report in reports[1:]:
+        theirs = [(f["path"], f["sha256"]) for f in report["files"]]
+        if theirs != files:
+            differ = sorted({p for p, _ in set(theirs) ^ set(files)})
+            raise BadInput(
+                f"merge: {path} judged other files than {first_path} "
+                f"({', '.join(differ[:3]) or 'in another order'})"
+            )
+        other = _comparable(report["settings"])
+        if mine != other:
+            key = next(k for k in sorted(set(mine) | set(other)) if mine.get(k) != other.get(k))
+            raise BadInput(f"merge: {path} ran with other settings than {first_path} ({key})")
+
+
+def _shard_of(path: str, report: dict) -> tuple[int, int]:
+    said = (report.get("library") or {}).get("shard")
+    if not said:
+        raise BadInput(f"{path}: not a shard's report (run with --shard K/N)")
+    parsed = parse_shard(said)
+    assert parsed is not None
+    return parsed
