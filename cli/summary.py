@@ -193,6 +193,8 @@ def interpreter_note(report: dict) -> str:
     """``-v``: which executor ran the original's launches, per kernel, and why any fell
     back to Triton's loop (rich markup); "" where the report records none."""
     section = report.get("interpreter")
+    if isinstance(section, dict) and section.get("reason"):
+        return f"[dim]interpreter (Triton's loop): {escape(section['reason'])}[/]"
     if not isinstance(section, dict) or not section.get("kernels"):
         return ""
     parts = []

@@ -61,11 +61,31 @@ _ABSENT = object()
 # public
 
 
+#: the Triton releases whose interpreter the executor is built on and tested with
+SUPPORTED = ((3, 9),)
+
+
+def unsupported() -> str | None:
+    """Why this Triton's interpreter is left as it is (another release than the
+    executor's), or None."""
+    import triton
+
+    version = tuple(int(p) for p in triton.__version__.split(".")[:2] if p.isdigit())
+    if version in SUPPORTED:
+        return None
+    built = ", ".join(".".join(map(str, v)) for v in SUPPORTED)
+    return f"Triton {triton.__version__}: the batched executor is built on Triton {built}"
+
+
 def install(mode: str | None = None) -> None:
-    """Patch Triton's interpreter (idempotent; a second call only changes the mode)."""
+    """Patch Triton's interpreter (idempotent; a second call only changes the mode).
+    On a Triton release the executor is not built on, nothing is patched: Triton's own
+    loop runs every launch (``mode()`` says ``triton``)."""
     mode = mode or os.environ.get(ENV) or "batched"
     if mode not in MODES:
         raise ValueError(f"{ENV}={mode!r}: expected one of {', '.join(MODES)}")
+    if unsupported() is not None:
+        return
     _MODE[:] = [mode]
     if _ORIGINALS:
         return

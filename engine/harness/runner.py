@@ -291,7 +291,9 @@ def prepare() -> None:
 def _interpreter() -> dict:
     """Which executor ran the job's launches: the mode and, per kernel, launches by
     executor and the reasons any fell back to Triton's loop (``batched.summary``)."""
-    return {"mode": batched.mode() or "triton", "kernels": batched.summary()}
+    said = {"mode": batched.mode() or "triton", "kernels": batched.summary()}
+    why = batched.unsupported()
+    return {**said, "reason": why} if why else said
 
 
 def _with_undefined_lanes(message: str) -> str:
