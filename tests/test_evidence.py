@@ -503,6 +503,7 @@ def test_a_model_that_claims_every_survivor_equivalent_excludes_nothing_unbacked
             "r.json",
             "--cache-dir",
             "c",
+            "--no-diff-oracle",  # claims are weighed by execution even with it off
             cwd=tmp_path,
             env=_env(),
         )

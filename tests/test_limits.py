@@ -148,9 +148,23 @@ def test_mutant_over_the_memory_limit_is_a_kill_that_names_it(tmp_path):
 def test_default_memory_is_sized_and_printed(tmp_path):
     (tmp_path / "alloc_kernel.py").write_text(ALLOCATES.replace("SIZE", "2"))
     proc = run_cli(
-        "run", "alloc_kernel.py", "--mode", "interpret", "--writer", "none", "-j", "2", "--operators", "add-sub",
-        "--json", "r.json", "--cache-dir", str(tmp_path / "c"), cwd=tmp_path,
-    )  # fmt: skip
+        "run",
+        "alloc_kernel.py",
+        "--mode",
+        "interpret",
+        "--writer",
+        "none",
+        "-j",
+        "2",
+        "--operators",
+        "add-sub",
+        "--json",
+        "r.json",
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "-v",
+        cwd=tmp_path,
+    )  # fmt: skip  (-v: the sandbox's line)
     assert proc.returncode == 0, proc.stderr
     box = json.loads((tmp_path / "r.json").read_text())["sandbox"]
     assert box["memory_from"] == "machine"

@@ -46,7 +46,7 @@ def test_two_survivors_on_the_same_inputs_run_the_original_once_per_input(tmp_pa
     (tmp_path / "scale.py").write_text(SCALE_KERNEL)
     args = ["run", "scale.py", "--operators", "other-change", "--probes", "6", "-j", "2"]
     args += ["--probe-time", "0"]  # the inputs budget alone: the sharing is the subject
-    proc = run_cli(*args, "--json", "r.json", cwd=tmp_path)
+    proc = run_cli(*args, "--json", "r.json", "-v", cwd=tmp_path)  # -v: the probe's spend
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     rows = report["mutants"]
@@ -146,7 +146,7 @@ def test_a_mutant_hanging_or_faulting_in_a_shared_job_loses_nothing_of_the_other
     (tmp_path / "k.py").write_text(kernel)
     # one worker: the two survivors share one compare job
     args = ["run", "k.py", "--operators", "abs-drop,add-sub", "--probes", "6", "-j", "1"]
-    proc = run_cli(*args, "--json", "r.json", cwd=tmp_path)
+    proc = run_cli(*args, "--json", "r.json", "-v", cwd=tmp_path)  # -v: the probe's spend
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     (bad,) = [m for m in report["mutants"] if m["operator"] == "abs-drop"]

@@ -149,7 +149,7 @@ def test_each_new_trigger_kind_kills_what_the_old_kinds_cannot(tmp_path):
     # every input of the budget, not as many as the time budget leaves: the kinds are the
     # subject (with the default, a file this small gives the probe a few seconds of jobs,
     # and the survivor that only more rows reveal was seen to say its time ran out first)
-    common += ["--probe-time", "0"]
+    common += ["--probe-time", "0", "-v"]  # -v: the kills by trigger
 
     old = run_cli(*common, "--probe-triggers", OLD_KINDS, "--json", "old.json", cwd=tmp_path)
     assert old.returncode == 0, old.stdout + old.stderr

@@ -784,7 +784,7 @@ def test_run_reads_the_default_accepted_file_and_names_what_it_leaves_out(tmp_pa
     assert f"accepted survivors: {DEFAULT_BASELINE} (1 entries)" in second.stderr
     report = json.loads((tmp_path / "2.json").read_text())
     assert report["score"]["accepted"] == [{"id": one, "reason": "pads"}]
-    score_line = next(ln for ln in second.stdout.splitlines() if ln.startswith("score:"))
+    score_line = next(ln for ln in second.stdout.splitlines() if ln.startswith("your tests:"))
     assert "excluded: none" not in score_line and one in score_line, score_line
 
 

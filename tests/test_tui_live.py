@@ -185,7 +185,9 @@ async def test_stage2_on_marked_survivors_probe_then_model_and_the_oracle_toggle
     with FakeOpenAI(answer) as fake:
         writers = WriterSettings(writer="none", llm=LLMSettings(base_url=fake.base_url))
         app = create_app(
-            settings=settings(tmp_path / "sum_kernel.py", tmp_path / "cache", writers=writers)
+            settings=settings(
+                tmp_path / "sum_kernel.py", tmp_path / "cache", writers=writers, diff_oracle=False
+            )  # off at the start: the toggle turns it on below
         )
         seen: list = []
         async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:

@@ -268,6 +268,7 @@ def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_weighs_clai
             fake.base_url,
             "--json",
             "r.json",
+            "--no-diff-oracle",  # claims are weighed by execution even with it off
             cwd=tmp_path,
             env=_env(),
         )

@@ -32,7 +32,7 @@ def plain_pytest(directory, kernel_dir) -> subprocess.CompletedProcess:
 def test_probe_kills_what_a_block_multiple_check_misses_and_writes_plain_tests(tmp_path):
     (tmp_path / "sum_kernel.py").write_text(SUM_KERNEL)
     args = ["run", "sum_kernel.py", "--operators", "masks", "--probes", "12", "-j", "2"]
-    proc = run_cli(*args, "--write-tests", "written", "--json", "r.json", cwd=tmp_path)
+    proc = run_cli(*args, "-v", "--write-tests", "written", "--json", "r.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     rows = {m["operator"]: m for m in report["mutants"]}
@@ -82,7 +82,7 @@ def test_probe_learns_the_launch_where_the_own_check_calls_no_public_function(tm
     )
     (tmp_path / "k.py").write_text(kernel)
     proc = run_cli(
-        "run", "k.py", "--operators", "other-change", "--json", "r.json",
+        "run", "k.py", "--operators", "other-change", "--json", "r.json", "-v",
         "--write-tests", "written", cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -137,7 +137,7 @@ def test_probe_kills_on_a_big_own_check_with_a_sampled_golden(tmp_path):
     (every program, the tail included) and the test compares a sample of positions."""
     (tmp_path / "big_add.py").write_text(BIG_ADD_KERNEL)
     args = ["run", "big_add.py", "--operators", "add-sub", "-j", "2", "--json", "r.json"]
-    proc = run_cli(*args, "--write-tests", "written", cwd=tmp_path)
+    proc = run_cli(*args, "-v", "--write-tests", "written", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     (sub,) = [m for m in report["mutants"] if m["before"] == "x + y"]
@@ -163,7 +163,7 @@ def test_survivors_sharing_a_job_with_big_outputs_die_on_the_learned_call(tmp_pa
     (tmp_path / "big_add.py").write_text(BIG_ADD_KERNEL)
     operators = "add-sub,mul-div,program-id-swap,block-offset-drop"
     args = ["run", "big_add.py", "--operators", operators, "-j", "2", "--json", "r.json"]
-    proc = run_cli(*args, cwd=tmp_path)
+    proc = run_cli(*args, "-v", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     (sub,) = [m for m in report["mutants"] if m["after"] == "x - y"]
@@ -206,7 +206,7 @@ if __name__ == "__main__":
 def test_probe_kills_when_every_output_is_bigger_than_a_golden_file(tmp_path):
     (tmp_path / "big_out.py").write_text(BIG_OUTPUT_KERNEL)
     args = ["run", "big_out.py", "--operators", "mul-div", "--probes", "8", "-j", "2"]
-    proc = run_cli(*args, "--json", "r.json", cwd=tmp_path)
+    proc = run_cli(*args, "-v", "--json", "r.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     (div,) = [m for m in report["mutants"] if m["before"] == "x * 2.0"]
@@ -262,7 +262,7 @@ def test_probe_reaches_each_kernel_the_way_the_check_does(tmp_path):
     mutants die, each by a test that calls the kernel the way the check reached it."""
     (tmp_path / "two.py").write_text(TWO_KERNELS)
     args = ["run", "two.py", "--operators", "mul-div", "--probes", "4", "-j", "2"]
-    proc = run_cli(*args, "--json", "r.json", cwd=tmp_path)
+    proc = run_cli(*args, "-v", "--json", "r.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     said = " ".join(proc.stdout.split())
     assert "learned 2 wrapper calls (1 of them kernel launches" in said, said
@@ -325,7 +325,7 @@ def test_the_probe_stops_at_its_time_budget_and_says_what_it_left(tmp_path):
 
     def run(*flags):
         args = ["run", "softmax.py", "--operators", "range-step-change", "-j", "2", *flags]
-        proc = run_cli(*args, "--json", "r.json", "--no-cache", cwd=tmp_path)
+        proc = run_cli(*args, "-v", "--json", "r.json", "--no-cache", cwd=tmp_path)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         report = json.loads((tmp_path / "r.json").read_text())
         (survivor,) = [m for m in report["mutants"] if m["verdict"] == "survived"]
