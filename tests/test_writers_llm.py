@@ -319,7 +319,10 @@ def test_stage2_rejects_flaky_and_sparing_tests_accepts_a_killer_and_weighs_clai
     claimed = ("other-change", "other-drop", "other-change-inf")
     assert excluded == sorted(rows[k]["id"] for k in claimed)
     assert report["checks"]["claims"]["backed"] == 3
-    assert report["score"]["raw"] == round(100 * 1 / 4, 2) and report["score"]["adjusted"] == 100
+    # the one kill is the model's test: yours kill none, with the written test 1 of 4
+    assert report["score"]["raw"] == 0.0 and report["score"]["adjusted"] == 0.0
+    written = report["score"]["with_written"]
+    assert written["raw"] == round(100 * 1 / 4, 2) and written["adjusted"] == 100
     assert report["tokens"]["calls"] == sum(asked.values())
 
 
