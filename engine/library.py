@@ -247,6 +247,11 @@ class SharedOriginal:
     its import root and the suite's files (written tests change the suite: not shared)."""
 
     results: dict[tuple, JobResult] = field(default_factory=dict)
+    #: the suite's original that failed or hit its limit, and the one line that said so:
+    #: every module's original is the same job (each module stands at its import path
+    #: with its own source), so no later module runs it again
+    failed: dict[tuple, str] = field(default_factory=dict)
+    asked: tuple | None = None  # the key the module now running asked for
     ran: int = 0  # module baselines that ran the suite (or read it from the cache)
     shared: int = 0  # module baselines that took another module's
 
@@ -257,6 +262,11 @@ class SharedOriginal:
             return None
         given = tuple((t.path, t.select) for t in kernel.tests)
         return (kernel.project.root, kernel.project.import_root, given)
+
+
+def _without_path(reason: str, path: str) -> str:
+    """A module's failure line without its leading ``PATH: `` (said of the suite)."""
+    return reason[len(path) + 2 :] if reason.startswith(f"{path}: ") else reason
 
 
 class LibraryPlan(Plan):
@@ -277,6 +287,11 @@ class LibraryPlan(Plan):
 
     def original(self, ctx: StageContext) -> JobResult | None:
         key = SharedOriginal.key(ctx)
+        self.shared.asked = key
+        if key is not None and key in self.shared.failed:
+            raise BadInput(
+                f"the suite's original, as for an earlier module: {self.shared.failed[key]}"
+            )
         found = self.shared.results.get(key) if key is not None else None
         if found is not None:
             self.shared.shared += 1
@@ -333,6 +348,7 @@ class Library:
         run = ModuleRun(path)
         self.runs.append(run)
         settings = replace(self.settings, kernel_path=path, tests=tuple(self.tests))
+        self.shared.asked = None
         try:
             for event in session.events(settings, plan=LibraryPlan(self.shared, self.shard)):
                 if isinstance(event, RunFinished):
@@ -343,6 +359,9 @@ class Library:
                 tests = " ".join(self.given_tests) or "(none)"
                 raise BadInput(f"--tests {tests}: pytest collects no test case") from None
             run.reason = str(exc)
+            key = self.shared.asked
+            if key is not None and key not in self.shared.results:  # the suite's original
+                self.shared.failed.setdefault(key, _without_path(run.reason, path))
 
     @property
     def last(self) -> ModuleRun | None:

@@ -173,3 +173,24 @@ def test_test_files_that_collect_no_case_are_one_line(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert lines == ["mutant-gate: error: --tests empty: pytest collects no test case"], lines
+
+
+@pytest.mark.slow
+def test_a_suite_whose_original_fails_is_run_once_and_every_module_says_why(tmp_path):
+    """Every module's original is the same job: when it fails, the first module says why
+    and the others are left out with the same reason, without running it again."""
+    root = copy_lib(tmp_path)
+    (root / "tests" / "test_broken.py").write_text(
+        "def test_fails_on_the_original():\n    assert 1 == 2, 'the suite fails here'\n"
+    )
+    proc = run_cli("run", "src/kernel_lib", "--tests", "tests", *QUICK, cwd=root)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    error = proc.stderr.strip()
+    assert error.count("\n") == 0 and "every kernel module was left out" in error, error
+    assert "test_fails_on_the_original" in error
+    left = [ln for ln in proc.stdout.splitlines() if ln.startswith("left out: ")]
+    assert len(left) == len(OPS), proc.stdout
+    assert "test_fails_on_the_original" in left[0]
+    again = "left out: the suite's original, as for an earlier module: "
+    assert all(ln.startswith(again) and "test_fails_on_the_original" in ln for ln in left[1:])
+    assert proc.stdout.count("original passes") == 0
