@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from mutant_gate.cli.check_lines import counted
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import BadInput
 
@@ -108,7 +109,8 @@ def prepare(args: argparse.Namespace, console: Console):
         console.print(f"[dim]configuration: {args.config}[/]", highlight=False)
     shards = f", shard {shard[0]}/{shard[1]}" if shard else ""
     console.print(
-        f"library: {len(modules)} kernel modules, {len(tests)} test files{shards}", highlight=False
+        f"library: {counted(len(modules), 'kernel module')}, {counted(len(tests), 'test file')}{shards}",
+        highlight=False,
     )
     return lib.Library(
         settings,

@@ -478,7 +478,11 @@ def _counted(record: dict, rows: list[dict], written: frozenset[str]) -> dict:
         **record,
         "mutants": len(rows),
         "killed": mine["killed"],
-        "survived": sum(1 for r in rows if r["verdict"] == Verdict.SURVIVED.value),
+        # survivors of your tests: a mutant only a written test kills is one of them
+        "survived": len(rows)
+        - mine["killed"]
+        - len(mine["excluded"])
+        - sum(1 for r in rows if r["verdict"] == Verdict.ERROR.value),
         "score": mine["adjusted"],
         "status": status,
     }
