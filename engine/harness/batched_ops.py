@@ -219,7 +219,19 @@ def unsupported(name: str, original: Any) -> Any:
 
 
 def make_methods(builder: Any, original: dict[str, Any]) -> dict[str, Any]:
-    """The batched builder methods, as instance attributes for ``builder``."""
+    """The batched builder methods, as instance attributes for ``builder``: the values'
+    shapes (``original``: the builder's own, for values the same in every program), the
+    memory, and what a program says (prints, asserts)."""
+    return {
+        **_shape_methods(original),
+        **_joining_methods(original),
+        **_memory_methods(builder),
+        **_saying_methods(),
+    }
+
+
+def _shape_methods(original: dict[str, Any]) -> dict[str, Any]:
+    """Program ids and the block shapes of per-program values."""
     np_dtype = interp._get_np_dtype
 
     def get_program_id(axis: int) -> Any:
@@ -266,6 +278,20 @@ def make_methods(builder: Any, original: dict[str, Any]) -> dict[str, Any]:
         axes = (0,) + tuple(int(p) + 1 for p in perm)
         return batched(np.transpose(arg.data, axes), arg.dtype.scalar)
 
+    return {
+        "create_get_program_id": get_program_id,
+        "create_splat": splat,
+        "create_unsplat": unsplat,
+        "create_broadcast": broadcast,
+        "create_expand_dims": expand_dims,
+        "create_reshape": reshape,
+        "create_trans": trans,
+    }
+
+
+def _joining_methods(original: dict[str, Any]) -> dict[str, Any]:
+    """Blocks made of two blocks (cat, join) or of another's elements (gather)."""
+
     def cat(lhs: Any, rhs: Any) -> Any:
         if not (is_batched(lhs) or is_batched(rhs)):
             return original["create_cat"](lhs, rhs)
@@ -284,6 +310,17 @@ def make_methods(builder: Any, original: dict[str, Any]) -> dict[str, Any]:
         n = current().n
         data = np.take_along_axis(lift(src, n), lift(indices, n), axis=_axis(axis))
         return batched(data, src.dtype.scalar)
+
+    return {
+        "create_cat": cat,
+        "create_join": join,
+        "create_gather": gather,
+    }
+
+
+def _memory_methods(builder: Any) -> dict[str, Any]:
+    """Loads, stores and atomics over every program's addresses (``batched_memory``)."""
+    np_dtype = interp._get_np_dtype
 
     def masked_load(ptrs: Any, mask: Any, other: Any, cache_policy: Any, is_volatile: Any) -> Any:
         b = current()
@@ -309,6 +346,26 @@ def make_methods(builder: Any, original: dict[str, Any]) -> dict[str, Any]:
         op = builder.ir_rmw_op_to_interpreter_rmw_op[rmw_op]
         return b.memory.atomic(b, op, ptr, val, mask, builder.ir_sem_to_interpreter_sem[sem])
 
+    return {
+        "create_masked_load": masked_load,
+        "create_load": load,
+        "create_masked_store": masked_store,
+        "create_store": store,
+        "create_atomic_rmw": atomic_rmw,
+    }
+
+
+def _holds_in_every_active_program(condition: Any) -> bool:
+    b = current()
+    ok = per_program(condition, b.n).all(axis=1)
+    if b.active is not None:
+        ok = ok | ~b.active
+    return bool(ok.all())
+
+
+def _saying_methods() -> dict[str, Any]:
+    """Prints (kept per program, written in program order) and asserts."""
+
     def print_(prefix: str, hex: bool, values: Any, is_signed: Any) -> None:
         b = current()
         if hex:
@@ -328,35 +385,12 @@ def make_methods(builder: Any, original: dict[str, Any]) -> dict[str, Any]:
                 np.set_printoptions(formatter=None)
 
     def assert_(condition: Any, message: Any) -> None:
-        b = current()
-        ok = per_program(condition, b.n).all(axis=1)
-        if b.active is not None:
-            ok = ok | ~b.active
-        assert ok.all(), f"{message}"
+        assert _holds_in_every_active_program(condition), f"{message}"
 
     def assume(condition: Any) -> None:
-        b = current()
-        ok = per_program(condition, b.n).all(axis=1)
-        if b.active is not None:
-            ok = ok | ~b.active
-        assert ok.all(), "Assume failed"
+        assert _holds_in_every_active_program(condition), "Assume failed"
 
     return {
-        "create_get_program_id": get_program_id,
-        "create_splat": splat,
-        "create_unsplat": unsplat,
-        "create_broadcast": broadcast,
-        "create_expand_dims": expand_dims,
-        "create_reshape": reshape,
-        "create_trans": trans,
-        "create_cat": cat,
-        "create_join": join,
-        "create_gather": gather,
-        "create_masked_load": masked_load,
-        "create_load": load,
-        "create_masked_store": masked_store,
-        "create_store": store,
-        "create_atomic_rmw": atomic_rmw,
         "create_print": print_,
         "create_assert": assert_,
         "create_assume": assume,
