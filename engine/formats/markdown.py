@@ -92,34 +92,10 @@ def _kinds_sentence(survivors: list[dict]) -> str:
     return "Bugs the checks let through: " + "; ".join(parts) + "."
 
 
-def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> str:
-    score = report.get("score") or {}
-    per_verdict = counts(report)
-    name = kernel_name(report)
-    passed, sentence = gate(report)
-    mark = {True: "✅", False: "❌", None: "ℹ️"}[passed]
-    out = [
-        f"## mutant-gate: `{name}`",
-        "",
-        f"{mark} {_mine(score)}**{score.get('killed', 0)}/{score.get('total', 0)} mutants "
-        f"killed**, adjusted score **{percent(score.get('adjusted'))}** "
-        f"(raw {percent(score.get('raw'))}); {sentence}.",
-    ]
-    written = score_phrases(score)[1]
-    if written:
-        out += ["", f"{written}: commit the written tests to make them yours."]
-    if not report.get("complete", True):
-        out.append("")
-        out.append("> ⚠️ The run is incomplete: some mutants have no verdict (pending).")
-    changed = report.get("changed_since")
-    if isinstance(changed, dict):
-        functions = ", ".join(f"`{f}`" for f in changed.get("functions", [])) or "none"
-        out += ["", f"Only jit functions changed since `{changed.get('ref')}`: {functions}."]
-    out += ["", "| verdict | mutants |", "|---|---:|"]
-    out += [f"| {GLYPHS[v]} {v} | {per_verdict[v]} |" for v in VERDICTS if per_verdict[v]]
-
-    rows = report.get("mutants", [])
-    survivors = [r for r in rows if r.get("verdict") == "survived" and not r.get("accepted")]
+def _survivors_part(survivors: list[dict], max_diffs: int, max_rows: int) -> list[str]:
+    """The survivors' table (sorted by what the diff-oracle showed, where it ran) and
+    the first ``max_diffs`` diffs; nothing without survivors."""
+    out: list[str] = []
     checked = any(_kind(r) for r in survivors)
     if checked:  # outputs differ first, then no difference observed, then not checked
         survivors.sort(key=lambda r: KINDS.index(_kind(r) or "not_checked"))
@@ -160,6 +136,38 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
                 f"\n{len(survivors) - len(shown)} more survivor diffs are in the full report "
                 "(`mutant-gate report RUN --format html`)."
             )
+    return out
+
+
+def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> str:
+    score = report.get("score") or {}
+    per_verdict = counts(report)
+    name = kernel_name(report)
+    passed, sentence = gate(report)
+    mark = {True: "✅", False: "❌", None: "ℹ️"}[passed]
+    out = [
+        f"## mutant-gate: `{name}`",
+        "",
+        f"{mark} {_mine(score)}**{score.get('killed', 0)}/{score.get('total', 0)} mutants "
+        f"killed**, adjusted score **{percent(score.get('adjusted'))}** "
+        f"(raw {percent(score.get('raw'))}); {sentence}.",
+    ]
+    with_written = score_phrases(score)[1]
+    if with_written:
+        out += ["", f"{with_written}: commit the written tests to make them yours."]
+    if not report.get("complete", True):
+        out.append("")
+        out.append("> ⚠️ The run is incomplete: some mutants have no verdict (pending).")
+    changed = report.get("changed_since")
+    if isinstance(changed, dict):
+        functions = ", ".join(f"`{f}`" for f in changed.get("functions", [])) or "none"
+        out += ["", f"Only jit functions changed since `{changed.get('ref')}`: {functions}."]
+    out += ["", "| verdict | mutants |", "|---|---:|"]
+    out += [f"| {GLYPHS[v]} {v} | {per_verdict[v]} |" for v in VERDICTS if per_verdict[v]]
+
+    rows = report.get("mutants", [])
+    survivors = [r for r in rows if r.get("verdict") == "survived" and not r.get("accepted")]
+    out += _survivors_part(survivors, max_diffs, max_rows)
     accepted = [r for r in rows if r.get("verdict") == "survived" and r.get("accepted")]
     if accepted:
         out += [
