@@ -29,6 +29,26 @@ def event_line(event: CheckFinished) -> str:
     return f"[dim]{where}: {text}[/]"
 
 
+def _oracle_counts(oracle: dict, verbose: bool) -> list[str]:
+    """The diff-oracle's part of the checks' counts line: by default only what the
+    survivor lines do not say (mutants not compared, contradicted claims)."""
+    if oracle.get("skipped"):
+        return [f"diff-oracle skipped ({escape(oracle['skipped'])})"]
+    if not (verbose or oracle["errors"] or oracle["contradictions"]):
+        return []
+    dependent = oracle["interpreter_dependent"]
+    counts = [
+        f"{oracle['identical']} oracle-identical ({dependent} interpreter-dependent), "
+        f"{oracle['differs']} oracle-differs"
+    ]
+    if oracle["errors"]:
+        counts.append(f"{oracle['errors']} not compared")
+    if oracle["contradictions"]:
+        contradicted = counted(oracle["contradictions"], "EQUIVALENT claim")
+        counts.append(f"[bold red]{contradicted} contradicted[/]")
+    return counts
+
+
 def summary_lines(report: dict, verbose: bool = False) -> list[str]:
     """Per-mutant check results, then the counts line; nothing when no check ran. The
     oracle's sentence on each survivor (the survivor lines say its kind) and the checks'
@@ -58,20 +78,8 @@ def summary_lines(report: dict, verbose: bool = False) -> list[str]:
         else:
             targets = ", ".join(compiled["checked_targets"])
             counts.append(f"{compiled['not_compilable']} not_compilable ({targets})")
-    if oracle is not None and oracle.get("skipped"):
-        counts.append(f"diff-oracle skipped ({escape(oracle['skipped'])})")
-    elif oracle is not None and (verbose or oracle["errors"] or oracle["contradictions"]):
-        # by default the survivor lines count the kinds; here only what they do not say
-        dependent = oracle["interpreter_dependent"]
-        counts.append(
-            f"{oracle['identical']} oracle-identical ({dependent} interpreter-dependent), "
-            f"{oracle['differs']} oracle-differs"
-        )
-        if oracle["errors"]:
-            counts.append(f"{oracle['errors']} not compared")
-        if oracle["contradictions"]:
-            contradicted = counted(oracle["contradictions"], "EQUIVALENT claim")
-            counts.append(f"[bold red]{contradicted} contradicted[/]")
+    if oracle is not None:
+        counts += _oracle_counts(oracle, verbose)
     claims = checks.get("claims")
     if claims is not None:
         counts.append(
