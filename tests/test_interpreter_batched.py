@@ -58,6 +58,57 @@ WORKER = textwrap.dedent("""
 
 
     @triton.jit
+    def data_while(X, Counts, Y, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        n = tl.load(Counts + pid)
+        i = 0
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        while i < n:
+            acc = acc * 0.5 + tl.load(X + i * BLOCK + tl.arange(0, BLOCK))
+            i += 1
+        tl.store(Y + pid * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+    @triton.jit
+    def branch_else(X, Y, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(X + offs)
+        if tl.sum(x, axis=0) > 0:
+            y = x * 2.0
+            tl.store(Y + offs, y)
+        else:
+            y = -x
+            tl.atomic_add(Y + offs, y)
+        tl.store(Y + offs, y + 1.0, mask=offs % 2 == 0)
+
+
+    @triton.jit
+    def branch_in_loop(X, Lens, Y, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        n = tl.load(Lens + pid)
+        acc = 0.0
+        for i in range(0, n):
+            v = tl.load(X + pid * BLOCK + i)
+            if v > 0 and i % 2 == 0:
+                acc += v
+            elif v > 0 or i == 1:
+                acc -= 2 * v
+            else:
+                tl.device_print("neg", v)
+        tl.store(Y + pid, acc)
+
+
+    @triton.jit
+    def return_in_loop(Y, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        for i in range(0, pid + 1):
+            if i == 3:
+                return
+            tl.store(Y + pid * BLOCK + i, i + 1.0)
+
+
+    @triton.jit
     def counter(Count, Old):
         pid = tl.program_id(0)
         old = tl.atomic_add(Count, 1)
@@ -153,6 +204,30 @@ WORKER = textwrap.dedent("""
             return y
 
         xc = rnd(4, 32)
+        counts = torch.tensor([1, 3, 0, 2], dtype=torch.int32)
+
+        def while_loop():
+            y = torch.zeros(4, 32)
+            data_while[(4,)](xc, counts, y, BLOCK=32)
+            return y
+
+        def else_branch():
+            y = torch.zeros_like(xf)
+            branch_else[(8,)](xf, y, BLOCK=32)
+            return y
+
+        xi = rnd(6, 16)
+
+        def in_loop():
+            y = torch.zeros(6)
+            lens = torch.tensor([16, 0, 5, 9, 1, 12], dtype=torch.int32)
+            branch_in_loop[(6,)](xi, lens, y, BLOCK=16)
+            return y
+
+        def loop_return():
+            y = torch.zeros(5, 8)
+            return_in_loop[(5,)](y, BLOCK=8)
+            return y
 
         def bound():
             counts = torch.tensor([1, 3, 0, 2], dtype=torch.int32)
@@ -225,6 +300,10 @@ WORKER = textwrap.dedent("""
             "early_return": early,
             "loaded_bound": bound,
             "if_pid_0": first,
+            "data_while": while_loop,
+            "branch_else": else_branch,
+            "branch_in_loop": in_loop,
+            "return_in_loop": loop_return,
             "atomic_counter": count,
             "float_atomics_twice": fatomics,
             "reads_other_programs": neigh,
@@ -285,14 +364,18 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict:
 EXPECTED = {
     "vector_add": ("batched", None),
     "layer_norm": ("batched", None),
-    "softmax": ("triton", "a loop bound or index differs between programs"),
-    "softmax_one_row_each": ("triton", "a loop bound or index differs between programs"),
+    "softmax": ("batched", None),
+    "softmax_one_row_each": ("batched", None),
     "matmul": ("batched", None),
     "rms_norm_libdevice": ("batched", None),
-    "gelu_tanh_libdevice": ("triton", "a loop bound or index differs between programs"),
+    "gelu_tanh_libdevice": ("batched", None),
     "early_return": ("batched", None),
-    "loaded_bound": ("triton", "a loop bound or index differs between programs"),
-    "if_pid_0": ("triton", "a branch or loop condition differs between programs"),
+    "loaded_bound": ("batched", None),
+    "if_pid_0": ("batched", None),
+    "data_while": ("batched", None),
+    "branch_else": ("batched", None),
+    "branch_in_loop": ("batched", None),
+    "return_in_loop": ("triton", "a loop bound or index differs between programs"),
     "atomic_counter": ("batched", None),
     "float_atomics_twice": (
         "triton",

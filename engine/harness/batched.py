@@ -8,16 +8,23 @@ device-function call (``tl.sum``, a kernel's own ``@jit`` helpers). ``install()`
 * ``"batched"``: a launch runs its programs together, a leading program axis on every value that
   differs between them (``batched_ops``), loads and stores as gathers and scatters over all
   programs' addresses (``batched_memory``), in chunks of programs where memory would grow too
-  large. A top-level ``if cond: return`` becomes a mask on the programs for which it holds. Where
-  a launch cannot run so (a branch or loop bound that differs between programs, programs that
-  talk through memory, an op without a batched form, any error), its arguments' memory is put
-  back and Triton's own loop runs it; ``launches()`` says which executor ran each launch and why.
+  large. Control flow that differs between programs runs under masks (``batched_flow``): a
+  top-level ``if cond: return`` stops the programs for which it holds, a loop whose bounds or
+  condition differ runs the longest program's count with the finished ones masked off, an ``if``
+  whose condition differs runs both branches, each for its own programs. Where a launch cannot
+  run so (a ``return`` or ``break`` inside divergent flow, programs that talk through memory, an
+  op without a batched form, a device function's own divergent branch, any error), its
+  arguments' memory is put back and Triton's own loop runs it; ``launches()`` says which
+  executor ran each launch and why.
   The harness's own checks (bounds, poisoned lanes, race hints, the diff-oracle's lane digests)
   run batched too, through ``batched_checks``; another tool's load/store hooks need the loop.
 * ``"triton"``: Triton's own loop, with its language patched once per launch.
 
 Both give Triton's results bit for bit: a batched launch does each program's operations in the
-same order on the same numpy kernels, and stores and atomics in program order.
+same order on the same numpy kernels, and stores and atomics in program order. (One difference
+is possible under a divergent loop: its variable is an int32 or int64 value, where Triton's
+interpreter hands a Python int to the body; arithmetic with other Python ints before it meets a
+tensor could wrap where the interpreter's would not, as compiled Triton's does.)
 
 Switch it on with ``install()`` (the mode from ``MUTANT_GATE_INTERPRETER``, default batched) or
 ``install_from_env()`` (only where that variable is set). ``MUTANT_GATE_BATCH_ELEMENTS`` bounds
@@ -34,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from . import batched_flow as flow
 from . import batched_ops as ops
 from .batched_checks import Checks, known_hooks
 from .batched_memory import Memory
@@ -41,8 +49,6 @@ from .batched_memory import Memory
 ENV = "MUTANT_GATE_INTERPRETER"
 ENV_ELEMENTS = "MUTANT_GATE_BATCH_ELEMENTS"
 MODES = ("batched", "triton")
-GUARD = "_mutant_gate_guard"
-PICK = "_mutant_gate_pick"
 FIRST_CHUNK = 256  # programs in a launch's first chunk, before its blocks' sizes are known
 GUESSED_ELEMENTS = 128  # elements a program, for the first chunk
 DEFAULT_ELEMENTS = 1 << 22
@@ -52,7 +58,7 @@ _ORIGINALS: dict[str, Any] = {}
 _MODE: list[str] = []
 _RECORDS: list[dict] = []
 _LAUNCH_LANGS: list[set] = []  # the language modules patched for the launch now running
-_KERNELS: dict[Any, Any] = {}  # original function -> its rewrite with guards as masks
+_KERNELS: dict[Any, Any] = {}  # original function -> its rewrite, divergent flow as masks
 _LANGS: dict[Any, frozenset] = {}
 _ABSENT = object()
 
@@ -309,6 +315,7 @@ class _Launch:
         ex = self.ex
         lang = interp._patch_lang(_Both())
         own = interp._LangPatchScope()
+        errors = np.geterr()  # a masked region that raised leaves numpy's settings as found
         builder = interp.interpreter_builder
         added: dict[str, Any] = {}
         _LAUNCH_LANGS.append(set(_Both().__globals__.values()))
@@ -345,6 +352,7 @@ class _Launch:
             lang.restore()
             _LAUNCH_LANGS.pop()
             ops.STATE.clear()
+            np.seterr(**errors)
 
     def _chunks(self, fn: Any, args: dict, grid: tuple, prints: list[str]) -> None:
         budget = int(os.environ.get(ENV_ELEMENTS) or DEFAULT_ELEMENTS)
@@ -456,47 +464,7 @@ def _patch_batched(scope: Any, builder: Any, added: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------
-# the kernel, with its top-level ``if cond: return`` guards turned into masks
-
-
-class _Guards(ast.NodeTransformer):
-    """Top-level ``if cond: return`` -> ``if GUARD(cond): return``; ``min(a, b)`` and
-    ``max(a, b)`` anywhere in the kernel -> ``ops.pick`` (a select where programs differ)."""
-
-    def __init__(self) -> None:
-        self.found = 0
-
-    def rewrite(self, tree: ast.Module) -> ast.Module:
-        fn = tree.body[0]
-        if isinstance(fn, ast.FunctionDef):
-            fn.body = [self._stmt(s) for s in fn.body]
-            self.visit(fn)
-        return tree
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        node = self.generic_visit(node)
-        two = len(node.args) == 2 and not node.keywords
-        if two and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
-            self.found += 1
-            args = [*node.args, ast.Constant(value=node.func.id)]
-            call = ast.Call(func=ast.Name(id=PICK, ctx=ast.Load()), args=args, keywords=[])
-            return ast.copy_location(call, node)
-        return node
-
-    def _stmt(self, s: ast.stmt) -> ast.stmt:
-        bare_return = (
-            isinstance(s, ast.If)
-            and not s.orelse
-            and len(s.body) == 1
-            and isinstance(s.body[0], ast.Return)
-            and s.body[0].value is None
-        )
-        if not bare_return:
-            return s
-        self.found += 1
-        call = ast.Call(func=ast.Name(id=GUARD, ctx=ast.Load()), args=[s.test], keywords=[])
-        s.test = ast.copy_location(call, s.test)
-        return s
+# the kernel, with its divergent control flow as masks (``batched_flow``)
 
 
 def _kernel_for(rewritten: Any) -> Any:
@@ -508,18 +476,18 @@ def _kernel_for(rewritten: Any) -> Any:
     if original is None:
         return rewritten
     if original not in _KERNELS:
-        _KERNELS[original] = _rewrite_guards(original) or rewritten
+        _KERNELS[original] = _rewrite_flow(original) or rewritten
     return _KERNELS[original]
 
 
-def _rewrite_guards(original: Any) -> Any:
+def _rewrite_flow(original: Any) -> Any:
     from triton.runtime import interpreter as interp
 
-    guards = _Guards()
+    guards = flow.Rewrite()
 
     class Rewriter(interp.FunctionRewriter):
         def _transform_ast(self, src: str) -> Any:
-            tree = guards.rewrite(super()._transform_ast(src))
+            tree = guards.kernel(super()._transform_ast(src))
             return ast.fix_missing_locations(tree)
 
     try:
@@ -532,6 +500,5 @@ def _rewrite_guards(original: Any) -> Any:
         return None
     if not guards.found:
         return None
-    original.__globals__[GUARD] = ops.guard
-    original.__globals__[PICK] = ops.pick
+    flow.install(original.__globals__)
     return rewriter._compile_and_exec(tree)

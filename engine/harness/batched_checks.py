@@ -175,11 +175,8 @@ class Checks:
     def _flush_races(self, b: Any, last: int) -> None:
         if not self.stores:
             return
-        for i in range(last + 1):
-            pid = (int(b.pids[0][i]), int(b.pids[1][i]), int(b.pids[2][i]))
-            for addr, active, isz, site in self.stores:
-                if active[i].any():
-                    bounds.add_store(self.bounds, addr[i][active[i]], pid, isz, site)
+        pids = [tuple(int(v) for v in p) for p in np.stack(b.pids, axis=1)[: last + 1]]
+        bounds.add_program_stores(self.bounds, self.stores, pids)
 
     # -- per access ---------------------------------------------------------
 
@@ -205,7 +202,7 @@ class Checks:
             self.bounds, op, addr64[first][bad[first]], int(lanes.sum()), isz, pid
         )
         self.violation = {"index": first, "record": record}
-        b.active = running & (np.arange(b.n) < first)
+        b.stop(np.arange(b.n) >= first)
 
     def load_other(
         self, b: Any, own: np.ndarray, explicit_mask: bool, dtype_tt: Any, dtype_np: Any

@@ -63,6 +63,15 @@ def _own(mask: Any, n: int, shape: tuple) -> np.ndarray:
     return np.broadcast_to(m, shape)
 
 
+def _groups(sids: np.ndarray) -> list[int]:
+    """The buffer indices among ``sids``, in order."""
+    if not sids.size:
+        return []
+    if sids.strides == (0,) * sids.ndim or sids.min() == sids.max():
+        return [int(sids.flat[0])]
+    return np.unique(sids).tolist()
+
+
 class Memory:
     """The launch's argument buffers: loads, stores and atomics for a chunk of programs."""
 
@@ -85,7 +94,7 @@ class Memory:
         lo, hi = sel.min(), sel.max()
         s = int(np.searchsorted(self.bases, lo, side="right")) - 1
         if s >= 0 and hi + np.uint64(itemsize) <= self.ends[s]:
-            return np.full(sel.shape, s, dtype=np.intp)
+            return np.broadcast_to(np.intp(s), sel.shape)  # one buffer: no array to fill
         sids = np.searchsorted(self.bases, sel, side="right") - 1
         ok = (sids >= 0) & (sel + np.uint64(itemsize) <= self.ends[np.maximum(sids, 0)])
         if not ok.all():
@@ -93,7 +102,7 @@ class Memory:
         return sids
 
     def _save(self, sids: np.ndarray) -> None:
-        for s in np.unique(sids).tolist():
+        for s in _groups(sids):
             if s not in self.saved:
                 base, end = int(self.bases[s]), int(self.ends[s])
                 self.saved[s] = _view(base, end - base).copy()
@@ -218,8 +227,7 @@ class Memory:
         return any(lo < end and hi >= base for base, end in spans)
 
     def _split(self, itemsize: int, sel: np.ndarray, pids: np.ndarray, sids: np.ndarray) -> Any:
-        one = sids.size and sids.min() == sids.max()
-        groups = [int(sids[0])] if one else np.unique(sids).tolist()
+        groups = _groups(sids)
         for s in groups:
             pick = slice(None) if len(groups) == 1 else sids == s
             elem = ((sel[pick] - self.bases[s]) // np.uint64(itemsize)).astype(np.intp)

@@ -44,13 +44,19 @@ class Batch:
         )
         self.grid = grid
         self.memory = memory
-        self.active: np.ndarray | None = None  # None: every program still runs
+        self.active: np.ndarray | None = None  # None: every program runs here
+        self.stopped = np.zeros(self.n, dtype=bool)  # programs that ended (a return, a fault)
         self.prints: list[list[str]] = [[] for _ in range(self.n)]
         self.largest = 1  # most elements one program's load or store touched
 
     def running(self) -> np.ndarray:
         """One bool a program: still running."""
         return np.ones(self.n, dtype=bool) if self.active is None else self.active
+
+    def stop(self, programs: np.ndarray) -> None:
+        """``programs`` end here for good: no mask a region lifts brings them back."""
+        self.stopped |= programs
+        self.active = self.running() & ~programs
 
     def lanes(self, ndim: int) -> np.ndarray | None:
         """The active mask shaped to broadcast against a batched array of ``ndim`` dims."""
@@ -470,7 +476,7 @@ def guard(cond: Any) -> bool:
         return True
     if not (stop & running).any():
         return False
-    b.active = running & ~stop
+    b.stop(stop & running)
     return False
 
 

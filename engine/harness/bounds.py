@@ -883,10 +883,11 @@ def current(fn: Any) -> _Launch | None:
 def out_of_bounds(launch: _Launch, addr: np.ndarray, active: np.ndarray, isz: int) -> Any:
     """Lanes (same shape as ``addr``) that are active and outside every argument; None when
     there is none. One min/max test for all programs first, as for one program."""
-    sel = addr[active]
-    if sel.size == 0:
+    if not active.any():
         return None
-    lo, hi = int(_min(sel)), int(_max(sel))
+    # min and max over the active lanes in place (no gathered copy of 2M addresses)
+    lo = int(np.min(addr, where=active, initial=np.iinfo(addr.dtype).max))
+    hi = int(np.max(addr, where=active, initial=0))
     i = bisect.bisect_right(launch.starts_l, lo) - 1
     if i >= 0 and hi + isz <= launch.ends_l[i]:
         return None
@@ -963,11 +964,32 @@ def store_site(launch: _Launch) -> tuple:
     return _store_site(launch)
 
 
-def add_store(
-    launch: _Launch, addr: np.ndarray, pid: tuple[int, ...], isz: int, site: tuple
-) -> None:
-    """One program's store for the race hint: its active lanes' addresses."""
-    _add_store(launch, addr, pid, isz, site)
+def add_program_stores(launch: _Launch, stores: list[tuple], pids: list[tuple]) -> None:
+    """The stores of programs 0..len(pids)-1 of a batched chunk for the race hint, in the
+    loop's order (program by program, each program's stores in order), as ``_add_store`` one
+    at a time would keep them. ``stores``: (addresses, active lanes, itemsize, site), each
+    with the program axis first."""
+    n = len(pids)
+    kept = []
+    for addr, active, isz, site in stores:
+        a = np.asarray(addr)[:n].reshape(n, -1)
+        m = np.broadcast_to(np.asarray(active)[:n], np.asarray(addr)[:n].shape).reshape(n, -1)
+        prog, lane = np.nonzero(m)
+        vals = a[prog, lane].astype(np.uint64, copy=False)
+        order = np.lexsort((vals, prog))
+        prog, vals = prog[order], vals[order]
+        first = np.ones(vals.size, dtype=bool)
+        first[1:] = (vals[1:] != vals[:-1]) | (prog[1:] != prog[:-1])
+        prog, vals = prog[first], vals[first]
+        kept.append((vals, np.searchsorted(prog, np.arange(n + 1)), isz, site))
+    for i in range(n):
+        for vals, edges, isz, site in kept:
+            if launch.store_lanes > MAX_RACE_LANES:
+                return
+            lo, hi = int(edges[i]), int(edges[i + 1])
+            if hi > lo:
+                launch.store_lanes += hi - lo
+                launch.stores.append((vals[lo:hi], pids[i], isz, site))
 
 
 def itemsize(ptrs: Any) -> int:
