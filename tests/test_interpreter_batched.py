@@ -100,6 +100,30 @@ WORKER = textwrap.dedent("""
 
 
     @triton.jit
+    def _odd_rows_doubled(x, pid):
+        if pid % 2 == 1:
+            return x
+        x = x * 2.0
+        if pid % 3 == 0:
+            x = x + 1.0
+        return x
+
+
+    @triton.jit
+    def helper_branch(X, Y, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        tl.store(Y + offs, _odd_rows_doubled(tl.load(X + offs), pid * 2))
+
+
+    @triton.jit
+    def helper_returns(X, Y, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        tl.store(Y + offs, _odd_rows_doubled(tl.load(X + offs), pid))
+
+
+    @triton.jit
     def return_in_loop(Y, BLOCK: tl.constexpr):
         pid = tl.program_id(0)
         for i in range(0, pid + 1):
@@ -224,6 +248,16 @@ WORKER = textwrap.dedent("""
             branch_in_loop[(6,)](xi, lens, y, BLOCK=16)
             return y
 
+        def in_helper():
+            y = torch.zeros_like(xf)
+            helper_branch[(8,)](xf, y, BLOCK=32)
+            return y
+
+        def helper_return():
+            y = torch.zeros_like(xf)
+            helper_returns[(8,)](xf, y, BLOCK=32)
+            return y
+
         def loop_return():
             y = torch.zeros(5, 8)
             return_in_loop[(5,)](y, BLOCK=8)
@@ -304,6 +338,8 @@ WORKER = textwrap.dedent("""
             "branch_else": else_branch,
             "branch_in_loop": in_loop,
             "return_in_loop": loop_return,
+            "branch_in_helper": in_helper,
+            "return_in_helper": helper_return,
             "atomic_counter": count,
             "float_atomics_twice": fatomics,
             "reads_other_programs": neigh,
@@ -376,6 +412,8 @@ EXPECTED = {
     "branch_else": ("batched", None),
     "branch_in_loop": ("batched", None),
     "return_in_loop": ("triton", "a loop bound or index differs between programs"),
+    "branch_in_helper": ("batched", None),
+    "return_in_helper": ("triton", "a branch or loop condition differs between programs"),
     "atomic_counter": ("batched", None),
     "float_atomics_twice": (
         "triton",

@@ -58,7 +58,7 @@ _ORIGINALS: dict[str, Any] = {}
 _MODE: list[str] = []
 _RECORDS: list[dict] = []
 _LAUNCH_LANGS: list[set] = []  # the language modules patched for the launch now running
-_KERNELS: dict[Any, Any] = {}  # original function -> its rewrite, divergent flow as masks
+_KERNELS: dict[tuple, Any] = {}  # (function, a kernel?) -> its rewrite, divergent flow as masks
 _LANGS: dict[Any, frozenset] = {}
 _ABSENT = object()
 
@@ -195,6 +195,8 @@ def _device_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         interp._patch_lang(self.fn)  # left patched, as Triton leaves it
         _LAUNCH_LANGS[-1].update(langs)
     fn = self.rewrite()
+    if ops.STATE:  # a batched launch: the function's divergent flow as masks too
+        fn = _kernel_for(fn, kernel=False)
     try:
         return fn(*args, **kwargs)
     except Exception as e:
@@ -467,23 +469,25 @@ def _patch_batched(scope: Any, builder: Any, added: dict[str, Any]) -> None:
 # the kernel, with its divergent control flow as masks (``batched_flow``)
 
 
-def _kernel_for(rewritten: Any) -> Any:
-    """The kernel with guards as masks (Triton's own rewrite where it has none)."""
+def _kernel_for(rewritten: Any, kernel: bool = True) -> Any:
+    """The kernel (or, ``kernel`` False, a device function: its bare ``return`` ends only the
+    call, so it is no guard) with divergent flow as masks (Triton's own rewrite where it has
+    none)."""
     from triton.runtime import interpreter as interp
 
     original = next((k for k, v in interp.InterpretedFunction.rewritten_fn.items()
                      if v is rewritten), None)  # fmt: skip
     if original is None:
         return rewritten
-    if original not in _KERNELS:
-        _KERNELS[original] = _rewrite_flow(original) or rewritten
-    return _KERNELS[original]
+    if (original, kernel) not in _KERNELS:
+        _KERNELS[original, kernel] = _rewrite_flow(original, kernel) or rewritten
+    return _KERNELS[original, kernel]
 
 
-def _rewrite_flow(original: Any) -> Any:
+def _rewrite_flow(original: Any, kernel: bool) -> Any:
     from triton.runtime import interpreter as interp
 
-    guards = flow.Rewrite()
+    guards = flow.Rewrite(guards=kernel)
 
     class Rewriter(interp.FunctionRewriter):
         def _transform_ast(self, src: str) -> Any:

@@ -368,14 +368,15 @@ def _take_back(source: str, names: tuple[str, ...]) -> list[ast.stmt]:
 class Rewrite:
     """A kernel's statements with divergent control flow as masks (see the module's text)."""
 
-    def __init__(self) -> None:
+    def __init__(self, guards: bool = True) -> None:
         self.found = 0
         self.serial = 0
+        self.guards = guards  # a kernel's top-level bare returns as guards (not a helper's)
 
     def kernel(self, tree: ast.Module) -> ast.Module:
         fn = tree.body[0]
         if isinstance(fn, ast.FunctionDef):
-            fn.body = self._block(fn.body, top=True)
+            fn.body = self._block(fn.body, top=self.guards)
             _Picks(self).visit(fn)
         return tree
 
