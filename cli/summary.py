@@ -200,6 +200,9 @@ def interpreter_note(report: dict) -> str:
     parts = []
     for kernel, k in section["kernels"].items():
         said = f"{kernel} {k['batched']} batched, {k['triton']} in Triton's loop"
+        masked = ", ".join(f"{r} x{n}" for r, n in (k.get("masked") or {}).items())
+        if masked:
+            said = said.replace(" batched,", f" batched (under masks: {masked}),", 1)
         reasons = "; ".join(f"{r} (x{n})" for r, n in (k.get("reasons") or {}).items())
         parts.append(f"{said} ({reasons})" if reasons else said)
     return f"[dim]interpreter ({section.get('mode', '?')}): {escape('; '.join(parts))}[/]"

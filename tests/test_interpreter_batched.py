@@ -443,6 +443,24 @@ def test_executor_and_reason_recorded(results: dict, name: str) -> None:
     assert launches, f"{name}: no launch recorded"
     assert {x["executor"] for x in launches} == {executor}, launches
     assert {x["reason"] for x in launches} == {reason}, launches
+    masked = {kind for x in launches for kind in x.get("masked") or ()}
+    assert masked == MASKED.get(name, set()), launches
+
+
+LOOP, BRANCH = "a loop whose bounds differ between programs", "a branch whose condition differs"
+#: kernel -> the divergent flow its batched launches ran under masks
+MASKED = {
+    "softmax": {LOOP},
+    "softmax_one_row_each": {LOOP},
+    "gelu_tanh_libdevice": {LOOP},
+    "loaded_bound": {LOOP},
+    "early_return": {"an early return some programs take"},
+    "if_pid_0": {BRANCH + " between programs"},
+    "branch_else": {BRANCH + " between programs"},
+    "branch_in_loop": {LOOP, BRANCH + " between programs"},
+    "branch_in_helper": {BRANCH + " between programs"},
+    "data_while": {"a while loop whose condition differs between programs"},
+}
 
 
 @pytest.mark.slow

@@ -204,3 +204,6 @@ def test_whole_runs_give_the_loops_verdicts(tmp_path: Path, example: str, operat
     section = batched["interpreter"]
     assert section["mode"] == "batched"
     assert sum(k["batched"] for k in section["kernels"].values()) >= 1, section
+    if example == "softmax":  # its rows loop starts at the program's id: run under masks
+        masked = section["kernels"]["softmax_kernel"]["masked"]
+        assert masked == {"a loop whose bounds differ between programs": 2}, section

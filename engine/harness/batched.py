@@ -142,7 +142,7 @@ def mode() -> str | None:
 
 def launches() -> list[dict]:
     """One record a launch: kernel, programs, executor ("batched" | "triton"), reason, chunks,
-    seconds."""
+    seconds, and for a batched launch ``masked``: the divergent flow it ran under masks."""
     return [dict(r) for r in _RECORDS]
 
 
@@ -151,13 +151,17 @@ def clear() -> None:
 
 
 def summary() -> dict[str, dict]:
-    """Per kernel: launches by executor and the reasons for Triton's loop."""
+    """Per kernel: launches by executor, the reasons for Triton's loop, and (``masked``, where
+    any) the divergent flow batched launches ran under masks, with their launch counts."""
     out: dict[str, dict] = {}
     for r in _RECORDS:
         k = out.setdefault(r["kernel"], {"batched": 0, "triton": 0, "reasons": {}})
         k[r["executor"]] += 1
         if r["reason"]:
             k["reasons"][r["reason"]] = k["reasons"].get(r["reason"], 0) + 1
+        for kind in r.get("masked") or ():
+            masked = k.setdefault("masked", {})
+            masked[kind] = masked.get(kind, 0) + 1
     return out
 
 
@@ -269,6 +273,7 @@ class _Launch:
         self.programs = 0
         self.chunks = 0
         self.memory: Memory | None = None
+        self.masked: set[str] = set()
 
     def run(self) -> Any:
         start = time.perf_counter()
@@ -308,7 +313,7 @@ class _Launch:
             print(line)
         ex._restore_args_dev(self.args_dev, args_hst, kwargs, kwargs_hst)
         _record(self.name, self.programs, "batched", None, chunks=self.chunks,
-                seconds=time.perf_counter() - start)  # fmt: skip
+                seconds=time.perf_counter() - start, masked=sorted(self.masked))  # fmt: skip
         return None
 
     def _batched(self, args_hst: list, kwargs_hst: dict, prints: list[str]) -> str | None:
@@ -373,6 +378,7 @@ class _Launch:
             for lines in batch.prints:
                 prints.extend(lines)
             self.chunks += 1
+            self.masked |= batch.masked
             start += batch.n
             size = max(1, budget // max(1, batch.largest))
 

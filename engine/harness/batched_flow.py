@@ -109,13 +109,20 @@ def _kept(scope: dict, names: tuple[str, ...]) -> dict[str, Any]:
     return {k: scope[k] for k in names if k in scope}
 
 
+#: what a launch record's ``masked`` names (``batched.launches``)
+LOOP_BOUNDS = "a loop whose bounds differ between programs"
+WHILE_CONDITION = "a while loop whose condition differs between programs"
+BRANCH_CONDITION = "a branch whose condition differs between programs"
+
+
 class _Region:
-    """A stretch of a kernel run with some programs masked off: ``enter`` narrows the running
+    """A stretch of a kernel run with some programs masked off: ``narrow`` narrows the running
     programs, ``leave`` gives back the ones the region started with (less those that stopped
     for good inside it: a bounds violation)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: str) -> None:
         self.batch = ops.current()
+        self.batch.masked.add(kind)
         self.outer = self.batch.running().copy()
         # a masked-off program computes on values it will not keep (a row of -inf's max
         # taken from -inf): numpy's warnings about them are not the program's
@@ -166,7 +173,7 @@ class Loop:
         down = np.maximum(0, (start - stop - step - 1) // np.where(step < 0, -step, 1))
         self.count = np.where(step > 0, up, down)
         self.start, self.step = start, step
-        self.region = _Region()
+        self.region = _Region(LOOP_BOUNDS)
         wide = np.concatenate([start, start + step * np.maximum(self.count - 1, 0)])
         small = np.iinfo(np.int32)
         self.dtype = (
@@ -217,7 +224,7 @@ class While:
                 self.region = None
             return holds
         if self.region is None:
-            self.region = _Region()
+            self.region = _Region(WHILE_CONDITION)
         return self._still(truth)
 
     def _still(self, truth: np.ndarray) -> bool:
@@ -250,7 +257,7 @@ class Branch:
         self.region: _Region | None = None
 
     def then(self) -> None:
-        self.region = _Region()
+        self.region = _Region(BRANCH_CONDITION)
         self.taken = self.region.narrow(self.truth)
 
     def otherwise(self) -> None:

@@ -48,6 +48,7 @@ class Batch:
         self.stopped = np.zeros(self.n, dtype=bool)  # programs that ended (a return, a fault)
         self.prints: list[list[str]] = [[] for _ in range(self.n)]
         self.largest = 1  # most elements one program's load or store touched
+        self.masked: set[str] = set()  # the divergent flow run under masks (batched_flow)
 
     def running(self) -> np.ndarray:
         """One bool a program: still running."""
@@ -461,6 +462,9 @@ def make_tensor_attrs(stock_bool: Any, stock_index: Any, stock_t: Any) -> dict[s
     return {"__bool__": bool_, "__index__": index, "T": property(transpose)}
 
 
+EARLY_RETURN = "an early return some programs take"
+
+
 def guard(cond: Any) -> bool:
     """``if cond: return`` at a kernel's top level: programs whose ``cond`` holds stop here
     (their later loads, stores and prints are masked off); the rest go on."""
@@ -477,6 +481,7 @@ def guard(cond: Any) -> bool:
     if not (stop & running).any():
         return False
     b.stop(stop & running)
+    b.masked.add(EARLY_RETURN)
     return False
 
 
