@@ -4,7 +4,8 @@ interpreter running the same check plainly (issue 45's second done-when).
 Run: ``python benchmarks/harness_speed.py [--rows 2048] [--repeat 3]``.
 
 The check: examples/layer_norm.py's kernel on a (rows, 1024) input, one program a row,
-against torch. Each figure comes from a fresh process, imports left out:
+against torch. Each figure comes from a fresh process, imports left out (torch, triton, and
+the modules a check loads lazily that the tool's warm runner loads before any job):
 
 - ``plain``: the check under Triton's interpreter, untouched (``runpy``);
 - ``tool triton`` / ``tool batched``: the sandbox side of the original's baseline job
@@ -47,6 +48,11 @@ if __name__ == "__main__":
 CHILD = r"""
 import json, os, sys, time
 import torch, triton  # imports left out of the figure
+# and the modules a check loads lazily on first use (torch.testing.assert_close pulls in
+# torch.distributed.tensor): the tool's warm runner loads them once before any job
+import importlib
+for name in ("torch.distributed.tensor", "torch.testing._comparison", "numpy.random"):
+    importlib.import_module(name)
 how, path = sys.argv[1], sys.argv[2]
 if how == "plain":
     import runpy

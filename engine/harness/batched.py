@@ -51,7 +51,7 @@ ENV_ELEMENTS = "MUTANT_GATE_BATCH_ELEMENTS"
 MODES = ("batched", "triton")
 FIRST_CHUNK = 256  # programs in a launch's first chunk, before its blocks' sizes are known
 GUESSED_ELEMENTS = 128  # elements a program, for the first chunk
-DEFAULT_ELEMENTS = 1 << 22
+DEFAULT_ELEMENTS = 1 << 20  # benchmarks/chunk_size.py: a 4M-element chunk runs out of the caches
 MAX_RECORDS = 10_000
 
 _ORIGINALS: dict[str, Any] = {}

@@ -189,24 +189,34 @@ class Memory:
     # -- the proof ------------------------------------------------------------
 
     def check_chunk(self) -> None:
-        """Raise Divergence if this chunk's programs talked through memory; then forget it."""
+        """Raise Divergence if this chunk's programs talked through memory; then forget it.
+
+        One map a written buffer, of the elements between the first and the last this chunk
+        wrote (not the whole buffer: a chunk of a 262M-element logits buffer writes 4M), each
+        holding the program that wrote it."""
         reads, writes = self.reads, self.writes
         self.reads, self.writes = [], []
         if not writes:
             return
-        maps: dict[int, tuple[int, np.ndarray]] = {}
-        for access, sel, pids, sids in writes:
-            for s, elem, pid in self._split(access.itemsize, sel, pids, sids):
-                table = self._table(maps, s, access.itemsize)
-                w = table[elem]
-                if ((w != NONE) & ((w != pid) | (w == MULTI))).any():
-                    raise ops.Divergence(
-                        "programs of one chunk store to the same element in different operations"
-                    )
-                table[elem] = pid
-                shared = table[elem] != pid
-                if shared.any():
-                    table[elem[shared]] = MULTI
+        written = [
+            (s, elem, pid, access.itemsize)
+            for access, sel, pids, sids in writes
+            for s, elem, pid in self._split(access.itemsize, sel, pids, sids)
+        ]
+        maps = self._maps(written)
+        for s, elem, pid, _ in written:
+            if not elem.size:
+                continue
+            lo, table = maps[s][1], maps[s][2]
+            w = table[elem - lo]
+            if ((w != NONE) & ((w != pid) | (w == MULTI))).any():
+                raise ops.Divergence(
+                    "programs of one chunk store to the same element in different operations"
+                )
+            table[elem - lo] = pid
+            shared = table[elem - lo] != pid
+            if shared.any():
+                table[elem[shared] - lo] = MULTI
         spans = [(int(self.bases[s]), int(self.ends[s])) for s in maps]
         for access in reads:
             if access.ptrs.size == 0 or not self._touches(access.ptrs, spans):
@@ -218,9 +228,30 @@ class Memory:
             sel, pids = sel[inside], pids[inside]
             sids = self._storage_of(sel, access.itemsize)
             for s, elem, pid in self._split(access.itemsize, sel, pids, sids):
-                w = self._table(maps, s, access.itemsize)[elem]
-                if ((w != NONE) & ((w != pid) | (w == MULTI))).any():
+                size, lo, table = maps[s]
+                if size != access.itemsize:
+                    raise ops.Divergence("a written buffer accessed with different element sizes")
+                near = (elem >= lo) & (elem < lo + table.size)
+                w = table[elem[near] - lo]
+                if ((w != NONE) & ((w != pid[near]) | (w == MULTI))).any():
                     raise ops.Divergence("a program reads what another program of its chunk writes")
+
+    @staticmethod
+    def _maps(written: list[tuple]) -> dict[int, tuple[int, int, np.ndarray]]:
+        """Buffer -> (element size, first element, the map from it to the last written)."""
+        span: dict[int, list[int]] = {}
+        for s, elem, _, itemsize in written:
+            if not elem.size:
+                continue
+            lo, hi = int(elem.min()), int(elem.max())
+            seen = span.setdefault(s, [itemsize, lo, hi])
+            if seen[0] != itemsize:
+                raise ops.Divergence("a written buffer accessed with different element sizes")
+            seen[1], seen[2] = min(seen[1], lo), max(seen[2], hi)
+        return {
+            s: (size, lo, np.full(hi - lo + 1, NONE, dtype=np.int32))
+            for s, (size, lo, hi) in span.items()
+        }
 
     def _touches(self, ptrs: np.ndarray, spans: list[tuple[int, int]]) -> bool:
         lo, hi = int(ptrs.min()), int(ptrs.max())
@@ -232,12 +263,3 @@ class Memory:
             pick = slice(None) if len(groups) == 1 else sids == s
             elem = ((sel[pick] - self.bases[s]) // np.uint64(itemsize)).astype(np.intp)
             yield s, elem, pids[pick]
-
-    def _table(self, maps: dict, s: int, itemsize: int) -> np.ndarray:
-        if s not in maps:
-            size = int(self.ends[s] - self.bases[s]) // itemsize + 1
-            maps[s] = (itemsize, np.full(size, NONE, dtype=np.int32))
-        size_seen, table = maps[s]
-        if size_seen != itemsize:
-            raise ops.Divergence("a written buffer accessed with different element sizes")
-        return table
