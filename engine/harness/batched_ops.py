@@ -109,7 +109,6 @@ PASS_THROUGH = frozenset(
         name[7:]
         in {
             "add",
-            "addptr",
             "and",
             "approx_divf",
             "ashr",
@@ -353,12 +352,30 @@ def _memory_methods(builder: Any) -> dict[str, Any]:
         op = builder.ir_rmw_op_to_interpreter_rmw_op[rmw_op]
         return b.memory.atomic(b, op, ptr, val, mask, builder.ir_sem_to_interpreter_sem[sem])
 
+    def addptr(ptr: Any, offset: Any) -> Any:
+        """Triton's ``ptr + element_bytes * offset`` in uint64, its arithmetic done in
+        place in one array (the same bits: modular sums in another order): over a whole
+        launch's millions of lanes, the interpreter's two temporaries cost more than the
+        arithmetic."""
+        width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)
+        off = offset.data
+        if np.broadcast_shapes(ptr.data.shape, off.shape) == off.shape:
+            data = off.astype(np.uint64)
+            if width != 1:
+                np.multiply(data, np.uint64(width), out=data)
+            np.add(data, ptr.data, out=data)
+        else:
+            data = ptr.data + width * off.astype(np.uint64)
+        out = interp.TensorHandle(data, ptr.dtype)
+        return _mark(out) if _any_batched((ptr, offset)) else out
+
     return {
         "create_masked_load": masked_load,
         "create_load": load,
         "create_masked_store": masked_store,
         "create_store": store,
         "create_atomic_rmw": atomic_rmw,
+        "create_addptr": addptr,
     }
 
 
