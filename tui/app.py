@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import partial
 
 from textual import on
@@ -86,6 +87,8 @@ class MutantGateApp(App[int]):
         Binding("slash", "search", "search", tooltip="search id, operator, function, code, reason"),
         Binding("s", "survivors", "survivors only on/off", show=False),
         Binding("g", "group", "group", tooltip="group the grid by function or by operator family"),
+        Binding("z", "fold", "fold the cursor's group (a library's module)", show=False),
+        Binding("Z", "fold(True)", "unfold every group, or fold all but this one", show=False),
         Binding("e", "export", "export", tooltip="write the report as JSON"),
         Binding("L", "toggle_log", "log on/off", show=False),
         Binding("J", "toggle_raw", "the mutant's report row as JSON on/off", show=False),
@@ -154,7 +157,7 @@ class MutantGateApp(App[int]):
     def _open_record(self, record: dict | None) -> None:
         if record and record.get("report"):
             self.model.load(record["report"])
-            self.explorer.grid.rebuild()
+            self.explorer.grid.rebuild(grouping=self.model.groupings[0])
             self.explorer.header.refresh()
             self._replayed()
 
@@ -332,12 +335,16 @@ class MutantGateApp(App[int]):
     def accept_survivor(self, mutant_id: str, reason: str, path: str) -> bool:
         """Write the entry for survivor ``mutant_id`` to ``path`` and show it accepted."""
         report = self.model.to_report()
+        row = self.model.row(mutant_id)
+        modules = session.formats.modules
+        if modules.is_library(report):  # the entry names the survivor's module, not the library
+            record = next(f for f in report["files"] if f["path"] == row.get("file"))
+            report = modules.module_report(report, record)
         source = self.bridge.session.kernel_source() if self.bridge is not None else None
         if not (report.get("kernel") or {}).get("source") and source is not None:
             # a live run before its report: the kernel as the run loaded it
-            path = self.settings.kernel_path if self.settings else self.model.kernel_path
-            report["kernel"] = {"path": path, "source": source}
-        row = self.model.row(mutant_id)
+            kernel = self.settings.kernel_path if self.settings else self.model.kernel_path
+            report["kernel"] = {"path": kernel, "source": source}
         try:
             added, present = accepted.accept(report, [{**row, "verdict": "survived"}], reason, path)
         except BadInput as exc:
@@ -444,12 +451,7 @@ class MutantGateApp(App[int]):
         filters = self.explorer.grid.filters
         only = frozenset({"survived"})
         self.apply_filters(
-            Filters(
-                verdicts=frozenset() if filters.verdicts == only else only,
-                operators=filters.operators,
-                functions=filters.functions,
-                text=filters.text,
-            )
+            replace(filters, verdicts=frozenset() if filters.verdicts == only else only)
         )
 
     def action_search(self) -> None:
@@ -472,10 +474,21 @@ class MutantGateApp(App[int]):
             self.apply_filters(Filters())
 
     def action_group(self) -> None:
+        """The next grouping: function, family (a library's: module, function, family)."""
         grid = self.explorer.grid
-        grouping = "family" if grid.grouping == "function" else "function"
+        groupings = self.model.groupings
+        at = groupings.index(grid.grouping) if grid.grouping in groupings else -1
+        grouping = groupings[(at + 1) % len(groupings)]
         grid.rebuild(grouping=grouping)
         self.explorer.log_view.say(f"grouped by {grouping}")
+
+    def action_fold(self, every: bool = False) -> None:
+        """Fold the cursor's group to its title line (``every``: unfold them all where
+        any is folded, else fold all but the cursor's)."""
+        grid = self.explorer.grid
+        said = grid.fold_all() if every else grid.fold()
+        if said:
+            self.explorer.log_view.say(said)
 
     def action_toggle_raw(self) -> None:
         inspector = self.explorer.inspector
@@ -560,7 +573,9 @@ COMMANDS = [
     ("Filter mutants", "by verdict, operator or family, function", "filter"),
     ("Show survivors only", "toggle a survived-only filter", "survivors"),
     ("Search mutants", "by id, operator, function, code or reason", "search"),
-    ("Group by function / family", "switch the grid's grouping", "group"),
+    ("Group by function / family", "switch the grid's grouping (a library's: module)", "group"),
+    ("Fold group", "fold or unfold the cursor's group (a library's module)", "fold"),
+    ("Unfold every group", "unfold all, or fold all but the cursor's group", "fold(True)"),
     ("Export report JSON", "write the report as it stands", "export"),
     ("Toggle log", "show or hide the event log", "toggle_log"),
     ("Help", "keys and what the grid shows", "help"),

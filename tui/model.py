@@ -8,6 +8,7 @@ model is tested and benchmarked on its own.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
@@ -18,6 +19,8 @@ from mutant_gate.engine.vocabulary import EXCLUDED, ORDER, PENDING, RUNNING, Ver
 VERDICTS = frozenset(v.value for v in ORDER)
 _EXCLUDED = frozenset(v.value for v in EXCLUDED)
 GROUPINGS = ("function", "family")
+#: a library's report (rows that name their ``file``): its modules first
+LIBRARY_GROUPINGS = ("module", "function", "family")
 #: a survivor's kind (the report row's ``survivor``), in words; "not checked" says nothing
 KIND_WORDS = {"differs": "outputs differ", "identical": "no difference observed"}
 
@@ -38,10 +41,11 @@ class Filters:
     operators: frozenset[str] = frozenset()  # operator or family names
     functions: frozenset[str] = frozenset()
     text: str = ""
+    modules: frozenset[str] = frozenset()  # a library's: the rows' ``file``
 
     @property
     def active(self) -> bool:
-        return bool(self.verdicts or self.operators or self.functions or self.text)
+        return bool(self.verdicts or self.operators or self.functions or self.modules or self.text)
 
     def with_text(self, text: str) -> Filters:
         return replace(self, text=text.strip())
@@ -54,6 +58,8 @@ class Filters:
             parts.append("operator " + "|".join(sorted(self.operators)))
         if self.functions:
             parts.append("function " + "|".join(sorted(self.functions)))
+        if self.modules:
+            parts.append("module " + "|".join(sorted(os.path.basename(m) for m in self.modules)))
         if self.text:
             parts.append(f'"{self.text}"')
         return ", ".join(parts)
@@ -126,11 +132,20 @@ class RunModel:
         return model
 
     def load(self, report: dict) -> None:
-        """Show a finished (or saved) report: a replay."""
-        self.begin(
-            report.get("run_id", ""), report.get("kernel", {}).get("path", ""), report["mutants"]
-        )
+        """Show a finished (or saved) report: a replay (a library's too: its paths stand
+        for the kernel file)."""
+        self.begin(report.get("run_id", ""), _kernel_path(report), report["mutants"])
         self.finish(report)
+
+    @property
+    def library(self) -> bool:
+        """Whether the rows are a library's: each names its module's ``file``."""
+        return bool(self.rows) and all(row.get("file") for row in self.rows)
+
+    @property
+    def groupings(self) -> tuple[str, ...]:
+        """The grid's groupings, the first the one it opens on."""
+        return LIBRARY_GROUPINGS if self.library else GROUPINGS
 
     def begin(self, run_id: str, kernel_path: str, rows: list[dict]) -> None:
         self.run_id, self.kernel_path = run_id, kernel_path
@@ -178,7 +193,7 @@ class RunModel:
         self.report = {k: v for k, v in report.items() if k != "mutants"}
         self.engine_report = report  # what export writes, as the engine built it
         self.run_id = report.get("run_id", self.run_id)
-        self.kernel_path = report.get("kernel", {}).get("path", self.kernel_path)
+        self.kernel_path = _kernel_path(report) or self.kernel_path
         changed = []
         for row in report.get("mutants", []):
             i = self.index.get(row["id"])
@@ -233,6 +248,10 @@ class RunModel:
 
     def group_key(self, i: int, grouping: str) -> str:
         row = self.rows[i]
+        if grouping == "module":
+            return str(row.get("file") or "?")
+        if grouping == "function" and row.get("file"):  # a library: kernels of one name apart
+            return f"{os.path.basename(row['file'])}: {row.get('function') or '?'}"
         return str(row.get("function") if grouping == "function" else row.get("family")) or "?"
 
     def matches(self, i: int, filters: Filters) -> bool:
@@ -245,6 +264,8 @@ class RunModel:
             return False
         if filters.functions and row.get("function") not in filters.functions:
             return False
+        if filters.modules and row.get("file") not in filters.modules:
+            return False
         if filters.text:
             needle = filters.text.lower()
             if needle not in self._search_text(i):
@@ -256,6 +277,7 @@ class RunModel:
         if text is None:
             row = self.rows[i]
             fields = ("id", "operator", "family", "function", "before", "after", "by", "reason")
+            fields += ("file",)  # a library's module
             text = " ".join(str(row.get(k) or "") for k in fields)
             if row.get("accepted"):
                 text += f" accepted {row['accepted'].get('reason', '')}"
@@ -332,3 +354,12 @@ class RunModel:
         report["score"] = score(judged, written_names(self.tests()))
         report["complete"] = len(judged) == len(rows)
         return report
+
+
+def _kernel_path(report: dict) -> str:
+    """A report's kernel file; a library's paths as its run was given them."""
+    kernel = report.get("kernel") or {}
+    if kernel.get("path"):
+        return str(kernel["path"])
+    paths = (report.get("library") or {}).get("paths") or []
+    return " ".join(str(p) for p in paths)

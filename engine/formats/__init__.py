@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 
 from ..errors import BadInput
+from . import modules  # a library's modules and kernels, as every face counts them
 
 
 def json_text(report: dict) -> str:
@@ -80,4 +81,4 @@ def write(report: dict, fmt: str, path: str) -> None:
         raise BadInput(f"cannot write the {fmt} report to {path}: {exc.strerror}") from None
 
 
-__all__ = ["FORMATS", "check_writable", "render", "write"]
+__all__ = ["FORMATS", "check_writable", "modules", "render", "write"]

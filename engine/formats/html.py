@@ -6,6 +6,10 @@ without JavaScript too: a cell is a link to its mutant's section and CSS ``:targ
 shows it; the script only adds keyboard moves, verdict filters and the killing test's
 source next to the mutant (each test's source is written once, at the bottom).
 
+A library's report opens on its module list (each module's score, mutants, survivors,
+status and reason, the most survivors first), each linking to its module's section of
+the grid below; a one-file report has no list.
+
 Text from the report is HTML-escaped and ``://`` is written as ``:&#47;&#47;`` (it
 reads the same), so no address in a reason or a setting becomes a reference.
 """
@@ -17,6 +21,14 @@ import html
 from .. import predictions
 from ..vocabulary import GLYPHS, by_words, origin_words
 from ..vocabulary import REPORT_STATES as VERDICTS
+from .modules import (
+    STATUS_WORDS,
+    is_library,
+    library_name,
+    module_rows,
+    module_score,
+    modules_by_survivors,
+)
 from .words import (
     claim_lines,
     compile_lines,
@@ -84,6 +96,7 @@ table{border-collapse:collapse;margin:8px 0;font-size:13px}
 td,th{border:1px solid var(--line);padding:2px 8px;text-align:right}
 td:first-child,th:first-child,td:nth-child(2),th:nth-child(2){text-align:left}
 .tests section{border-top:1px solid var(--line)}
+.module{border-top:1px solid var(--line);margin-top:12px}.module>h2{font-size:16px}
 """
 
 SCRIPT = """
@@ -316,10 +329,6 @@ def html_page(report: dict) -> str:
     tests = report.get("tests", [])
     test_ids = {t.get("name", ""): f"t-{i}" for i, t in enumerate(tests)}
 
-    groups: dict[str, list[dict]] = {}
-    for row in rows:
-        groups.setdefault(row.get("function") or "?", []).append(row)
-
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -345,8 +354,9 @@ def html_page(report: dict) -> str:
         )
     out += run_notes(report, score)
     out += survivor_counts(rows)
+    where = library_name(report) if is_library(report) else report.get("kernel", {}).get("path")
     out.append(
-        f'<p class="meta">run {esc(report.get("run_id"))} · {esc(report.get("kernel", {}).get("path"))}'
+        f'<p class="meta">run {esc(report.get("run_id"))} · {esc(where)}'
         f" · mutant-gate {esc(tool_version())} · triton {esc(toolchain.get('triton'))} · torch "
         f"{esc(toolchain.get('torch'))} · {esc(toolchain.get('mode', 'interpret'))} mode</p>"
     )
@@ -359,24 +369,11 @@ def html_page(report: dict) -> str:
                 f'<button type="button" data-verdict="{v}">{GLYPHS[v]} {v} {per_verdict[v]}</button>'
             )
     out.append("</nav>")
-    for function, members in groups.items():
-        out.append(
-            f'<section class="group"><h2><code>{esc(function)}</code> '
-            f'<span class="meta">{len(members)} mutants</span></h2><div class="cells">'
-        )
-        for row in members:
-            v = row.get("verdict", "pending")
-            title = f"{row['id']} {row.get('operator')} line {row.get('line')}: {v}"
-            kind = _kind(row)
-            if kind is not None:
-                title += f" ({KIND_WORDS[kind['kind']]})"
-            k = f" k-{esc(kind['kind'])}" if kind is not None else ""
-            out.append(
-                f'<a class="cell v-{esc(v)}{k}" href="#m-{esc(row["id"])}" '
-                f'data-id="{esc(row["id"])}" data-verdict="{esc(v)}" '
-                f'title="{esc(title)}">{GLYPHS.get(v, "?")}</a>'
-            )
-        out.append("</div></section>")
+    if is_library(report):
+        out += module_list(report)
+        out += module_grids(report)
+    else:
+        out += function_groups(rows)
     out += survivor_list(rows)
     out.append("<h2>By operator</h2><table><tr><th>family</th><th>operator</th>")
     out.append("".join(f"<th>{GLYPHS[v]}</th>" for v in VERDICTS if per_verdict[v]) + "</tr>")
@@ -412,6 +409,82 @@ def html_page(report: dict) -> str:
     out.append("</div></main>")
     out.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(out) + "\n"
+
+
+def function_groups(rows: list[dict], prefix: str = "", heading: str = "h2") -> list[str]:
+    """The grid: a group of cells per jit function, each cell a link to its mutant's
+    panel (``prefix``: the panels' id prefix, on the site)."""
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(row.get("function") or "?", []).append(row)
+    out = []
+    for function, members in groups.items():
+        out.append(
+            f'<section class="group"><{heading}><code>{esc(function)}</code> '
+            f'<span class="meta">{len(members)} mutants</span></{heading}><div class="cells">'
+        )
+        for row in members:
+            v = row.get("verdict", "pending")
+            title = f"{row['id']} {row.get('operator')} line {row.get('line')}: {v}"
+            kind = _kind(row)
+            if kind is not None:
+                title += f" ({KIND_WORDS[kind['kind']]})"
+            k = f" k-{esc(kind['kind'])}" if kind is not None else ""
+            mid = esc(prefix + row["id"])
+            out.append(
+                f'<a class="cell v-{esc(v)}{k}" href="#m-{mid}" data-id="{mid}" '
+                f'data-verdict="{esc(v)}" title="{esc(title)}">{GLYPHS.get(v, "?")}</a>'
+            )
+        out.append("</div></section>")
+    return out
+
+
+def module_list(report: dict, prefix: str = "") -> list[str]:
+    """A library's modules, the most survivors first: each its score, mutants,
+    survivors, status and reason, linking to its mutants below (``#f-N``)."""
+    files = report.get("files") or []
+    number = {f["path"]: n for n, f in enumerate(files)}
+    out = [
+        f'<h2>Kernel modules ({len(files)})</h2><table class="modules">'
+        "<tr><th>module</th><th>status</th><th>score</th><th>mutants</th><th>survived</th>"
+        "<th>reason</th></tr>"
+    ]
+    for f in modules_by_survivors(report):
+        status = f.get("status") or "judged"
+        out.append(
+            f'<tr class="s-{esc(status)}"><td><a href="#{prefix}f-{number[f["path"]]}">'
+            f"<code>{esc(f['path'])}</code></a></td>"
+            f"<td>{esc(STATUS_WORDS.get(status, status))}</td><td>{esc(module_score(f))}</td>"
+            f"<td>{esc(f.get('mutants', 0))}</td><td>{esc(f.get('survived', 0))}</td>"
+            f"<td>{esc(_module_reason(f))}</td></tr>"
+        )
+    out.append("</table>")
+    return out
+
+
+def _module_reason(record: dict) -> str:
+    if record.get("reason"):
+        return str(record["reason"])
+    unreached = record.get("not_reached") or []
+    return f"not reached by the tests: {', '.join(unreached)}" if unreached else ""
+
+
+def module_grids(report: dict, prefix: str = "") -> list[str]:
+    """A library's grid: a section per module (``f-N``), its cells grouped by jit
+    function; a module without mutants says why."""
+    out = []
+    for n, record in enumerate(report.get("files") or []):
+        rows = module_rows(report, record)
+        out.append(
+            f'<section class="module" id="{prefix}f-{n}"><h2><code>{esc(record["path"])}</code> '
+            f'<span class="meta">{esc(module_score(record))} · {len(rows)} mutants · '
+            f"{esc(record.get('survived', 0))} survived</span></h2>"
+        )
+        if not rows:
+            out.append(f'<p class="meta">{esc(_module_reason(record) or "no mutants")}</p>')
+        out += function_groups(rows, prefix, heading="h3")
+        out.append("</section>")
+    return out
 
 
 #: a survivor's kind (``row["survivor"]``) in words, as the console and the explorer say it

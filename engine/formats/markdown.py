@@ -11,6 +11,7 @@ from __future__ import annotations
 from .. import predictions
 from ..vocabulary import GLYPHS
 from ..vocabulary import REPORT_STATES as VERDICTS
+from .modules import STATUS_WORDS, is_library, kernel_counts, module_score, modules_by_survivors
 from .words import (
     claim_lines,
     counts,
@@ -113,7 +114,7 @@ def _survivors_part(survivors: list[dict], max_diffs: int, max_rows: int) -> lis
         ]
         for r in survivors[:max_rows]:
             out.append(
-                f"| `{r['id']}` | {_cell(r.get('operator'))} | "
+                f"| `{r['id']}` | {_cell(r.get('operator'))} | {_where(r)}"
                 f"`{_cell(r.get('function'))}` line {r.get('line')} | "
                 f"{_cell(_code(r.get('before', '')))} → {_cell(_code(r.get('after', '')))} | "
                 f"{_cell(probe_text(r))} | {_cell(_oracle_cell(r))} |"
@@ -136,6 +137,51 @@ def _survivors_part(survivors: list[dict], max_diffs: int, max_rows: int) -> lis
                 f"\n{len(survivors) - len(shown)} more survivor diffs are in the full report "
                 "(`mutant-gate report RUN --format html`)."
             )
+    return out
+
+
+def _where(row: dict) -> str:
+    """A library's row: its module's file first (a one-file run's rows name none)."""
+    return f"`{_cell(row['file'])}` " if row.get("file") else ""
+
+
+def modules_part(report: dict, max_rows: int) -> list[str]:
+    """A library's modules, the most survivors first: mutants, killed and survivors (of
+    your tests), the score or why it has none; then each module's kernels with
+    survivors; nothing for a one-file run."""
+    if not is_library(report):
+        return []
+    files = modules_by_survivors(report)
+    out = [
+        "",
+        f"### Kernel modules ({len(files)})",
+        "",
+        "| module | mutants | killed | survived | score | status |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for f in files[:max_rows]:
+        status = STATUS_WORDS.get(f.get("status"), f.get("status"))
+        why = f": {f['reason']}" if f.get("reason") else ""
+        out.append(
+            f"| `{_cell(f['path'])}` | {f.get('mutants', 0)} | {f.get('killed', 0)} | "
+            f"{f.get('survived', 0)} | {module_score(f)} | {_cell(status + why)} |"
+        )
+    if len(files) > max_rows:
+        out.append(f"| … | {len(files) - max_rows} more | | | | |")
+    kernels = [
+        (f, k)
+        for f in files
+        if f.get("status") == "judged"
+        for k in kernel_counts(report, f)
+        if k["survived"] or not k["reached"]
+    ]
+    if kernels:
+        out += ["", "| module | kernel | mutants | survived |", "|---|---|---:|---:|"]
+        out += [
+            f"| `{_cell(f['path'])}` | `{_cell(k['function'])}` | {k['mutants']} | "
+            f"{k['survived'] if k['reached'] else 'not reached'} |"
+            for f, k in sorted(kernels, key=lambda fk: -fk[1]["survived"])[:max_rows]
+        ]
     return out
 
 
@@ -165,6 +211,7 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
     out += ["", "| verdict | mutants |", "|---|---:|"]
     out += [f"| {GLYPHS[v]} {v} | {per_verdict[v]} |" for v in VERDICTS if per_verdict[v]]
 
+    out += modules_part(report, max_rows)
     rows = report.get("mutants", [])
     survivors = [r for r in rows if r.get("verdict") == "survived" and not r.get("accepted")]
     out += _survivors_part(survivors, max_diffs, max_rows)

@@ -1,7 +1,7 @@
 """The replay site: several runs (one grid per kernel file) in one offline folder.
 
 ``write_site(reports, directory)`` writes ``index.html``: for each run its kernel file's
-grid in the verdict colours of the one-run page (``html.py``), its score and gate, and
+grid (a library's run: its module list first, then each module's grid) in the verdict colours of the one-run page (``html.py``), its score and gate, and
 on a click, in the page, the mutant's panel: the diff, the verdict and its reason, the
 evidence the stages recorded (changes, claims, oracle, compile, probe, modes...), and
 the test that killed it (its source) or the claim with its evidence.
@@ -21,7 +21,18 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..settings import KEY_VARIABLES
 from ..vocabulary import GLYPHS, REPORT_STATES, origin_words
-from .html import SCRIPT, STYLE, detail_section, esc, in_words, run_notes, score_paragraph
+from .html import (
+    SCRIPT,
+    STYLE,
+    detail_section,
+    esc,
+    in_words,
+    module_grids,
+    module_list,
+    run_notes,
+    score_paragraph,
+)
+from .modules import is_library, library_name
 from .words import counts, gate, kernel_name, probe_spend, tool_version
 
 INDEX = "index.html"
@@ -97,10 +108,11 @@ def _run_section(index: int, report: dict) -> tuple[str, list[str], str]:
     test_ids = {t.get("name", ""): f"{prefix}t-{i}" for i, t in enumerate(tests)}
     passed, sentence = gate(report)
     toolchain = report.get("toolchain") or {}
+    library = is_library(report)
+    where = library_name(report) if library else report.get("kernel", {}).get("path")
     out = [
         f'<section class="kernel" id="{prefix}run">',
-        f"<h2><code>{esc(kernel_name(report))}</code> "
-        f'<span class="meta">{esc(report.get("kernel", {}).get("path"))}</span></h2>',
+        f'<h2><code>{esc(kernel_name(report))}</code> <span class="meta">{esc(where)}</span></h2>',
         score_paragraph(score, "killed")
         + (
             f' · <span class="gate-{str(passed).lower()}">{esc(sentence)}</span>'
@@ -113,8 +125,10 @@ def _run_section(index: int, report: dict) -> tuple[str, list[str], str]:
         f"{esc(toolchain.get('mode', 'interpret'))} mode</p>",
     ]
     out += run_notes(report, score)
+    if library:  # its module list first, each module's grid below it
+        out += module_list(report, prefix) + module_grids(report, prefix)
     groups: dict[str, list[dict]] = {}
-    for row in rows:
+    for row in [] if library else rows:  # a one-file run: its grid by jit function
         groups.setdefault(row.get("function") or "?", []).append(row)
     for function, members in groups.items():
         out.append(
@@ -186,7 +200,8 @@ def site_page(reports: list[dict]) -> str:
         for v, n in counts(report).items():
             per_verdict[v] = per_verdict.get(v, 0) + n
     total = sum(per_verdict.values())
-    files = {(r.get("kernel") or {}).get("path") for r in reports}
+    files = {(r.get("kernel") or {}).get("path") for r in reports if not is_library(r)}
+    files |= {f.get("path") for r in reports if is_library(r) for f in r["files"]}  # modules
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

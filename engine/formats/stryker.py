@@ -22,6 +22,9 @@ error                               RuntimeError  the harness failed; never a ki
                                                   killed: the only place they differ
 pending (run incomplete)            Pending
 ==================================  ============  =====================================
+
+A library's report carries every module in ``files`` (its source and its mutants), keyed
+by its path below the folder the modules share (``projectRoot``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import os
 
 from ..vocabulary import by_words
+from .modules import is_library, module_report
 from .words import (
     claim_lines,
     compile_lines,
@@ -116,25 +120,48 @@ def test_files(report: dict) -> dict:
     return files
 
 
+def _file_entry(report: dict, part: dict) -> dict:
+    """One kernel file's entry of ``files``: its source and its mutants (``part``: the
+    file's report, the whole report of a one-file run)."""
+    source, _how = kernel_source(part)
+    return {
+        "language": "python",
+        "source": source,
+        "mutants": [mutant_entry(report, row) for row in part.get("mutants", [])],
+    }
+
+
+def _files(report: dict) -> tuple[str, dict]:
+    """(``projectRoot``, ``files``): a one-file run's kernel file by its name beside its
+    folder; a library's every module (left out and not reached ones too, with what
+    mutants they have) by its path below the folder all of them share."""
+    if not is_library(report):
+        path = (report.get("kernel") or {}).get("path") or "kernel.py"
+        return os.path.dirname(path) or ".", {kernel_name(report): _file_entry(report, report)}
+    records = report.get("files") or []
+    paths = [str(r["path"]) for r in records]
+    folders = [os.path.dirname(p) or "." for p in paths]
+    try:
+        root = os.path.commonpath(folders) if folders else "."
+    except ValueError:  # absolute and relative paths: each by its path as given
+        root = "."
+    return root or ".", {
+        os.path.relpath(str(r["path"]), root or "."): _file_entry(report, module_report(report, r))
+        for r in records
+    }
+
+
 def stryker_report(report: dict) -> dict:
     """The report as mutation-testing-report-schema JSON (a dict, ready for json.dump)."""
-    source, _how = kernel_source(report)
-    kernel = report.get("kernel", {})
-    path = kernel.get("path") or "kernel.py"
+    root, files = _files(report)
     threshold = (report.get("settings") or {}).get("fail_under")
     low = int(round(threshold)) if threshold is not None else 60
     toolchain = report.get("toolchain") or {}
     return {
         "schemaVersion": SCHEMA_VERSION,
         "thresholds": {"high": max(80, low), "low": low},
-        "projectRoot": os.path.dirname(path) or ".",
-        "files": {
-            kernel_name(report): {
-                "language": "python",
-                "source": source,
-                "mutants": [mutant_entry(report, row) for row in report.get("mutants", [])],
-            }
-        },
+        "projectRoot": root,
+        "files": files,
         "testFiles": test_files(report),
         "framework": {
             "name": "mutant-gate",

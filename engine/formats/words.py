@@ -20,8 +20,22 @@ def tool_version() -> str:
     return installed_version("mutant-gate") or "unknown"
 
 
+def is_library(report: dict) -> bool:
+    """Whether ``report`` is a library run's (or a merge of its shards)."""
+    return isinstance(report.get("files"), list) and isinstance(report.get("library"), dict)
+
+
+def library_name(report: dict) -> str:
+    """The library as the run was given it: its paths (``src/kernel_lib``)."""
+    paths = (report.get("library") or {}).get("paths") or []
+    return " ".join(str(p) for p in paths) or "library"
+
+
 def kernel_name(report: dict) -> str:
-    return os.path.basename(report.get("kernel", {}).get("path", "kernel.py"))
+    """The kernel file's name; a library's paths as the run was given them."""
+    if is_library(report):
+        return library_name(report)
+    return os.path.basename((report.get("kernel") or {}).get("path") or "kernel.py")
 
 
 def counts(report: dict) -> dict[str, int]:

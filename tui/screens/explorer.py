@@ -34,7 +34,7 @@ class ExplorerScreen(Screen):
         yield Legend(id="legend")
         with Horizontal(id="main"):
             with Vertical(id="left"):
-                yield MutantGrid(self.model, id="grid")
+                yield MutantGrid(self.model, grouping=self.model.groupings[0], id="grid")
                 yield SearchBar(id="search")
             yield Inspector(self.model, id="inspector")
         yield EventLog(clock=self.live, id="log")

@@ -1,4 +1,5 @@
-"""Filter the grid by verdict, operator (or family) and function; nothing ticked means any."""
+"""Filter the grid by verdict, operator (or family) and function, and a library's by
+module; nothing ticked means any."""
 
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ class FilterScreen(ModalScreen[Filters | None]):
             Selection(o, o, o in current.operators) for o in model.values("operator")
         ]
         functions = [Selection(f, f, f in current.functions) for f in model.values("function")]
+        modules = [Selection(m, m, m in current.modules) for m in model.values("file")]
         with Vertical():
             yield Label("Filter mutants: tick what to show (nothing ticked = any)")
             with Horizontal(id="lists"):
@@ -62,6 +64,10 @@ class FilterScreen(ModalScreen[Filters | None]):
                 with Vertical():
                     yield Label("function")
                     yield SelectionList(*functions, id="functions")
+                if model.library:
+                    with Vertical():
+                        yield Label("module")
+                        yield SelectionList(*modules, id="modules")
             with Horizontal(id="buttons"):
                 yield Button("Apply (ctrl+s)", variant="primary", id="apply")
                 yield Button("Clear", id="clear")
@@ -69,12 +75,14 @@ class FilterScreen(ModalScreen[Filters | None]):
 
     def filters(self) -> Filters:
         def picked(list_id: str) -> frozenset[str]:
-            return frozenset(self.query_one(f"#{list_id}", SelectionList).selected)
+            found = self.query(f"#{list_id}").results(SelectionList)
+            return frozenset(value for one in found for value in one.selected)
 
         return Filters(
             verdicts=picked("verdicts"),
             operators=picked("operators"),
             functions=picked("functions"),
+            modules=picked("modules"),
             text=self.current.text,
         )
 

@@ -1,4 +1,6 @@
-"""The mutant grid: one cell per mutant, grouped by kernel function or operator family.
+"""The mutant grid: one cell per mutant, grouped by kernel function or operator family
+(a library's report: by module first). A group folds to its title line (``fold``, or a
+click on its title): its cells leave the grid and the cursor skips them.
 
 A cell's state is a CSS class of the grid's cells (``MutantGrid > .-survived``),
 never a colour in Python; the palette lives in ``app.tcss``. The grid is one
@@ -105,6 +107,8 @@ class MutantGrid(ScrollView, can_focus=True):
         self._cursor = 0
         self._strips: dict[int, Strip] = {}
         self._rebuild_pending = False
+        #: the groups folded to their title line, by key (kept across a regroup)
+        self.folded: set[str] = set()
 
     def on_mount(self) -> None:
         self.rebuild()
@@ -142,7 +146,9 @@ class MutantGrid(ScrollView, can_focus=True):
             (key, sorted(members, key=lambda i: (rows[i].get("line", 0), rows[i].get("col", 0))))
             for key, members in groups.items()
         ]
-        self._order = [i for _, members in self._groups for i in members]
+        self._order = [
+            i for key, members in self._groups if key not in self.folded for i in members
+        ]
         self._position = {i: p for p, i in enumerate(self._order)}
         index = self.model.index.get(keep) if keep else None
         if index is not None and index in self._position:
@@ -156,7 +162,7 @@ class MutantGrid(ScrollView, can_focus=True):
         """Some rows changed state: repaint their lines (or refilter when one leaves or
         enters the filter)."""
         for i in indexes:
-            shown = i in self._position
+            shown = i in self._position or self._key(i) in self.folded
             if self.filters.active and self.model.matches(i, self.filters) != shown:
                 self._schedule_rebuild()
                 return
@@ -192,10 +198,10 @@ class MutantGrid(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width or self.size.width
         self._columns = max(1, width // CELL_WIDTH)
         self._lines, self._where, self._group_line = [], {}, []
-        for g, (_, members) in enumerate(self._groups):
+        for g, (key, members) in enumerate(self._groups):
             self._group_line.append(len(self._lines))
             self._lines.append((g, _HEADER, 0))
-            for start in range(0, len(members), self._columns):
+            for start in range(0, 0 if key in self.folded else len(members), self._columns):
                 line = len(self._lines)
                 chunk = members[start : start + self._columns]
                 for col, i in enumerate(chunk):
@@ -263,7 +269,7 @@ class MutantGrid(ScrollView, can_focus=True):
         states = self.model.states
         survived = sum(1 for i in members if states[i] == "survived")
         pending = sum(1 for i in members if states[i] in ("pending", "running"))
-        parts = [key, str(len(members))]
+        parts = [self._fold_mark(key) + key, str(len(members))]
         if survived:
             kinds = [survivor_kind(self.model.rows[i]) for i in members if states[i] == "survived"]
             said = [
@@ -273,6 +279,48 @@ class MutantGrid(ScrollView, can_focus=True):
         if pending:
             parts.append(f"{pending} {'not run' if self.model.stopped else 'to go'}")
         return " · ".join(parts)
+
+    def _fold_mark(self, key: str) -> str:
+        """▸ before a folded group, ▾ before an open one where groups fold (a library's
+        modules, or once one is folded); nothing in a one-file run's grid as it opens."""
+        if key in self.folded:
+            return "▸ "
+        return "▾ " if self.grouping == "module" or self.folded else ""
+
+    # -- folding --------------------------------------------------------------
+    def fold(self, key: str | None = None) -> str:
+        """Fold group ``key`` (the cursor's), or unfold it where folded; what it did."""
+        current = self._order[self._cursor] if self._order else None
+        if key is None:
+            if current is None:
+                return ""
+            key = self._key(current)
+        inside = current is not None and self._key(current) == key
+        start = next((p for p, i in enumerate(self._order) if self._key(i) == key), None)
+        if key in self.folded:
+            self.folded.discard(key)
+            said = f"unfolded {key}"
+        else:
+            self.folded.add(key)
+            said = f"folded {key}"
+        self.rebuild()
+        if inside and start is not None and self._order:  # the first cell after the fold
+            self._move_to(min(start, len(self._order) - 1))
+        return said
+
+    def fold_all(self) -> str:
+        """Unfold every group where any is folded; else fold all but the cursor's."""
+        if self.folded:
+            self.folded.clear()
+            self.rebuild()
+            return "unfolded every group"
+        keep = self._key(self._order[self._cursor]) if self._order else None
+        self.folded = {key for key, _ in self._groups if key != keep}
+        self.rebuild()
+        return f"folded every group but {keep}" if keep else "folded every group"
+
+    def _key(self, i: int) -> str:
+        return self.model.group_key(i, self.grouping)
 
     # -- cursor ---------------------------------------------------------------
     def _move_to(self, place: int) -> None:
@@ -347,7 +395,10 @@ class MutantGrid(ScrollView, can_focus=True):
             return
         g, start, end = self._lines[line]
         col = (offset.x + self.scroll_offset.x) // CELL_WIDTH
-        if start == _HEADER or not start + col < end:
+        if start == _HEADER:  # a group's title: fold or unfold it
+            self.fold(self._groups[g][0])
+            return
+        if not start + col < end:
             return
         i = self._groups[g][1][start + col]
         self._move_to(self._position[i])
