@@ -6,13 +6,7 @@
 # under $OUT); the op modules and their test files, test/transformers/test_OP.py
 set -uo pipefail
 LIB=${1:-.liger}; LIMIT=${2:-480}
-PYV=$(python -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
-python -c "import sys, torch, triton; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.get_device_name())"
-if [ ! -d /tmp/site/mutant_gate ]; then
-  pip install -q --no-deps --target /tmp/site $(ls .whl/*.whl | grep -E "none-any|$PYV") 2>&1 | tail -2
-  pip install -q --no-deps --no-build-isolation --target /tmp/site . 2>&1 | tail -2
-fi
-export PYTHONPATH=/tmp/site
+source "$(dirname "$0")/h200_install.sh"
 MG="python -m mutant_gate.cli"
 if [ -z "${SKIP_KL:-}" ] && [ ! -f /tmp/kernel_lib.done ]; then
   (cd examples/kernel_lib && /usr/bin/time -f "kernel_lib wall %e s" $MG run src/kernel_lib --tests tests \

@@ -10,7 +10,8 @@ Values are checked as the flag would check them: a number where the flag takes a
 number, one of its choices, ``true``/``false`` for an on/off flag, a list of strings
 for a repeatable flag (``tests``, ``exclude``); ``operators`` and ``compile-target`` also
 take a list; ``paths`` (the kernel files and directories, when the command line names
-none) is a list of paths. Relative paths (``paths``, ``tests``, ``json``, ``cache-dir``,
+none) is a list of paths; the table ``[tool.mutant-gate.fail-under-paths]`` maps path
+globs to percents (per-path thresholds). Relative paths (``paths``, ``tests``, ``json``, ``cache-dir``,
 report paths...) are relative to the pyproject.toml that names them. An unknown key, or
 a value of the wrong kind, is one line naming the key, exit 2.
 """
@@ -175,6 +176,28 @@ def _paths_value(value: object, path: str) -> list[str]:
     return [_path(v, base) for v in items]
 
 
+#: ``[tool.mutant-gate.fail-under-paths]``: per-path thresholds, glob -> percent (a
+#: module under the first glob its path matches fails the gate); not a flag
+THRESHOLDS_KEY = "fail_under_paths"
+
+
+def _thresholds_value(value: object, path: str) -> list[tuple[str, float]]:
+    """``{"src/ops/*.py": 90, ...}`` -> [(absolute glob, percent)] in the table's order;
+    globs are relative to the pyproject.toml, percents between 0 and 100."""
+    where = f"{path}: [tool.{TABLE}.fail-under-paths]"
+    if not isinstance(value, dict) or not value:
+        raise BadInput(f"{where}: expected a table of GLOB = PERCENT, got {value!r}")
+    base = os.path.dirname(os.path.abspath(path))
+    found: list[tuple[str, float]] = []
+    for glob, pct in value.items():
+        if isinstance(pct, bool) or not isinstance(pct, int | float):
+            raise BadInput(f"{where} {glob!r}: expected a percent (a number), got {pct!r}")
+        if not 0 <= pct <= 100:
+            raise BadInput(f"{where} {glob!r}: {pct:g} is not between 0 and 100")
+        found.append((_path(glob, base), float(pct)))
+    return found
+
+
 def config_values(table: dict, path: str, run_parser: argparse.ArgumentParser) -> dict[str, object]:
     """dest -> value for every key of ``table``, checked against ``run``'s options."""
     options = _options(run_parser)
@@ -183,6 +206,9 @@ def config_values(table: dict, path: str, run_parser: argparse.ArgumentParser) -
         dest = key.replace("-", "_")
         if dest == PATHS_KEY:
             values[dest] = _paths_value(value, path)
+            continue
+        if dest == THRESHOLDS_KEY:
+            values[dest] = _thresholds_value(value, path)
             continue
         if dest in RENAMED_KEYS:
             deprecated(f"[tool.{TABLE}] {key}", RENAMED_KEYS[dest])
@@ -254,6 +280,7 @@ def apply_config(
     paths = values.pop(PATHS_KEY, None)
     if paths and not getattr(args, "paths", None):  # the command line's paths win
         args.paths, args.file = list(paths), paths[0]  # type: ignore[index]
+    args.fail_under_paths = values.pop(THRESHOLDS_KEY, [])
     for dest, value in values.items():
         if dest not in explicit and hasattr(args, dest):
             setattr(args, dest, value)

@@ -131,6 +131,9 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         raise BadInput("--timeout must be positive")
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise BadInput("--fail-under must be between 0 and 100")
+    case_time = getattr(args, "case_time", None)
+    if case_time is not None and not case_time > 0:
+        raise BadInput(f"--case-time must be a positive number of seconds, got {case_time:g}")
     from mutant_gate.engine.session import resolve_mode
 
     # A remote sandbox does not run on this machine's GPU: auto is the interpreter there.
@@ -154,6 +157,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
         timeout_s=args.timeout,
         timeout_factor=args.timeout_factor,
         timeout_base_s=args.timeout_base,
+        case_time_s=case_time,
         memory_mb=args.memory_mb,
         seed=args.seed,
         cache_dir=args.cache_dir,

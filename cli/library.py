@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from rich import box
 from rich.console import Console
@@ -47,19 +48,23 @@ def add_commands(sub, parser_class) -> None:
     merge.add_argument("reports", nargs="+", metavar="REPORT", help="a shard's JSON report")
     merge.add_argument("--json", metavar="PATH", required=True, help="write the joined report here")
     merge.add_argument("--fail-under", type=float, metavar="PCT", help="exit 1 under PCT")
+    from mutant_gate.cli.commands import add_report_options
+
+    add_report_options(merge)
 
 
 def cmd_merge(args: argparse.Namespace, console: Console) -> int:
     from mutant_gate.cli import commands
     from mutant_gate.cli.summary import score_line
 
-    session.formats.check_writable(args.json, "--json")
+    commands.check_report_paths(args)
     reports = [(path, session.read_report_file(path)) for path in args.reports]
     report = session.library.merge(reports)
     with open(args.json, "w") as fh:
         json.dump(report, fh, indent=2)
     module_table(console, report)
     console.print(f"{len(reports)} shards joined; report written to {args.json}", highlight=False)
+    commands.write_reports(report, args, console)
     console.print(score_line(report), highlight=False)
     return commands.gate_exit(report, args.fail_under, console)
 
@@ -67,23 +72,43 @@ def cmd_merge(args: argparse.Namespace, console: Console) -> int:
 def cmd_library(args: argparse.Namespace, console: Console) -> int:
     """The library's run: its modules one after the other, then one report."""
     from mutant_gate.cli import commands
+    from mutant_gate.cli.gates import path_gate
     from mutant_gate.cli.summary import score_line
 
     library = prepare(args, console)
-    drive(library, args, console)
+    if library.modules:  # --changed-since may leave none
+        drive(library, args, console)
     report = library.report()
-    if all(f["status"] == session.library.LEFT_OUT for f in report["files"]):
+    if report["files"] and all(f["status"] == session.library.LEFT_OUT for f in report["files"]):
         raise BadInput(f"every kernel module was left out: {report['files'][0]['reason']}")
-    module_table(console, report)
+    if report["files"]:
+        module_table(console, report)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)
         console.print(f"report written to {args.json}", highlight=False)
+    commands.write_reports(report, args, console)
+    save_run(report, args)
     step = next_step(report)
     if step:
         console.print(f"[bold]{escape(step)}[/]", highlight=False)
     console.print(score_line(report), highlight=False)
-    return commands.gate_exit(report, args.fail_under, console, args.gate_on)
+    code = commands.gate_exit(report, args.fail_under, console, args.gate_on)
+    return path_gate(report, args, console) or code
+
+
+def save_run(report: dict, args: argparse.Namespace) -> None:
+    """The library's report as a run record in the cache, beside its modules' runs:
+    ``replay``, ``report`` and ``export`` find it by its id (``lib-...``) or as ``latest``."""
+    from mutant_gate.cli import commands
+
+    if not report.get("run_id") or not os.path.isdir(commands.cache_dir(args)):
+        return
+    paths = " ".join((report.get("library") or {}).get("paths") or [])
+    record = {"run_id": report["run_id"], "settings": report.get("settings") or {},
+              "kernel": paths, "report": report}  # fmt: skip
+    with session.open_cache(commands.cache_dir(args)) as store:
+        store.put_run(report["run_id"], record)
 
 
 def prepare(args: argparse.Namespace, console: Console):
@@ -94,11 +119,6 @@ def prepare(args: argparse.Namespace, console: Console):
 
     lib = session.library
     shard = lib.parse_shard(getattr(args, "shard", None))
-    asked = [f"--{flag}" for flag in commands.REPORT_FLAGS if getattr(args, flag, None)]
-    if asked:
-        raise BadInput(
-            f"{', '.join(asked)}: one kernel file's run only; a library run writes --json"
-        )
     exclude = tuple(getattr(args, "exclude", None) or ())
     modules = lib.find_modules(list(args.paths), exclude)
     tests = lib.find_tests(list(args.tests), args.project_root)
@@ -107,11 +127,17 @@ def prepare(args: argparse.Namespace, console: Console):
     commands.check_report_paths(args)
     if args.config:
         console.print(f"[dim]configuration: {args.config}[/]", highlight=False)
+    unchanged: list[str] = []
+    if settings.changed_since is not None:
+        modules, unchanged = lib.changed_modules(modules, settings.changed_since)
     shards = f", shard {shard[0]}/{shard[1]}" if shard else ""
     console.print(
         f"library: {counted(len(modules), 'kernel module')}, {counted(len(tests), 'test file')}{shards}",
         highlight=False,
     )
+    if unchanged:
+        said = lib.unchanged_line(unchanged, modules, settings.changed_since)
+        console.print(escape(said), highlight=False)
     return lib.Library(
         settings,
         modules,
@@ -120,12 +146,14 @@ def prepare(args: argparse.Namespace, console: Console):
         given_tests=list(args.tests),
         exclude=exclude,
         shard=shard,
+        unchanged=unchanged,
     )
 
 
 def drive(library, args: argparse.Namespace, console: Console) -> None:
     """Each module's run on one session, shown by a ``Reporter`` of its own; a module
     left out says why; a judged one's written tests are written out."""
+    from mutant_gate.cli.gates import left_out
     from mutant_gate.cli.reporter import Reporter
     from mutant_gate.cli.written import say_written
 
@@ -150,6 +178,7 @@ def drive(library, args: argparse.Namespace, console: Console) -> None:
                 console.print(f"[yellow]left out: {escape(done.reason)}[/]", highlight=False)
             elif done.report is not None:
                 say_written(run, settings.writers.write_tests, console)
+                left_out(console, done.report)
 
 
 def next_step(report: dict) -> str | None:
@@ -166,12 +195,14 @@ def next_step(report: dict) -> str | None:
 
 
 #: the table's module column: at most this wide, so the table fits 80 columns
-MODULE_WIDTH = 40
+MODULE_WIDTH = 36
+#: the kernel table's module and kernel columns: at most this wide (80 columns in all)
+KERNEL_MODULE_WIDTH, KERNEL_WIDTH = 24, 20
 
 
-def _name(path: str) -> str:
-    """A module's path, cut from the left to ``MODULE_WIDTH`` (its end names it)."""
-    return path if len(path) <= MODULE_WIDTH else "..." + path[-(MODULE_WIDTH - 3) :]
+def _name(path: str, width: int = MODULE_WIDTH) -> str:
+    """A module's path, cut from the left to ``width`` (its end names it)."""
+    return path if len(path) <= width else "..." + path[-(width - 3) :]
 
 
 def module_table(console: Console, report: dict) -> None:
@@ -194,6 +225,7 @@ def module_table(console: Console, report: dict) -> None:
             escape(_name(f["path"])), str(f["mutants"]), str(f["killed"]), str(f["survived"]), said
         )
     console.print(table)
+    kernel_table(console, report)
     for f in files:
         if f["status"] != "judged":
             console.print(f"{escape(f['path'])}: {escape(f['reason'])}", highlight=False)
@@ -203,3 +235,33 @@ def module_table(console: Console, report: dict) -> None:
                 f"{escape(f['path'])}: not reached by the tests: {escape(kernels)}",
                 highlight=False,
             )
+
+
+def kernel_table(console: Console, report: dict) -> None:
+    """Per judged module (by its import name, the most survivors first), its jit
+    functions with their mutants, killed and survivors (the most survivors first); a
+    kernel no case reaches says so in its survived column."""
+    modules = session.formats.modules
+    table = Table(box=box.SIMPLE, title="kernels", title_justify="left", pad_edge=False)
+    table.add_column("module", no_wrap=True, max_width=KERNEL_MODULE_WIDTH)
+    table.add_column("kernel", no_wrap=True, max_width=KERNEL_WIDTH)
+    for column in ("mutants", "killed", "survived"):
+        table.add_column(column, justify="right")
+    shown = 0
+    for f in modules.modules_by_survivors(report):
+        if f["status"] != "judged":
+            continue
+        for number, kernel in enumerate(modules.kernel_counts(report, f)):
+            name = f.get("module") or f["path"]  # its import name, as reasons say it
+            module = _name(name, KERNEL_MODULE_WIDTH) if number == 0 else ""
+            survived = str(kernel["survived"]) if kernel["reached"] else "not reached"
+            table.add_row(
+                escape(module),
+                escape(_name(kernel["function"], KERNEL_WIDTH)),
+                str(kernel["mutants"]),
+                str(kernel["killed"]),
+                survived,
+            )
+            shown += 1
+    if shown:
+        console.print(table)

@@ -100,6 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--timeout-base", type=float, default=5.0, metavar="S")
     run.add_argument(
+        "--case-time",
+        type=float,
+        metavar="S",
+        help="leave out the test cases slower than S seconds on the original (named in the "
+        "report); in project mode, the cases the original fails are left out too",
+    )
+    run.add_argument(
         "--memory-mb",
         type=int,
         default=None,

@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from mutant_gate.cli import check_lines, commands, library
 from mutant_gate.cli.flags import run_settings
+from mutant_gate.cli.gates import left_out, path_gate
 from mutant_gate.cli.reporter import Reporter
 from mutant_gate.cli.summary import next_step, score_line, summary, writers_summary
 from mutant_gate.cli.written import say_written
@@ -37,6 +38,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     report = reporter.report
     assert report is not None
     summary(console, report, verbose)
+    left_out(console, report)
     for line in writers_summary(report, verbose):
         console.print(line, highlight=False)
     for line in check_lines.summary_lines(report, verbose):
@@ -64,4 +66,5 @@ def score_and_gate(report: dict, args: argparse.Namespace, console: Console) -> 
     if step:
         console.print(f"[bold]{escape(step)}[/]", highlight=False)
     console.print(score_line(report), highlight=False)
-    return commands.gate_exit(report, args.fail_under, console, args.gate_on)
+    code = commands.gate_exit(report, args.fail_under, console, args.gate_on)
+    return path_gate(report, args, console) or code

@@ -8,6 +8,7 @@ times out: nothing can be judged against a failing original.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from .kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, KernelFile, TestFile
 from .limits import describe
 from .own_check import NOTHING_ASSERTED
 from .sandbox.job import CheckOutcome, JobResult, JobStatus
+from .spread import run_original
 from .stage import StageContext
 from .verdicts import summarize_error
 
@@ -58,10 +60,11 @@ def _each_test_file_launches_a_kernel(kernel: KernelFile, result: JobResult) -> 
     coverage = result.extra.get("coverage")
     if coverage is None:
         return
-    from .project import jit_callers
+    from .project import jit_callers, record_reaches
 
     names = {f.name for f in kernel.jit_functions}
     reach = set().union(*(jit_callers(kernel.source, n) for n in names)) if names else set()
+    module = kernel.project.module if kernel.project is not None else None
     skipped = _skipped_cases(result)
     of = kernel.project.module if kernel.project is not None else kernel.path
     for test in kernel.tests:
@@ -72,7 +75,7 @@ def _each_test_file_launches_a_kernel(kernel: KernelFile, result: JobResult) -> 
             k.split("::", 1)[1]: v for k, v in coverage.items() if k.split("::", 1)[0] == prefix
         }
         ran = [v for case, v in cases.items() if case not in skipped]
-        if cases and not any(reach & set(v.get("functions", ())) for v in ran):
+        if cases and not any(record_reaches(v, module, reach) for v in ran):
             reasons = [skipped[case] for case in cases if case in skipped]
             raise BadInput(f"{test.path}: {launches_nothing(len(cases), reasons, of)}")
 
@@ -168,7 +171,9 @@ SLOWEST = 3
 def timeout_message(name: str, limit_s: float, cases: dict | None) -> str:
     """One line for an original that ran out of time: the case it was running, the
     slowest cases that finished (the sandbox's record of the run, ``worker.CaseLog``),
-    and what to do about it."""
+    and what to do about it: a longer limit, and a way to leave the slow cases out that
+    keeps others (``--case-time S`` from the cases' times, a ``-k`` naming the one case),
+    never a selection that keeps none."""
     head = f"{name}: the original's checks timed out after {limit_s:g} s"
     if not cases or not (cases.get("finished") or cases.get("running")):
         return f"{head}; give them longer with --timeout S"
@@ -184,11 +189,217 @@ def timeout_message(name: str, limit_s: float, cases: dict | None) -> str:
             "slowest: "
             + ", ".join(f"{c['case']} {float(c.get('duration_s') or 0):.1f} s" for c in slowest)
         )
-    leave = (running or slowest[0]["case"]).split("::")[-1].split("[")[0]
+    slow = _case_time_way(limit_s, cases)
+    then = f" (then {slow})" if slow else ""
+    keyword = _keyword_way(cases)
+    leave = f", or leave the case out with {keyword}" if keyword else ""
+    return f"{head} ({'; '.join(parts)}); give them longer with --timeout S{then}{leave}"
+
+
+def nice_seconds(seconds: float) -> float:
+    """The least of 1, 2, 5 times a power of ten at or above ``seconds``."""
+    step = 10.0 ** math.floor(math.log10(max(seconds, 1e-3)))
+    return next(round(m * step, 6) for m in (1, 2, 5, 10) if m * step >= seconds)
+
+
+def _case_time_way(limit_s: float, cases: dict) -> str:
+    """``--case-time S`` with S from the finished cases' times, so that some stay: above
+    every finished case when the one running had run longer than that, else above the
+    median case; "" when no case finished."""
+    times = sorted(float(c.get("duration_s") or 0.0) for c in cases.get("finished") or [])
+    if not times:
+        return ""
+    top = nice_seconds(times[-1] * 1.01)
+    running_for = limit_s - sum(times)
+    chosen = top if cases.get("running") and running_for > top else None
+    if chosen is None:
+        chosen = nice_seconds(times[(len(times) - 1) // 2] * 1.01)
+    kept = sum(1 for t in times if t <= chosen)
+    which = f"the {kept}" if kept == len(times) else f"{kept} of the {len(times)}"
     return (
-        f"{head} ({'; '.join(parts)}); give them longer with --timeout S, or leave the slow "
-        f"cases out with a pytest selection: -k 'not {leave}', -m EXPR or --tests FILE::CASE"
+        f"--case-time {chosen:g} leaves the slower cases out of the mutants' runs, keeping "
+        f"{which} finished case{'s' if len(times) != 1 else ''}"
     )
+
+
+#: what pytest's ``-k`` takes as one name (its expression grammar's identifiers)
+K_NAME = re.compile(r"^[\w:+\-.\[\]\\/]+$")
+
+
+def _keyword_way(cases: dict) -> str:
+    """``-k 'not CASE'`` for the case running at the timeout, by its whole name (with its
+    parameters: one case of a parametrised test, not all of them), where more than that
+    one case was collected and pytest's ``-k`` can name it; else ""."""
+    running = (cases.get("running") or "").split("::")[-1]
+    collected = int(cases.get("collected") or 0)
+    if not running or collected <= 1 or not K_NAME.match(running):
+        return ""
+    return f"-k 'not {running}'"
+
+
+#: the run section (and the original's ``extra`` key) naming the cases left out
+LEFT_OUT_CASES = "left_out_cases"
+#: why a case is left out: it failed on the original, it was slower than --case-time
+FAILED, SLOW, LIMIT = "failed", "case-time", "limit"
+#: a left-out case's reason, at most this long (the report keeps one line per case)
+REASON_CHARS = 160
+
+
+def leave_out_cases(ctx: StageContext, result: JobResult) -> JobResult:
+    """The original's result with the test cases no mutant can be judged by left out:
+    in project mode (where the original runs every case to the end), each case the
+    original failed; with ``--case-time S``, each case slower than S on the original.
+    A case left out stays in the per-case record with no kernel launched and its reason
+    (``left_out``), so ``stage.select_tests`` gives it to no mutant; the record's
+    ``extra["left_out_cases"]`` names them ({case, why, reason, duration_s, the
+    kernels it launched}). An
+    original whose failure is not a case's (an import, a collection error, a limit), or
+    with no per-case record, is returned as it came; one with no passing case left
+    raises ``BadInput``."""
+    coverage = result.extra.get("coverage")
+    case_time = ctx.settings.case_time_s
+    failing = _case_failures(ctx.kernel, result)
+    if coverage is None or (failing is None and result.status is not JobStatus.PASSED):
+        return result  # nothing recorded per case, or a failure that is not a case's
+    if failing is None and case_time is None and not result.extra.get(LEFT_OUT_CASES):
+        return result
+    own = ctx.kernel.name if ctx.kernel.project is None else None
+    left = {r["case"]: r for r in result.extra.get(LEFT_OUT_CASES) or []}
+    nodeids = _case_nodeids(result.outcomes, coverage, own)
+    failed = {n for n, o in enumerate(result.outcomes) if o.status == "failed"}
+    if not failed <= set(nodeids):
+        return result  # a failure not matched to a recorded case: said as it is
+    for index in sorted(failed):
+        nodeid = nodeids[index]
+        said = _case_reason(result.outcomes[index].message)
+        left.setdefault(nodeid, _left(nodeid, FAILED, f"failed on the original: {said}", coverage))
+    if case_time is not None:
+        for nodeid, info in coverage.items():
+            seconds = float(info.get("duration_s") or 0.0)
+            if nodeid not in left and seconds > case_time and nodeid.split("::")[0] != own:
+                reason = f"took {seconds:.2f} s on the original, over --case-time {case_time:g} s"
+                left[nodeid] = _left(nodeid, SLOW, reason, coverage)
+    if not left:
+        return result
+    records = list(left.values())
+    kept = [o for n, o in enumerate(result.outcomes) if n not in failed]
+    staying = [
+        n
+        for n, o in enumerate(result.outcomes)
+        if n in nodeids and o.status == "passed" and nodeids[n] not in left
+    ]
+    if not staying:
+        raise BadInput(
+            f"{ctx.kernel.path}: no test case is left to judge a mutant "
+            f"({left_out_line(records)}; first: {records[0]['case']} {records[0]['reason']})"
+        )
+    if not ctx.settings.select_tests:
+        raise BadInput(
+            f"{ctx.kernel.path}: {left_out_line(records)}, and with --no-select every mutant "
+            "would run them: drop --no-select, or leave them out with -k or --tests FILE::CASE"
+        )
+    marked = {  # a case deselected on a rerun (``_without_slow_cases``) has no record
+        n: {**coverage[n], "functions": [], "reaches": [], "left_out": r["why"]}
+        for n, r in left.items()
+        if n in coverage
+    }
+    extra = {
+        **result.extra,
+        **_launches_kept(result.extra, coverage, set(left) & set(coverage)),
+        "coverage": {**coverage, **marked},
+        LEFT_OUT_CASES: records,
+    }
+    return replace(result, status=JobStatus.PASSED, outcomes=tuple(kept), error="", extra=extra)
+
+
+def _launches_kept(extra: dict, coverage: dict[str, dict], left: set[str]) -> dict:
+    """The job's launch record (``launched``, ``reaches``) less what only the left-out
+    cases launched: a kernel only they reached is not reached by the tests."""
+    found: dict = {}
+    for key, per_case in (("launched", "functions"), ("reaches", "reaches")):
+        if extra.get(key) is None:
+            continue
+        kept = {
+            f for n, info in coverage.items() if n not in left for f in info.get(per_case) or ()
+        }
+        lost = {f for n in left for f in coverage[n].get(per_case) or ()} - kept
+        found[key] = [f for f in extra[key] if f not in lost]
+    return found
+
+
+def _case_reason(message: str) -> str:
+    """A failed case's one line: pytest's first error line (``E   AssertionError: ...``),
+    else the last exception line of its text."""
+    said = [ln[1:].strip() for ln in message.splitlines() if re.match(r"^E\s", ln)]
+    line = said[0] if said else summarize_error(message, REASON_CHARS)
+    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 3] + "..."
+
+
+def _left(nodeid: str, why: str, reason: str, coverage: dict[str, dict]) -> dict:
+    info = coverage[nodeid]
+    seconds = round(float(info.get("duration_s") or 0.0), 3)
+    functions = list(info.get("functions") or [])  # what it launched: whom it would judge
+    return {
+        "case": nodeid,
+        "why": why,
+        "reason": reason,
+        "duration_s": seconds,
+        "functions": functions,
+    }
+
+
+def _case_failures(kernel: KernelFile, result: JobResult) -> list[CheckOutcome] | None:
+    """The failed outcomes of a project-mode original when every one is a test case's
+    (none an import, a collection error, a limit, a bounds violation); else None."""
+    if kernel.project is None or result.status is not JobStatus.FAILED:
+        return None
+    if result.extra.get("limit") or result.bounds:
+        return None
+    failed = [o for o in result.outcomes if o.status == "failed"]
+    prefix = f"{EXTRA_TESTS}::"
+    if not failed or not all(o.name.startswith(prefix) for o in failed):
+        return None
+    return failed
+
+
+def _case_nodeids(
+    outcomes: tuple[CheckOutcome, ...], coverage: dict[str, dict], own: str | None
+) -> dict[int, str]:
+    """outcome index -> the record's node id for each test case outcome. Outcomes name
+    a case without its file; both come in the order the cases ran, so each outcome takes
+    the next record of its name (a name two files share goes to each in turn)."""
+    keys = [k for k in coverage if k.split("::", 1)[0] != own]
+    found: dict[int, str] = {}
+    at = 0
+    prefix = f"{EXTRA_TESTS}::"
+    for index, outcome in enumerate(outcomes):
+        if not outcome.name.startswith(prefix):
+            continue
+        case = outcome.name[len(prefix) :]
+        ahead = [i for i in range(at, len(keys)) if keys[i].split("::", 1)[-1] == case]
+        anywhere = [i for i, k in enumerate(keys) if k.split("::", 1)[-1] == case]
+        if ahead:
+            at = ahead[0] + 1
+        picked = ahead[:1] or anywhere[:1]
+        if picked:
+            found[index] = keys[picked[0]]
+    return found
+
+
+def left_out_line(records: list[dict]) -> str:
+    """One line for the cases left out: "3 cases left out: 2 failed on the original, 1
+    over --case-time 5 s"."""
+    failed = sum(1 for r in records if r["why"] == FAILED)
+    past = sum(1 for r in records if r["why"] == LIMIT)
+    slow = [r for r in records if r["why"] == SLOW]
+    parts = [f"{failed} failed on the original"] if failed else []
+    if past:
+        parts.append(f"{past} ran past the original's limit")
+    if slow:
+        limit = re.search(r"--case-time (\S+) s", slow[0]["reason"])
+        parts.append(f"{len(slow)} over --case-time {limit.group(1) if limit else '?'} s")
+    n = len(records)
+    return f"{n} test case{'s' if n != 1 else ''} left out: {', '.join(parts)}"
 
 
 def _selection_leaves_cases(ctx: StageContext, result: JobResult) -> None:
@@ -238,6 +449,64 @@ def failed_original(kernel: KernelFile, mode: str, job_mode: str, result: JobRes
     )
 
 
+#: the original's ``extra`` key: the ``-k`` its rerun passed with (every later job's)
+DESELECTED = "deselected"
+#: ``--case-time``: how many times an original that ran out of time runs again, each time
+#: without the case it was running at the limit and the finished cases over the time
+RERUNS = 3
+
+
+def _without_slow_cases(
+    ctx: StageContext, job, result: JobResult, cached: bool, on_progress
+) -> tuple[JobResult, bool]:
+    """``--case-time S``, project mode: an original that ran out of time runs again
+    without the case it was running at the limit (it ran past the limit) and the cases
+    that finished slower than S, deselected by name (pytest's ``-k``), up to ``RERUNS``
+    times. The cases so left out ride in the result's ``extra["left_out_cases"]``. Where
+    a case cannot be named to ``-k``, or no case is left to leave out, the timeout stays."""
+    case_time = ctx.settings.case_time_s
+    if case_time is None or ctx.kernel.project is None:
+        return result, cached
+    left: dict[str, dict] = {}
+    for _ in range(RERUNS):
+        cases = result.extra.get("cases") or {}
+        more = _slow_in(cases, case_time, ctx.settings.timeout_s)
+        names = [r["case"].split("::")[-1] for r in more]
+        if not more or not all(K_NAME.match(n) for n in names):
+            break
+        left.update({r["case"]: r for r in more})
+        shown = sorted({r["case"].split("::")[-1] for r in left.values()})
+        keyword = f"not ({' or '.join(shown)})"
+        if ctx.settings.keyword:
+            keyword = f"({ctx.settings.keyword}) and {keyword}"
+        checks = tuple(
+            replace(c, keyword=keyword) if c.name == EXTRA_TESTS else c for c in job.checks
+        )
+        result, cached = run_original(ctx, replace(job, checks=checks), on_progress)
+        if result.status is not JobStatus.TIMEOUT:
+            extra = {**result.extra, LEFT_OUT_CASES: list(left.values()), DESELECTED: keyword}
+            return replace(result, extra=extra), cached
+    return result, cached
+
+
+def _slow_in(cases: dict, case_time: float, limit_s: float) -> list[dict]:
+    """The cases a timed-out original's record shows over ``case_time``: the one running
+    at the limit, and each finished one slower than it."""
+    found = []
+    running = cases.get("running") or ""
+    if running:
+        reason = f"ran past the original's limit of {limit_s:g} s (it was running then)"
+        found.append({"case": running, "why": LIMIT, "reason": reason, "duration_s": 0.0,
+                      "functions": []})  # fmt: skip
+    for case in cases.get("finished") or []:
+        seconds = float(case.get("duration_s") or 0.0)
+        if seconds > case_time:
+            reason = f"took {seconds:.2f} s on the original, over --case-time {case_time:g} s"
+            found.append({"case": case["case"], "why": SLOW, "reason": reason,
+                          "duration_s": round(seconds, 3), "functions": []})  # fmt: skip
+    return found
+
+
 def run_baseline(
     ctx: StageContext,
     on_progress=None,
@@ -258,17 +527,25 @@ def run_baseline(
     if original is not None:
         result, cached = original, True
     else:
-        result, cached = ctx.execute(job, on_progress=on_progress)
+        result, cached = run_original(ctx, job, on_progress)  # spread over the workers
     name = kernel.path
+    if result.status is JobStatus.TIMEOUT and original is None:
+        result, cached = _without_slow_cases(ctx, job, result, cached, on_progress)
     if result.status is JobStatus.TIMEOUT:
         raise BadInput(timeout_message(name, settings.timeout_s, result.extra.get("cases")))
+    whole = result
+    result = leave_out_cases(ctx, result)
     if result.status is not JobStatus.PASSED:
         raise failed_original(kernel, settings.mode, job.mode, result)
     _selection_leaves_cases(ctx, result)
     if settings.all_configs:
         result = _other_configs(ctx, result)
     if not whole_suite:
-        _each_test_file_launches_a_kernel(kernel, result)
+        _each_test_file_launches_a_kernel(kernel, whole)
+    if result.extra.get(LEFT_OUT_CASES):
+        ctx.ledger.put_section(LEFT_OUT_CASES, result.extra[LEFT_OUT_CASES])
+    if result.extra.get(DESELECTED):  # the cases that ran past the limit: in no later job
+        ctx.deselect(result.extra[DESELECTED])
     ctx.set_baseline(result)
     ctx.measured(result)
     if ctx.coverage is not None and (kernel.project is not None or ctx.coverage):

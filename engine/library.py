@@ -37,8 +37,10 @@ from collections.abc import Iterator
 from configparser import ConfigParser
 from dataclasses import dataclass, field, replace
 
+from .baseline import left_out_line
 from .errors import BadInput
 from .events import Event, RunFinished
+from .jobs import toolchain
 from .kernel_file import GIVEN, split_node_id
 from .pipeline import Plan
 from .project import find_root, module_path
@@ -138,6 +140,44 @@ def find_modules(paths: list[str], exclude: tuple[str, ...] = ()) -> list[str]:
                 raise BadInput(f"{path}: no .py file with a @triton.jit function below it{left}")
         found += [p for p in mine if p not in found]
     return found
+
+
+def jit_names(path: str) -> list[str]:
+    """The names of a module's ``@triton.jit`` functions, read from its source."""
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    return [
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and any(_is_jit(d) for d in node.decorator_list)
+    ]
+
+
+def changed_modules(modules: list[str], ref: str) -> tuple[list[str], list[str]]:
+    """``--changed-since REF`` over a library: (the modules with a jit function whose
+    lines changed since REF, the others), each in the order given. A module that does
+    not parse counts as changed: its run says what is wrong with it."""
+    from .changes import changed_functions  # git: only for --changed-since
+
+    changed, unchanged = [], []
+    for path in modules:
+        try:
+            names = jit_names(path)
+            with open(path, encoding="utf-8") as fh:
+                source = fh.read()
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+            changed.append(path)
+            continue
+        (changed if changed_functions(path, source, names, ref) else unchanged).append(path)
+    return changed, unchanged
+
+
+def unchanged_line(unchanged: list[str], changed: list[str], ref: str) -> str:
+    """The line for ``--changed-since``: "12 modules unchanged since REF", once a run."""
+    n = len(unchanged)
+    names = f" ({', '.join(shown(p) for p in unchanged)})" if n <= 3 else ""
+    head = f"{n} module{'s' if n != 1 else ''} unchanged since {ref}{names}, not run"
+    return head if changed else f"{head}: no kernel module changed, nothing to judge"
 
 
 def pytest_config(root: str) -> dict[str, list[str]]:
@@ -328,9 +368,12 @@ class Library:
         given_tests: list[str],
         exclude: tuple[str, ...] = (),
         shard: tuple[int, int] | None = None,
+        unchanged: list[str] | None = None,
     ) -> None:
         self.settings = settings
         self.modules = modules
+        #: ``--changed-since``: the modules with no changed line, not run
+        self.unchanged = list(unchanged or [])
         self.tests = tests
         self.paths, self.given_tests, self.exclude = paths, given_tests, exclude
         self.shard = shard
@@ -399,6 +442,9 @@ class Library:
             "originals_run": self.shared.ran,
             "originals_shared": self.shared.shared,
         }
+        if self.settings.changed_since is not None:
+            library["changed_since"] = self.settings.changed_since
+            library["unchanged"] = [shown(p) for p in self.unchanged]
         return library_report(
             run_id=_library_id(files),
             library=library,
@@ -406,11 +452,22 @@ class Library:
             rows=rows,
             tests=_joined_tests([r["tests"] for r in reports]),
             settings=settings,
-            toolchain=first["toolchain"] if first else {},
+            toolchain=first["toolchain"] if first else toolchain(self.settings.mode),
             sandbox=sandbox,
             baseline=_joined_baseline(reports),
             complete=all(r.get("complete") for r in reports),
+            left_out_cases=_joined_left_out([r.get("left_out_cases") or [] for r in reports]),
         )
+
+
+def _joined_left_out(lists: list[list[dict]]) -> list[dict]:
+    """The cases the modules' runs left out (the suite's: each module's run takes the
+    same original), each once, in the order first named."""
+    joined: dict[str, dict] = {}
+    for entries in lists:
+        for entry in entries:
+            joined.setdefault(entry["case"], entry)
+    return list(joined.values())
 
 
 def _library_id(files: list[dict]) -> str:
@@ -461,7 +518,9 @@ def _joined_baseline(reports: list[dict]) -> dict:
         return {"duration_s": 0.0, "shims": []}
     shims = sorted({s for r in reports for s in r["baseline"].get("shims", [])})
     first = reports[0]["baseline"]
-    return {"duration_s": first["duration_s"], "shims": shims, "cases": first.get("cases", [])}
+    spread = {"spread": first["spread"]} if "spread" in first else {}
+    return {"duration_s": first["duration_s"], "shims": shims, "cases": first.get("cases", []),
+            **spread}  # fmt: skip
 
 
 def _row_order(files: list[dict]):
@@ -469,8 +528,11 @@ def _row_order(files: list[dict]):
     return lambda row: (index.get(row["file"], len(index)), row["line"], row["col"], row["id"])
 
 
-def _counted(record: dict, rows: list[dict], written: frozenset[str]) -> dict:
-    """A ``files`` entry with its counts and status from its rows."""
+def _counted(
+    record: dict, rows: list[dict], written: frozenset[str], left: list[dict] | None = None
+) -> dict:
+    """A ``files`` entry with its counts and status from its rows; a module no case
+    reaches but cases left out (``left``) would have is left out, saying so."""
     mine = score(rows, written)
     unreached = sorted({r["function"] for r in rows if r.get("reached") is False})
     status = record.get("status") or JUDGED
@@ -486,7 +548,12 @@ def _counted(record: dict, rows: list[dict], written: frozenset[str]) -> dict:
         "score": mine["adjusted"],
         "status": status,
     }
-    if status == JUDGED and rows and all(r.get("reached") is False for r in rows):
+    kernels = set(record.get("jit_functions") or [])
+    lost = [c for c in left or [] if kernels & set(c.get("functions") or [])]
+    if status == JUDGED and rows and all(r.get("reached") is False for r in rows) and lost:
+        entry["status"] = LEFT_OUT
+        entry["reason"] = f"every test case that reaches it was left out ({left_out_line(lost)})"
+    elif status == JUDGED and rows and all(r.get("reached") is False for r in rows):
         entry["status"] = NOT_REACHED
         of = record.get("module") or record["path"]
         entry["reason"] = f"not reached by the tests: no test case launches a kernel of {of}"
@@ -508,13 +575,20 @@ def library_report(
     sandbox: dict,
     baseline: dict,
     complete: bool,
+    left_out_cases: list[dict] | None = None,
 ) -> dict:
     """The library's report: built here for a run and for ``merge``, so a merged report
     is the one an unsharded run writes (rows in file, line, column, id order)."""
     rows = sorted(rows, key=_row_order(files))
     written = written_names(tests)
-    entries = [_counted(f, [r for r in rows if r["file"] == f["path"]], written) for f in files]
-    judged = [r for r in rows if r["verdict"] != "pending"]
+    entries = [
+        _counted(f, [r for r in rows if r["file"] == f["path"]], written, left_out_cases)
+        for f in files
+    ]
+    # a module left out (every case that reaches it was) is said, not scored
+    out = {e["path"] for e in entries if e["status"] == LEFT_OUT}
+    judged = [r for r in rows if r["verdict"] != "pending" and r["file"] not in out]
+    left = {"left_out_cases": left_out_cases} if left_out_cases else {}
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -528,7 +602,37 @@ def library_report(
         "mutants": rows,
         "score": score(judged, written),
         "complete": complete,
+        **left,
     }
+
+
+# -- per-path thresholds ----------------------------------------------------------------------
+def under_thresholds(report: dict, thresholds: list[tuple[str, float]]) -> list[str]:
+    """``[tool.mutant-gate.fail-under-paths]``: one line for each module whose adjusted
+    score (your tests') is under the percent of the first glob its path matches (globs
+    are absolute: the configuration's directory joined). A module left out under a
+    threshold fails it too; one with no mutant has no score to gate."""
+    if not thresholds:
+        return []
+    files = report.get("files")
+    if files is None:  # one kernel file's run
+        kernel = report.get("kernel") or {}
+        score_ = (report.get("score") or {}).get("adjusted")
+        files = [{"path": kernel.get("path", ""), "score": score_, "status": JUDGED}]
+    lines = []
+    for entry in files:
+        path = os.path.abspath(entry["path"])
+        found = next(((g, p) for g, p in thresholds if fnmatch.fnmatch(path, g)), None)
+        if found is None:
+            continue
+        glob, pct = found
+        under = f"under its threshold {pct:g}% (fail-under-paths {shown(glob)})"
+        if entry["status"] == LEFT_OUT:
+            why = entry.get("reason") or "no score"
+            lines.append(f"{shown(entry['path'])}: left out ({why}), {under}")
+        elif entry.get("score") is not None and entry["score"] < pct:
+            lines.append(f"{shown(entry['path'])}: {entry['score']:.1f}%, {under}")
+    return lines
 
 
 # -- merging shards ---------------------------------------------------------------------------
@@ -589,6 +693,7 @@ def merge(reports: list[tuple[str, dict]]) -> dict:
         sandbox=sandbox,
         baseline=first["baseline"],
         complete=all(r.get("complete") for _, r in reports),
+        left_out_cases=_joined_left_out([r.get("left_out_cases") or [] for _, r in reports]),
     )
 
 

@@ -41,7 +41,7 @@ from .kernel_file import EXTRA_TESTS, KernelFile, TestFile, load_kernel_file
 from .limits import REMOTE_MEMORY_MB, machine_memory_mb, sized_memory_mb
 from .load_memo import load_key
 from .modes import auto_recheck_stage, compare_modes_stage
-from .project import jit_callers
+from .project import jit_callers, record_reaches
 from .records import Mutant, Verdict
 from .report import build_report, check_bound, mutant_row
 from .sandbox import Sandbox
@@ -467,12 +467,14 @@ class Run:
         lines = ctx.baseline.extra.get("lines")
         ran = set(lines) if lines else None
         reached, done = [], 0
+        record = {"functions": launched, "reaches": ctx.baseline.extra.get("reaches")}
+        module = ctx.kernel.project.module if ctx.kernel.project is not None else None
         for m in mutants:
             line = None
             if (
                 m.in_launcher
                 and launched
-                or jit_callers(ctx.kernel.source, m.function) & set(launched)
+                or record_reaches(record, module, jit_callers(ctx.kernel.source, m.function))
             ):
                 if ran is None or ran.intersection(range(m.line, m.end_line + 1)):
                     reached.append(m)

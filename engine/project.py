@@ -2,8 +2,8 @@
 
 ``mutant-gate run src/pkg/ops/rms_norm.py --tests tests/ops/test_rms_norm.py``: the
 module's import path is found from its package's ``__init__.py`` files; the sandbox
-sees the project read-only and loads the mutant in place of the module at that
-import path (engine/harness/project.py); tests run from the project root with the
+sees the project through a writable view of the job's own (sandbox/isolation.py) and
+loads the mutant in place of the module at that import path (engine/harness/project.py); tests run from the project root with the
 project's own pytest configuration and conftest fixtures.
 """
 
@@ -21,7 +21,7 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.in
 
 @dataclass(frozen=True)
 class Project:
-    root: str  # tests run from here (read-only in the sandbox)
+    root: str  # tests run from here (a writable view of it in the sandbox)
     import_root: str  # the sys.path entry the module's top package lives in
     module: str  # dotted import path of the kernel module
     module_file: str  # the original file (absolute)
@@ -87,6 +87,30 @@ def jit_callers(source: str, function: str) -> set[str]:
         if not more:
             return reach
         reach |= more
+
+
+def record_reaches(record: dict, module: str | None, names: set[str]) -> bool:
+    """Whether a launch record reaches a jit function of ``module`` named in ``names``
+    (a mutant's function and its callers in the module's source: ``jit_callers``).
+
+    A record is a test case's or a job's: ``functions``, the names of the kernels
+    launched, and ``reaches``, ``module:name`` of every jit function those kernels
+    reached, transitively, wherever they were defined or generated (a kernel a library
+    writes to a cache module at run time reaches the op module's function it calls).
+    With ``reaches``: an entry of ``module`` (of any module where it is None: a kernel
+    file's own run) with one of ``names``. A record without it (a result cached before
+    it was kept) matches as it always did: a kernel launched under one of ``names``. A
+    case the original's run left out (``left_out``) reaches nothing."""
+    if record.get("left_out"):
+        return False
+    reaches = record.get("reaches")
+    if reaches is None:
+        return bool(names & set(record.get("functions") or ()))
+    for entry in reaches:
+        of, _, name = entry.rpartition(":")
+        if name in names and (module is None or of == module):
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=8)

@@ -199,6 +199,7 @@ def build_report(
             "duration_s": round(baseline.duration_s, 4),
             "shims": list(baseline.shims),
             "cases": baseline_cases(baseline),
+            **({"spread": baseline.extra["spread"]} if "spread" in baseline.extra else {}),
         },
         "mutants": rows,
         "score": score(judged, written_names(tests)),

@@ -117,6 +117,9 @@ class RunSettings:
     timeout_s: float = 120.0  # limit for the original's own check
     timeout_factor: float = 3.0  # mutant limit = factor * original time + base
     timeout_base_s: float = 5.0
+    #: ``--case-time S``: test cases slower than S on the original are left out, named
+    #: in the report (``baseline.leave_out_cases``); None: every case stays
+    case_time_s: float | None = None
     #: each job's address-space limit (interpreted jobs); None: sized to the machine and
     #: the workers when the run starts (``limits.sized_memory_mb``)
     memory_mb: int | None = None

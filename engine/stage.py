@@ -22,7 +22,7 @@ from mutant_gate.cache import Store
 from .events import Event, MutantUpdated
 from .jobs import JobRunner
 from .kernel_file import EXTRA_TESTS, OWN_CHECK, KernelFile, TestFile
-from .project import jit_callers
+from .project import jit_callers, record_reaches
 from .records import Mutant, MutantOutcome, Verdict
 from .sandbox import Sandbox
 from .sandbox.job import Check, CheckKind, Job, JobResult
@@ -103,6 +103,11 @@ class StageContext:
 
     def set_configs(self, configs: int) -> None:
         self._configs = configs
+
+    def deselect(self, keyword: str) -> None:
+        """The original passed only with cases deselected by name (``baseline``'s
+        ``--case-time`` rerun of an original out of time): every later job too."""
+        self._settings = replace(self._settings, keyword=keyword)
 
     # -- what a stage reads (read-only) ----------------------------------------------------
     settings = property(lambda self: self._settings)
@@ -286,6 +291,7 @@ class StageContext:
             self._coverage = {
                 nodeid: {
                     "functions": list(info.get("functions", [])),
+                    **({"reaches": list(info["reaches"])} if "reaches" in info else {}),
                     "duration_s": times.get(nodeid.split("::", 1)[1], info.get("duration_s", 0.0)),
                 }
                 for nodeid, info in found.items()
@@ -329,10 +335,12 @@ def file_cases(kernel: KernelFile, check: Check, coverage: dict[str, dict]) -> d
 def select_tests(
     kernel: KernelFile, checks: tuple[Check, ...], coverage: dict[str, dict], function: str
 ) -> tuple[Check, ...]:
-    """The own check, then each test file's cases that launch ``function`` (or a kernel
-    calling it), fastest first, files too. A test file of a kernel file's own run with
-    no record (a result cached before launches were recorded) runs whole, last."""
+    """The own check, then each test file's cases that reach ``function`` (a kernel they
+    launch calls it, wherever that kernel was defined or generated: ``record_reaches``),
+    fastest first, files too. A test file of a kernel file's own run with no record (a
+    result cached before launches were recorded) runs whole, last."""
     reach = jit_callers(kernel.source, function)
+    module = kernel.project.module if kernel.project is not None else None
     own: list[Check] = []
     chosen: list[tuple[float, int, Check]] = []
     for n, check in enumerate(checks):
@@ -347,7 +355,7 @@ def select_tests(
         cases = sorted(
             (info["duration_s"], name)
             for name, info in known.items()
-            if reach & set(info["functions"])
+            if record_reaches(info, module, reach)
         )
         if cases:
             seconds = sum(d for d, _ in cases)

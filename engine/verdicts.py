@@ -258,6 +258,7 @@ RUN_SECTIONS = frozenset(
         "predictions",  # --predict: the file's text and hash, stored first; the score
         "stage_errors",  # stages that raised: [{stage, reason, mutants, traceback}]
         "estimate",  # the mutant phase's estimate, said as its first job started
+        "left_out_cases",  # test cases the original failed or --case-time left out
     }
 )
 

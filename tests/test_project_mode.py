@@ -145,8 +145,12 @@ def test_failing_project_test_is_named(tmp_path):
         "none",
         cwd=root,
     )
-    assert proc.returncode == 2, proc.stderr
-    assert "test_registry_has_both_ops" in proc.stderr and "Traceback" not in proc.stderr
+    # the case the original fails is left out, named with its reason; the run goes on
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = " ".join(proc.stdout.split())
+    assert "1 test case left out: 1 failed on the original" in said, said
+    assert "tests/test_rms_norm.py::test_registry_has_both_ops" in said
+    assert "Traceback" not in proc.stdout + proc.stderr
 
 
 @pytest.mark.slow

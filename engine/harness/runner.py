@@ -22,7 +22,7 @@ from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, 
 
 from . import batched, bounds, null_run, parity, shims
 from .cuda_fault import lost_cuda_context
-from .project import Coverage, launched, record_launches
+from .project import Coverage, launched, reached, record_launches
 
 TAIL_CHARS = 4000
 #: Set by the sandbox for a job whose progress someone follows (the original's run):
@@ -94,6 +94,9 @@ class _PytestCollector:
         self.check_name = check_name
         self.outcomes: dict[str, CheckOutcome] = {}
         self.collect_errors: list[str] = []
+        #: modules pytest skipped whole while collecting them (``pytest.skip(...,
+        #: allow_module_level=True)``, ``importorskip``): (node id, the reason)
+        self.collect_skips: list[tuple[str, str]] = []
 
     def pytest_collection_finish(self, session) -> None:
         progress({"check": self.check_name, "collected": len(session.items)})
@@ -127,6 +130,9 @@ class _PytestCollector:
     def pytest_collectreport(self, report) -> None:
         if report.failed:
             self.collect_errors.append(tail(report.longreprtext))
+        elif report.skipped:
+            why = _skip_reason(report) or "skipped while collecting"
+            self.collect_skips.append((report.nodeid, why))
 
 
 def _skip_reason(report) -> str:
@@ -205,29 +211,34 @@ def _run_pytest(
             os.environ[_NO_AUTOLOAD] = before
     outcomes = list(collector.outcomes.values())
     errors = [line for line in said.text.getvalue().splitlines() if line.startswith("ERROR:")]
+    seconds = time.perf_counter() - start
     if collector.collect_errors:
         message = "collection failed: " + "\n".join(collector.collect_errors)
-        outcomes.append(
-            CheckOutcome(check.name, "failed", time.perf_counter() - start, tail(message))
-        )
-    elif not outcomes and errors:  # a node id not found, a bad -k / -m expression
-        message = f"pytest refused {check.path}: " + " ".join(e[6:].strip() for e in errors)
-        outcomes.append(
-            CheckOutcome(check.name, "failed", time.perf_counter() - start, tail(message))
-        )
-    elif not outcomes and chosen and int(code) == 5:  # the selection leaves none of its cases
-        why = "no test case selected by " + " ".join(f"{f} {v!r}" for f, v in chosen)
-        outcomes.append(CheckOutcome(check.name, "skipped", time.perf_counter() - start, why))
+        outcomes.append(CheckOutcome(check.name, "failed", seconds, tail(message)))
     elif not outcomes:
-        outcomes.append(
-            CheckOutcome(
-                check.name,
-                "failed",
-                time.perf_counter() - start,
-                f"no tests ran (pytest exit code {int(code)})",
-            )
-        )
+        outcomes += _none_ran(check, collector, errors, chosen, int(code), seconds)
     return outcomes
+
+
+def _none_ran(
+    check: Check, collector: _PytestCollector, errors: list[str], chosen: list, code: int, s: float
+) -> list[CheckOutcome]:
+    """The outcome of a pytest check that ran no case, in pytest's terms: refused (a node id
+    not found, a bad -k / -m expression), skipped whole while collecting (as ``pytest PATH``
+    shows a file that skips itself: a skip, not a failure), a selection that leaves none of
+    its cases (skipped), else no tests ran."""
+    if errors:
+        message = f"pytest refused {check.path}: " + " ".join(e[6:].strip() for e in errors)
+        return [CheckOutcome(check.name, "failed", s, tail(message))]
+    if collector.collect_skips and code == 5:
+        return [
+            CheckOutcome(f"{check.name}::{nodeid.split('::', 1)[-1]}", "skipped", s, why)
+            for nodeid, why in collector.collect_skips
+        ]
+    if chosen and code == 5:
+        why = "no test case selected by " + " ".join(f"{f} {v!r}" for f, v in chosen)
+        return [CheckOutcome(check.name, "skipped", s, why)]
+    return [CheckOutcome(check.name, "failed", s, f"no tests ran (pytest exit code {code})")]
 
 
 def _run_harness(check: Check, workdir: str) -> tuple[CheckOutcome, dict | None]:
@@ -429,5 +440,6 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
             **({"races": bounds.races()} if job.trace_races and job.mode == "interpret" else {}),
             **({"interpreter": _interpreter()} if job.mode == "interpret" else {}),
             "launched": launched(),
+            "reaches": reached(),
         },
     )

@@ -10,10 +10,12 @@ import ctypes
 import os
 import re
 import resource
+import shutil
 import signal
 import stat
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 
 CLONE_NEWNET = 0x40000000
@@ -187,11 +189,24 @@ def redirect_output(path: str) -> None:
 # and the real home is an empty tmpfs (the Python installation and this
 # package are bound back read-only where they lie under a hidden place), then
 # it drops to an unprivileged uid of its own. From then on it cannot write
-# outside its fresh /tmp, read the user's home, signal the user's processes,
-# or fork without limit (RLIMIT_NPROC binds every uid but root's).
+# outside its fresh /tmp and its view of the project, read the user's home,
+# signal the user's processes, or fork without limit (RLIMIT_NPROC binds every
+# uid but root's).
+#
+# The project (project mode) is seen through a writable view: an overlay whose
+# lower layer is the project (bound read-only first) and whose upper layer lies on
+# the private /tmp, so tests that write beside themselves (a conftest's results
+# file) run as under plain pytest, and what they write dies with the sandbox. The
+# view's directories and files but its sources belong to the sandbox's uid
+# (``metacopy=on``: a change of owner copies no data up). Where the overlay is refused, a scratch copy on the private
+# /tmp is bound over the project; where that fails too, the project stays
+# read-only and the view's state says why (``project_views``). A warm runner
+# serves many jobs in one namespace: before each job after its first, the worker
+# lays a fresh view over the old one from outside (``refresh_views``).
 
 CLONE_NEWNS = 0x00020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT = 1, 2, 4, 32
+MNT_DETACH = 2
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 SCRATCH_DIRS = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")
 #: A worker's children run as SANDBOX_UID_BASE + the worker's pid: unique among live
@@ -277,8 +292,8 @@ def private_filesystem(
 ) -> str:
     """Hide scratch dirs and ``home`` behind fresh tmpfs; return the new work directory.
 
-    ``project`` directories (project mode) stay visible wherever they lie, read-only;
-    ``shared`` ones (the warm runners' Triton cache) stay where they are, writable as
+    ``project`` directories (project mode) stay visible wherever they lie, read-only
+    (``project_views`` then lays a writable view over them); ``shared`` ones (the warm runners' Triton cache) stay where they are, writable as
     their permissions say. Raises OSError where the OS refuses (not root, no mount
     namespaces).
     """
@@ -310,6 +325,136 @@ def private_filesystem(
     workdir = "/tmp/mutant-gate-job"
     os.mkdir(workdir, 0o700)
     return workdir
+
+
+#: Where a sandbox's views of the project keep what its jobs write (on the private /tmp)
+VIEW_ROOT = "/tmp/.mutant-gate-view"
+#: How a view came to be, as its state says: an overlay, a scratch copy, or read-only
+OVERLAY, COPY, READ_ONLY = "overlay", "copy", "read-only"
+#: Directories of the project a view does not hand to the sandbox's uid (they stay
+#: readable, as they are): hidden ones (``.git``, ``.venv``) and installed packages
+VIEW_SKIP = ("site-packages", "node_modules")
+#: Files a view leaves to their owner: sources, which tests read and do not write in
+#: place (a job may still replace or remove them: their directories are its own). Each
+#: change of owner costs a copy-up of the file's metadata, about 0.07 ms: handing over
+#: a real library's 830 sources took 59 ms of a job, its 60 directories and 51 other
+#: files 20 ms.
+VIEW_KEEP_SUFFIXES = (".py", ".pyc", ".pyi", ".so", ".c", ".cc", ".cpp", ".h", ".hpp", ".cu")
+#: Entries of the project handed to the sandbox's uid at most (a view of a larger tree
+#: leaves the rest as it is)
+VIEW_ENTRIES = 200_000
+
+
+def outermost(paths: tuple[str, ...]) -> list[str]:
+    """The directories of ``paths`` not inside another one of them (a view of the
+    outer one shows the inner one), in a stable order."""
+    real = sorted({os.path.realpath(p) for p in paths if os.path.isdir(p)})
+    return [p for i, p in enumerate(real) if not any(_under(p, q) for q in real[:i])]
+
+
+def project_views(paths: tuple[str, ...], owner: int) -> str:
+    """Lay a fresh writable view over each project directory of ``paths`` (visible
+    read-only already: ``private_filesystem``), its entries belonging to ``owner``; how
+    it went: ``overlay``, ``copy``, or ``read-only: why`` (the first that is not an
+    overlay, where views differ)."""
+    said = [
+        _view(path, os.path.join(VIEW_ROOT, str(n)), owner)
+        for n, path in enumerate(outermost(paths))
+    ]
+    return next((s for s in said if s != OVERLAY), OVERLAY) if said else ""
+
+
+def _view(path: str, base: str, owner: int) -> str:
+    """One view over ``path``, its layers under ``base``: an overlay (no data copied up
+    on a change of owner where the kernel allows; else copied), else a scratch copy,
+    else none (``read-only: why``)."""
+    os.makedirs(VIEW_ROOT, mode=0o700, exist_ok=True)
+    os.mkdir(base, 0o700)
+    upper, work = os.path.join(base, "upper"), os.path.join(base, "work")
+    refused = ""
+    for extra in (",metacopy=on", ""):
+        os.mkdir(upper, 0o755)
+        os.mkdir(work, 0o700)
+        options = f"lowerdir={path},upperdir={upper},workdir={work}{extra}"
+        try:
+            _mount("overlay", path, "overlay", MS_NOSUID | MS_NODEV, options)
+        except OSError as exc:
+            refused = refused or str(exc)
+            shutil.rmtree(upper, ignore_errors=True)
+            shutil.rmtree(work, ignore_errors=True)
+            continue
+        hand_over(path, owner)
+        return OVERLAY
+    copy = os.path.join(base, "copy")
+    try:
+        shutil.copytree(path, copy, symlinks=True)
+        hand_over(copy, owner)
+        _mount(copy, path, None, MS_BIND | MS_REC, None)
+    except (OSError, shutil.Error) as exc:
+        shutil.rmtree(copy, ignore_errors=True)
+        return f"{READ_ONLY}: overlay refused ({refused}); no scratch copy ({exc})"
+    return COPY
+
+
+def hand_over(path: str, owner: int) -> int:
+    """Make ``path``'s directories and files ``owner``'s, links too (not what they point
+    to), but for hidden directories and installed packages (``VIEW_SKIP``) and sources
+    (``VIEW_KEEP_SUFFIXES``), at most ``VIEW_ENTRIES``; how many."""
+    done = 0
+    for folder, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in VIEW_SKIP]
+        files = [f for f in files if not f.endswith(VIEW_KEEP_SUFFIXES)]
+        for name in (None, *files):
+            entry = folder if name is None else os.path.join(folder, name)
+            if done >= VIEW_ENTRIES:
+                return done
+            try:
+                os.chown(entry, owner, owner, follow_symlinks=False)
+            except OSError:
+                continue
+            done += 1
+    return done
+
+
+def refresh_views(pid: int, paths: tuple[str, ...], owner: int) -> str:
+    """In process ``pid``'s mount namespace (a warm runner's, between its jobs), take
+    each view of ``paths`` away and lay a fresh one over the project: what one job
+    wrote never reaches the next. Runs in a forked child (joining a namespace takes a
+    process of one thread); "" when done, else why not."""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - measured through the warm runner's tests
+        code = 1
+        try:
+            os.close(read)
+            fd = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY)
+            if _libc().setns(fd, CLONE_NEWNS) != 0:
+                err = ctypes.get_errno()
+                raise OSError(err, f"setns: {os.strerror(err)}")
+            for n, path in enumerate(outermost(paths)):
+                if _libc().umount2(path.encode(), MNT_DETACH) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"umount {path}: {os.strerror(err)}")
+                base = os.path.join(VIEW_ROOT, str(n))
+                shutil.rmtree(base, ignore_errors=True)
+                said = _view(path, base, owner)
+                if said not in (OVERLAY, COPY):
+                    raise OSError(said)
+            code = 0
+        except BaseException:  # noqa: BLE001 - the worker reads why
+            os.write(write, traceback.format_exc()[-2000:].encode())
+        finally:
+            os._exit(code)
+    os.close(write)
+    chunks = []
+    while chunk := os.read(read, 65536):
+        chunks.append(chunk)
+    os.close(read)
+    _, status = os.waitpid(child, 0)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+        return ""
+    why = b"".join(chunks).decode("utf-8", "replace").strip().splitlines()
+    return why[-1] if why else f"the view's refresh ended with status {status}"
 
 
 #: The name a sandbox uid goes by (libraries ask who runs them: ``getpass.getuser()``,

@@ -7,13 +7,16 @@ them alike. This module is imported inside the sandbox too: stdlib only.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 #: Bump when the harness changes in a way that can change a result.
-HARNESS_VERSION = "3"  # 2: private filesystem and unprivileged user; 3: interpreter parity
+HARNESS_VERSION = "4"  # 2: private filesystem and unprivileged user; 3: interpreter parity;
+#: 4: a writable view of the project, and the jit functions each launch reaches
 
 
 class CheckKind(StrEnum):
@@ -181,8 +184,64 @@ class Job:
         """
         canonical = {k: v for k, v in self.to_json().items() if k not in ("timeout_s", "memory_mb")}
         payload = {"job": canonical, "toolchain": toolchain, "harness": HARNESS_VERSION}
+        if self.project:  # the tests read the project's files, not the job's: their contents
+            payload["tests"] = tests_digest(
+                self.project["root"], tuple(c.path for c in self.checks)
+            )
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()
+
+
+#: a project's files that configure its tests, beside the test files' folders
+TEST_CONFIG = ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "conftest.py")
+
+
+def tests_digest(root: str, paths: tuple[str, ...]) -> str:
+    """sha256 of what a project-mode job's tests read from the project besides the module
+    it mutates: every .py file in the folders of its test files (the tests, their helpers),
+    each conftest.py from there up to the root, and the root's pytest configuration. A
+    project's tests are read from the project, not sent with the job, so an edited test must
+    change the job's key (the library modules the tests import are the user's code: an edit
+    there is the user's new kernel, judged by ``--changed-since``, not a stale test)."""
+    h = hashlib.sha256()
+    for path in _test_side_files(os.path.abspath(root), paths):
+        h.update(path.encode() + b"\0" + _file_sha(path).encode() + b"\0")
+    return h.hexdigest()
+
+
+def _test_side_files(root: str, paths: tuple[str, ...]) -> tuple[str, ...]:
+    found: set[str] = set()
+    for name in TEST_CONFIG:
+        found.add(os.path.join(root, name))
+    for path in paths:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not folder.startswith(root):
+            continue
+        try:
+            found.update(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py"))
+        except OSError:
+            pass
+        while folder.startswith(root) and folder != root:
+            found.add(os.path.join(folder, "conftest.py"))
+            folder = os.path.dirname(folder)
+    return tuple(sorted(f for f in found if os.path.isfile(f)))
+
+
+def _file_sha(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    return _sha_of(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sha_of(path: str, mtime_ns: int, size: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return "unreadable"
 
 
 #: A job in flight when its sandbox closed: an error, never a verdict.

@@ -207,8 +207,9 @@ def _harden(
     isolation, keep: tuple[str, ...], max_processes: int, shared: tuple[str, ...] = ()
 ) -> dict:
     """As root: private scratch dirs and home (``keep``: project directories that stay
-    visible, read-only; ``shared``: the warm runners' Triton cache, writable by their
-    group), then an unprivileged uid of this worker's own."""
+    visible, through a writable view of the job's own: ``isolation.project_views``;
+    ``shared``: the warm runners' Triton cache, writable by their group), then an
+    unprivileged uid of this worker's own."""
     state = {"filesystem": "shared", "user": "unchanged"}
     if os.geteuid() != 0:
         return state
@@ -221,6 +222,8 @@ def _harden(
         state["filesystem_error"] = str(exc)
         return state
     uid = isolation.sandbox_uid(os.getppid())
+    if keep:
+        state["project_view"] = isolation.project_views(keep, uid)
     os.chown(state["workdir"], uid, uid)
     try:
         isolation.name_user(uid)
@@ -567,7 +570,7 @@ def _trusted(check: dict) -> bool:
 
 
 def _project_paths(job_data: dict) -> tuple[str, ...]:
-    """The project directories a job needs visible (read-only) in its sandbox."""
+    """The project directories a job needs visible (through a writable view) in its sandbox."""
     project = job_data.get("project") or {}
     return tuple(project[k] for k in ("root", "import_root") if k in project)
 
@@ -593,7 +596,7 @@ class _Runner:
 
     def __init__(self, number: int, keep: tuple[str, ...] = ()) -> None:
         self.log_path = os.path.join(tempfile.gettempdir(), f"runner-{number}.log")
-        #: project directories the runner's private filesystem shows (read-only)
+        #: project directories the runner shows, each job through a fresh writable view
         self.keep = keep
         job_r, job_w = os.pipe()
         res_r, res_w = os.pipe()
@@ -612,6 +615,7 @@ class _Runner:
         self.pending = b""
         self.hello: dict | None = None
         self.too_big = 0  # the size of an answer that passed RESULT_LIMIT (then ended)
+        self.served = 0  # jobs sent to it: each after the first gets a fresh project view
 
     def read_line(self, deadline: float, parent_fd: int | None) -> bytes | None:
         """The runner's next line; b"" when it died, None at the deadline. Raises
@@ -688,10 +692,15 @@ def _runner(parent_fd: int | None, keep: tuple[str, ...] = ()) -> _Runner | dict
 
 
 def run_warm(job_data: dict, parent_fd: int | None = None) -> dict:
-    """Run one job in the worker's warm runner (forked first if there is none)."""
+    """Run one job in the worker's warm runner (forked first if there is none), over a
+    fresh view of the project (``_fresh_view``)."""
     runner = _runner(parent_fd, _project_paths(job_data))
+    if not isinstance(runner, dict) and _fresh_view(runner):
+        runner.end()
+        runner = _runner(parent_fd, _project_paths(job_data))
     if isinstance(runner, dict):
         return runner
+    runner.served += 1
     start = time.monotonic()
     deadline = start + float(job_data["timeout_s"])
     try:
@@ -728,9 +737,21 @@ def run_warm(job_data: dict, parent_fd: int | None = None) -> dict:
     return _result(job_data, False, None, json.dumps(answer).encode(), output, "", duration)
 
 
+def _fresh_view(runner: _Runner) -> str:
+    """Before a runner's every job after its first: a fresh writable view of the project
+    in its namespace, so nothing a job wrote reaches the next; why not ("": done, or
+    nothing to refresh). A runner whose view cannot be made afresh is not used again."""
+    view = (runner.hello or {}).get("project_view") or ""
+    if not runner.served or not runner.keep or not view.startswith(("overlay", "copy")):
+        return ""
+    from mutant_gate.engine.sandbox import isolation
+
+    return isolation.refresh_views(runner.pid, runner.keep, isolation.sandbox_uid(os.getpid()))
+
+
 def _runner_main(jobs_fd: int, answers_fd: int, log_path: str, keep: tuple[str, ...] = ()) -> None:
     """The runner (a forked child of the worker): hardens itself, then serves jobs;
-    ``keep``: the project's directories, visible read-only."""
+    ``keep``: the project's directories, visible through a writable view."""
     code = 0
     out = os.fdopen(answers_fd, "w", buffering=1)
     try:
@@ -773,6 +794,7 @@ def _runner_main(jobs_fd: int, answers_fd: int, log_path: str, keep: tuple[str, 
             "ready": True,
             "pid": os.getpid(),
             "triton_cache": "shared" if shared else "private",
+            "project_view": state.get("project_view", ""),
             "warmup_s": round(time.perf_counter() - warmup, 3),
             **device,
         }

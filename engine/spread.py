@@ -1,0 +1,212 @@
+"""The original's test suite spread over the run's workers.
+
+A library's suite is hundreds of cases; run as one job it takes the sum of their times, and
+one job's limit ends it long before it finishes (a real library's 543 cases did not finish in
+the 120 s default on an H200). ``spread_jobs`` splits the original's job into one job a worker
+(where the suite has at least two test files a worker's share): the module's own check and the
+test files dealt out so that each share holds about the same amount of test code (the files'
+sizes; a file's cases stay together, in one pytest session, as its fixtures expect), each share
+with the whole limit. ``joined`` then makes the shares' results
+one result, as one job running them all would have returned: every outcome, every case's record
+(its launches and time), the first failure, the shims and interpreter records of all.
+
+Each share is a job of its own in the cache, so an interrupted original resumes share by share,
+and a second run reads them back.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from .kernel_file import EXTRA_TESTS
+from .sandbox.job import Check, Job, JobResult, JobStatus
+
+#: a failed share's status wins over a passing one's; the first in this order over the rest
+WORST_FIRST = (
+    JobStatus.ERROR,
+    JobStatus.CRASH,
+    JobStatus.BOUNDS,
+    JobStatus.TIMEOUT,
+    JobStatus.FAILED,
+)
+
+
+def _size(check: Check) -> int:
+    try:
+        return os.path.getsize(check.path)
+    except OSError:
+        return 0
+
+
+#: test files a share holds at least: a share is a job of its own, with its own start (a
+#: fresh pytest session, the project's imports), worth it only for a suite of several files
+PER_SHARE = 2
+
+
+def shares(checks: tuple[Check, ...], workers: int) -> list[tuple[Check, ...]]:
+    """The checks in at most ``workers`` shares of at least ``PER_SHARE`` test files: the
+    checks that are not test files in the first, the test files dealt largest first onto the
+    lightest share; each share keeps the checks in their given order. Too few test files
+    to share: one share."""
+    tests = [c for c in checks if c.name == EXTRA_TESTS]
+    n = min(workers, len(tests) // PER_SHARE)
+    if n < 2:
+        return [checks]
+    load = [0] * n
+    owner: dict[int, int] = {}
+    for i in sorted(range(len(checks)), key=lambda i: -_size(checks[i])):
+        if checks[i].name != EXTRA_TESTS:
+            owner[i] = 0
+            continue
+        k = min(range(n), key=lambda k: (load[k], k))
+        owner[i] = k
+        load[k] += max(1, _size(checks[i]))
+    out = [tuple(c for i, c in enumerate(checks) if owner[i] == k) for k in range(n)]
+    return [s for s in out if s]
+
+
+def spread_jobs(job: Job, workers: int) -> list[Job]:
+    """The original's job as one job a share (just ``[job]`` where it does not split)."""
+    split = shares(job.checks, workers)
+    if len(split) < 2:
+        return [job]
+    return [replace(job, checks=share) for share in split]
+
+
+def _status(results: list[JobResult]) -> JobStatus:
+    for status in WORST_FIRST:
+        if any(r.status is status for r in results):
+            return status
+    return results[0].status
+
+
+def _merged_interpreter(found: list[dict]) -> dict | None:
+    if not found:
+        return None
+    out = {k: v for k, v in found[0].items() if k != "kernels"}
+    kernels: dict[str, dict] = {}
+    for section in found:
+        for name, k in (section.get("kernels") or {}).items():
+            into = kernels.setdefault(name, {"batched": 0, "triton": 0, "reasons": {}})
+            into["batched"] += k.get("batched", 0)
+            into["triton"] += k.get("triton", 0)
+            for key in ("reasons", "masked"):
+                for why, n in (k.get(key) or {}).items():
+                    counts = into.setdefault(key, {})
+                    counts[why] = counts.get(why, 0) + n
+    return {**out, "kernels": kernels}
+
+
+def _joined_extra(results: list[JobResult]) -> dict:
+    """The shares' records as one job's: the first share's value of anything not joined."""
+    extras = [r.extra for r in results]
+    out: dict = {}
+    for extra in extras:
+        for key, value in extra.items():
+            out.setdefault(key, value)
+    out.update(_joined_records(extras))
+    out.pop("cases", None)
+    if any(r.status is JobStatus.TIMEOUT for r in results):  # the case log a timeout keeps
+        logs = [_case_log(r) for r in results]
+        out["cases"] = {
+            "collected": sum(log["collected"] for log in logs),
+            "finished": [c for log in logs for c in log["finished"]],
+            "running": next((log["running"] for log in logs if log["running"]), ""),
+        }
+    interp = _merged_interpreter([e["interpreter"] for e in extras if e.get("interpreter")])
+    if interp is not None:
+        out["interpreter"] = interp
+    out.pop("limit", None)
+    failing = next((r for r in results if r.status is not JobStatus.PASSED), None)
+    if failing is not None and "limit" in failing.extra:
+        out["limit"] = failing.extra["limit"]
+    out["spread"] = {"shares": len(results), "seconds": [round(r.duration_s, 3) for r in results]}
+    return out
+
+
+def _joined_records(extras: list[dict]) -> dict:
+    """Per-case coverage merged, the kernels launched and functions reached as one union,
+    the lists of findings (races, interpreter errors, undefined lanes) joined, each
+    autotuned kernel's configs at their most."""
+    out: dict = {}
+    if any("coverage" in e for e in extras):
+        out["coverage"] = {k: v for e in extras for k, v in (e.get("coverage") or {}).items()}
+    for key in ("launched", "reaches"):
+        if any(key in e for e in extras):
+            union = list(dict.fromkeys(k for e in extras for k in e.get(key) or []))
+            out[key] = sorted(union) if key == "reaches" else union
+    for key in ("races", "interpreter_errors", "undefined_lanes"):
+        if any(key in e for e in extras):
+            out[key] = [x for e in extras for x in (e.get(key) or [])]
+    if any("autotune_configs" in e for e in extras):
+        configs: dict = {}
+        for e in extras:
+            for name, n in (e.get("autotune_configs") or {}).items():
+                configs[name] = max(configs.get(name, 0), n)
+        out["autotune_configs"] = configs
+    return out
+
+
+def _case_log(result: JobResult) -> dict:
+    """A share's cases as a timed-out job's log holds them (``sandbox/worker.CaseLog``):
+    a timeout's own log; else its outcomes, every one finished."""
+    found = result.extra.get("cases")
+    if isinstance(found, dict):
+        return {
+            "collected": int(found.get("collected") or 0),
+            "finished": list(found.get("finished") or []),
+            "running": found.get("running") or "",
+        }
+    finished = [
+        {"case": o.name.split("::", 1)[1], "status": o.status, "duration_s": o.duration_s}
+        for o in result.outcomes
+        if "::" in o.name
+    ]
+    return {"collected": len(finished), "finished": finished, "running": ""}
+
+
+def _case_seconds(result: JobResult) -> float:
+    return sum(float(c.get("duration_s") or 0) for c in _case_log(result)["finished"])
+
+
+def joined(results: list[JobResult]) -> JobResult:
+    """The shares' results as one job running every check would have returned. Its time:
+    every case's own time, plus the slowest share's time outside its cases (a mutant's job
+    pays one job's start, not every share's)."""
+    if len(results) == 1:
+        return results[0]
+    status = _status(results)
+    failing = next((r for r in results if r.status is status), results[0])
+    case_s = [_case_seconds(r) for r in results]
+    outside = max(max(r.duration_s - s, 0.0) for r, s in zip(results, case_s, strict=True))
+    shims: list[str] = []
+    for r in results:
+        shims += [s for s in r.shims if s not in shims]
+    return JobResult(
+        status=status,
+        outcomes=tuple(o for r in results for o in r.outcomes),
+        error=failing.error if status is not JobStatus.PASSED else "",
+        duration_s=sum(case_s) + outside,
+        network_cut=any(r.network_cut for r in results),
+        signal=failing.signal,
+        bounds=next((r.bounds for r in results if r.bounds), None),
+        shims=tuple(shims),
+        extra=_joined_extra(results),
+    )
+
+
+def run_original(ctx, job: Job, on_progress=None) -> tuple[JobResult, bool]:
+    """The original's job on ``ctx`` (a ``StageContext``), spread over its workers where the
+    suite splits (project mode: the test files are the project's own); (result, served
+    whole from the cache). One share: the job as it is, with ``on_progress``."""
+    jobs = spread_jobs(job, ctx.workers) if ctx.kernel.project is not None else [job]
+    if len(jobs) == 1:
+        return ctx.execute(job, on_progress=on_progress)
+    keys = {f"share-{k}": j for k, j in enumerate(jobs)}
+    done = ctx.run_all(keys)
+    missing = [k for k in keys if k not in done]
+    if missing:  # the run was cancelled: what ran, as one interrupted original
+        return JobResult(JobStatus.ERROR, error="the original was cancelled"), False
+    results = [done[k][0] for k in keys]
+    return joined(results), all(done[k][1] for k in keys)

@@ -1,0 +1,1 @@
+"""genlib: pointwise ops whose kernels are written to a cache module at run time."""

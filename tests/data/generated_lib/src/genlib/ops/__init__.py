@@ -1,0 +1,1 @@
+"""The ops; each module holds its scalar jit function and a wrapper."""

@@ -1,0 +1,1 @@
+"""wlib: one op, and a test suite that writes files beside itself."""

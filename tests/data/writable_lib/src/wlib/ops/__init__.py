@@ -1,0 +1,1 @@
+"""The ops; each module holds its kernel and a wrapper."""

@@ -1,0 +1,113 @@
+"""The original's suite spread over the workers (engine/spread.py): shares of test files, each
+a job of its own, joined into the one result a single job would have given."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mutant_gate.engine.kernel_file import EXTRA_TESTS
+from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, JobResult, JobStatus
+from mutant_gate.engine.spread import joined, shares
+
+from .conftest import run_cli
+from .test_library_run import QUICK, copy_lib, verdicts
+
+
+def _tests(tmp_path: Path, sizes: list[int]) -> tuple[Check, ...]:
+    checks = [Check(CheckKind.MAIN, str(tmp_path / "mod.py"), "own-check")]
+    for i, size in enumerate(sizes):
+        path = tmp_path / f"test_{i}.py"
+        path.write_text("#" * size)
+        checks.append(Check(CheckKind.PYTEST, str(path), EXTRA_TESTS))
+    return tuple(checks)
+
+
+def test_test_files_are_dealt_by_size_with_the_own_check_first(tmp_path):
+    checks = _tests(tmp_path, [900, 100, 500, 450, 60, 40])
+    split = shares(checks, 3)
+    assert len(split) == 3
+    assert sorted(c.path for s in split for c in s) == sorted(c.path for c in checks)
+    assert split[0][0].name == "own-check"  # and no other share has it
+    assert all(c.name == EXTRA_TESTS for s in split[1:] for c in s)
+    sizes = [sum(Path(c.path).stat().st_size for c in s if c.name == EXTRA_TESTS) for s in split]
+    assert max(sizes) - min(sizes) <= 450, sizes  # largest first onto the lightest share
+    for share in split:  # each share keeps the given order
+        assert list(share) == [c for c in checks if c in share]
+
+
+def test_a_suite_too_small_to_share_stays_one_job(tmp_path):
+    checks = _tests(tmp_path, [100, 200, 300])
+    assert shares(checks, 2) == [checks]  # 3 files: fewer than two a share
+    assert shares(checks, 1) == [checks]
+    assert len(shares(_tests(tmp_path, [100, 200, 300, 400]), 8)) == 2
+
+
+def _result(status, cases, extra=None, duration=1.0, error=""):
+    """A share's result: its cases as outcomes (``test::NODEID``), its records."""
+    outcomes = tuple(CheckOutcome(f"test::{c}", st, sec, "") for c, st, sec in cases)
+    return JobResult(
+        status=status,
+        outcomes=outcomes,
+        error=error,
+        duration_s=duration,
+        extra={"coverage": {c: {"functions": ["k"]} for c, _, _ in cases}, "launched": ["k"],
+               "reaches": [f"m:{c}" for c, _, _ in cases], **(extra or {})},
+    )  # fmt: skip
+
+
+def test_joined_results_read_as_one_job():
+    a = _result(JobStatus.PASSED, [("a", "passed", 0.5)])
+    b = _result(JobStatus.FAILED, [("b", "failed", 2.0)], {"limit": {"limit": "x"}}, 3.0, "b!")
+    one = joined([a, b])
+    assert one.status is JobStatus.FAILED and one.error == "b!"
+    assert one.first_failure == b.outcomes[0]
+    assert [o.name for o in one.outcomes] == ["test::a", "test::b"]
+    assert set(one.extra["coverage"]) == {"a", "b"}
+    assert one.extra["reaches"] == ["m:a", "m:b"]
+    assert one.extra["limit"] == {"limit": "x"}
+    # the cases' time plus the slowest share's start: 2.5 + max(0.5, 1.0)
+    assert one.duration_s == pytest.approx(3.5)
+    assert one.extra["spread"] == {"shares": 2, "seconds": [1.0, 3.0]}
+    passed = joined([a, a])
+    assert passed.status is JobStatus.PASSED and passed.error == "" and "limit" not in passed.extra
+
+
+def test_a_share_that_timed_out_keeps_the_case_log_a_timeout_says():
+    a = _result(JobStatus.PASSED, [("a", "passed", 0.5), ("c", "passed", 0.25)])
+    log = {"collected": 3, "finished": [{"case": "b1", "status": "passed", "duration_s": 9.0}],
+           "running": "b2"}  # fmt: skip
+    b = _result(JobStatus.TIMEOUT, [], {"cases": log, "limit": {"limit": "time"}}, 120.0)
+    one = joined([a, b])
+    assert one.status is JobStatus.TIMEOUT
+    cases = one.extra["cases"]
+    assert cases["collected"] == 5 and cases["running"] == "b2"
+    assert [c["case"] for c in cases["finished"]] == ["a", "c", "b1"]
+    assert one.extra["limit"] == {"limit": "time"}
+
+
+@pytest.mark.slow
+def test_a_spread_original_gives_the_single_jobs_verdicts(tmp_path):
+    """A library whose suite has four test files, at -j 2: the original runs as two shares,
+    and every verdict is the one the unshared original (-j 1) gives."""
+    root = copy_lib(tmp_path)
+    tests = root / "tests"
+    shutil.copy(tests / "test_scale.py", tests / "test_scale_again.py")
+    reports = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"j{jobs}.json"
+        proc = run_cli(
+            "run", "src/kernel_lib", "--tests", "tests", *QUICK, "-j", jobs,
+            "--cache-dir", str(tmp_path / f"cache{jobs}"), "--json", str(out), cwd=root,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        reports[jobs] = json.loads(out.read_text())
+    assert verdicts(reports["2"]) == verdicts(reports["1"])
+    assert [f["status"] for f in reports["2"]["files"]] == ["judged"] * 3
+    assert "spread" not in reports["1"]["baseline"]
+    assert reports["2"]["baseline"]["spread"]["shares"] == 2
+    cases = {c["case"] for c in reports["1"]["baseline"]["cases"]}
+    assert {c["case"] for c in reports["2"]["baseline"]["cases"]} == cases
