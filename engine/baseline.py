@@ -19,7 +19,7 @@ from .events import Event, OwnCheckJudged
 from .kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, KernelFile, TestFile
 from .limits import describe
 from .own_check import NOTHING_ASSERTED
-from .sandbox.job import CheckOutcome, JobResult, JobStatus
+from .sandbox.job import CASE_TIME_WORDS, CheckOutcome, JobResult, JobStatus
 from .spread import run_original
 from .stage import StageContext
 from .verdicts import summarize_error
@@ -272,7 +272,12 @@ def leave_out_cases(ctx: StageContext, result: JobResult) -> JobResult:
     for index in sorted(failed):
         nodeid = nodeids[index]
         said = _case_reason(result.outcomes[index].message)
-        left.setdefault(nodeid, _left(nodeid, FAILED, f"failed on the original: {said}", coverage))
+        if CASE_TIME_WORDS in said:  # stopped by the clock (``case_clock``): slow, not failing
+            left.setdefault(nodeid, _left(nodeid, SLOW, said[said.index(CASE_TIME_WORDS) :], coverage))
+        else:
+            left.setdefault(
+                nodeid, _left(nodeid, FAILED, f"failed on the original: {said}", coverage)
+            )
     if case_time is not None:
         for nodeid, info in coverage.items():
             seconds = float(info.get("duration_s") or 0.0)
@@ -489,6 +494,18 @@ def _without_slow_cases(
     return result, cached
 
 
+def with_case_clock(job, seconds: float):
+    """The original's job with each of the project's test files' cases stopped once it has
+    run ``seconds`` (``--case-time``; ``harness/runner.case_clock``): such a case is left
+    out as slow (``leave_out_cases``), and one slow case costs the original ``seconds``,
+    not its whole limit. Project mode only, where a case the original fails is left out
+    and the run goes on."""
+    checks = tuple(
+        replace(c, case_time_s=float(seconds)) if c.name == EXTRA_TESTS else c for c in job.checks
+    )
+    return replace(job, checks=checks)
+
+
 def _slow_in(cases: dict, case_time: float, limit_s: float) -> list[dict]:
     """The cases a timed-out original's record shows over ``case_time``: the one running
     at the limit, and each finished one slower than it."""
@@ -524,6 +541,8 @@ def run_baseline(
     job = ctx.job_for(None, settings.timeout_s)
     if job.mode == "interpret":
         job = replace(job, trace_races=True)  # the race hint rides on the original's run
+    if settings.case_time_s is not None and kernel.project is not None:
+        job = with_case_clock(job, settings.case_time_s)
     if original is not None:
         result, cached = original, True
     else:

@@ -157,7 +157,9 @@ def test_failing_and_slow_cases_are_left_out_and_the_run_goes_on(tmp_path):
     assert left["tests/test_extra.py::test_rms_wrong[16]"]["why"] == "failed"
     assert "only eight" in left["tests/test_extra.py::test_rms_wrong[16]"]["reason"]
     assert left["tests/test_extra.py::test_rms_slow"]["why"] == "case-time"
-    assert "over --case-time 2.5 s" in left["tests/test_extra.py::test_rms_slow"]["reason"]
+    # stopped at 2.5 s by the original's clock, not run to its end
+    said = "ran past --case-time 2.5 s on the original (stopped there)"
+    assert left["tests/test_extra.py::test_rms_slow"]["reason"] == said
     files = {f["path"].rsplit("/", 1)[-1]: f for f in report["files"]}
     assert files["scale.py"]["status"] == "left_out"
     assert "every test case that reaches it was left out" in files["scale.py"]["reason"]
@@ -186,6 +188,7 @@ def test_a_suite_with_no_case_left_is_one_line(tmp_path):
 
 #: a suite with a case that never ends and one slower than the --case-time given
 SLOW_SUITE = """
+import signal
 import time
 
 import torch
@@ -204,15 +207,43 @@ def test_waits(device):
 
 def test_hangs():
     time.sleep(600)
+
+
+def test_hangs_deaf():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # the clock cannot stop it
+    time.sleep(600)
 """
 
 
 @pytest.mark.slow
-def test_an_original_out_of_time_runs_again_without_its_slow_cases(tmp_path):
-    """With --case-time, an original that runs past its limit runs again without the case
-    it was running then and the finished cases over the time; the run goes on with the
-    rest, each left-out case named with its reason."""
+def test_the_originals_slow_cases_are_stopped_at_the_case_time(tmp_path):
+    """With --case-time S, each case of the original is stopped once it has run S seconds:
+    a case that would hang costs S, not the original's limit, and is left out as slow. A
+    case the clock cannot stop (it blocks the signal) runs to the limit: the original runs
+    again without it; the run goes on with the rest, each left-out case named with its
+    reason."""
     root = copy_lib(tmp_path)
+    (root / "tests" / "test_slow.py").write_text(
+        SLOW_SUITE.replace("def test_hangs_deaf", "def _x")
+    )
+    proc = run_cli(
+        "run", "src/kernel_lib/ops/rms_norm.py", "--tests", "tests/test_slow.py",
+        "--operators", "mask-drop", "--timeout", "300", "--case-time", "2",
+        *QUICK, "--json", "r.json", cwd=root,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((root / "r.json").read_text())
+    validate(report)
+    left = {r["case"]: r for r in report["left_out_cases"]}
+    for case in ("test_hangs", "test_waits"):
+        entry = left[f"tests/test_slow.py::{case}"]
+        assert entry["why"] == "case-time", entry
+        assert entry["reason"] == "ran past --case-time 2 s on the original (stopped there)"
+    assert report["baseline"]["duration_s"] < 60  # not the 600 s the hanging case asks
+    assert set(report["judged_by"]["rms_norm_kernel"]) == {"tests/test_slow.py::test_quick"}
+    said = " ".join(proc.stdout.split())
+    assert "2 test cases left out: 2 over --case-time 2 s" in said
+
     (root / "tests" / "test_slow.py").write_text(SLOW_SUITE)
     proc = run_cli(
         "run", "src/kernel_lib/ops/rms_norm.py", "--tests", "tests/test_slow.py",
@@ -221,10 +252,10 @@ def test_an_original_out_of_time_runs_again_without_its_slow_cases(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((root / "r.json").read_text())
-    validate(report)
     left = {r["case"]: r for r in report["left_out_cases"]}
-    assert left["tests/test_slow.py::test_hangs"]["why"] == "limit"
+    assert left["tests/test_slow.py::test_hangs_deaf"]["why"] == "limit"
+    assert left["tests/test_slow.py::test_hangs"]["why"] == "case-time"
     assert left["tests/test_slow.py::test_waits"]["why"] == "case-time"
     assert set(report["judged_by"]["rms_norm_kernel"]) == {"tests/test_slow.py::test_quick"}
     said = " ".join(proc.stdout.split())
-    assert "2 test cases left out: 1 ran past the original's limit, 1 over --case-time 2 s" in said
+    assert "3 test cases left out: 1 ran past the original's limit, 2 over --case-time 2 s" in said

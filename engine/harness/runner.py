@@ -18,7 +18,15 @@ import time
 import traceback
 from typing import Any
 
-from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
+from mutant_gate.engine.sandbox.job import (
+    CASE_TIME_WORDS,
+    Check,
+    CheckKind,
+    CheckOutcome,
+    Job,
+    JobResult,
+    JobStatus,
+)
 
 from . import batched, bounds, null_run, parity, shims
 from .cuda_fault import lost_cuda_context
@@ -135,6 +143,42 @@ class _PytestCollector:
             self.collect_skips.append((report.nodeid, why))
 
 
+class CaseTimeExceeded(BaseException):
+    """Raised into a test case's call by ``CaseClock``: a BaseException, so a test's own
+    ``except Exception`` does not swallow it; pytest records it as the case's failure."""
+
+
+def case_clock(seconds: float) -> Any:
+    """A pytest plugin (``--case-time`` on the original): each case's call is stopped once
+    it has run ``seconds``, so a real library's slowest cases cost that, not the job's whole
+    limit. SIGALRM rings again every second until the call ends, should the case catch the
+    first ring; the timer and the previous handler are restored after each call."""
+    import signal
+
+    import pytest
+
+    armed = [False]  # a ring that arrives once the call is over does nothing
+
+    def ring(signum, frame) -> None:
+        if armed[0]:
+            raise CaseTimeExceeded(f"{CASE_TIME_WORDS} {seconds:g} s on the original (stopped there)")
+
+    class CaseClock:
+        @pytest.hookimpl(wrapper=True)
+        def pytest_runtest_call(self, item):
+            previous = signal.signal(signal.SIGALRM, ring)
+            try:
+                armed[0] = True
+                signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+                return (yield)
+            finally:
+                armed[0] = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+
+    return CaseClock()
+
+
 def _skip_reason(report) -> str:
     """pytest's words for a skip (``pytest.skip("...")``, a ``skipif`` reason)."""
     longrepr = report.longrepr
@@ -191,6 +235,8 @@ def _run_pytest(
     for flag, value in chosen:  # pytest's own selection (--tests FILE -k EXPR -m EXPR)
         args += [flag, value]
     plugins = [collector] + ([coverage] if coverage is not None else [])
+    if check.case_time_s:
+        plugins.append(case_clock(check.case_time_s))
     start = time.perf_counter()
     said = _Tee(sys.stderr)  # pytest writes its usage errors there ("ERROR: not found: ...")
     before = os.environ.pop(_NO_AUTOLOAD, None)

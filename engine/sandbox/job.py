@@ -27,6 +27,11 @@ class CheckKind(StrEnum):
     HARNESS = "harness"
 
 
+#: the words a case stopped by the original's ``--case-time`` clock fails with
+#: (``baseline.leave_out_cases`` reads them: such a case is slow, not failing)
+CASE_TIME_WORDS = "ran past --case-time"
+
+
 @dataclass(frozen=True)
 class Check:
     """One thing to run inside the sandbox.
@@ -56,6 +61,10 @@ class Check:
     #: reordering it), and a process's first pytest session costs 0.05 s, not the
     #: seconds importing every installed plugin takes.
     plugins: bool = True
+    #: ``--case-time S`` on the original: each test case's call is stopped once it has
+    #: run S seconds (``harness/runner.CaseClock``), so one slow case costs S, not the
+    #: job's limit; 0: no clock
+    case_time_s: float = 0.0
 
     def to_json(self) -> dict:
         data = {
@@ -74,6 +83,8 @@ class Check:
             data["trusted"] = True
         if not self.plugins:
             data["plugins"] = False
+        if self.case_time_s:
+            data["case_time_s"] = self.case_time_s
         return data
 
     @staticmethod
@@ -88,6 +99,7 @@ class Check:
             data.get("marker", ""),
             bool(data.get("trusted", False)),
             bool(data.get("plugins", True)),
+            float(data.get("case_time_s", 0.0)),
         )
 
 
