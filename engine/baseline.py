@@ -273,7 +273,9 @@ def leave_out_cases(ctx: StageContext, result: JobResult) -> JobResult:
         nodeid = nodeids[index]
         said = _case_reason(result.outcomes[index].message)
         if CASE_TIME_WORDS in said:  # stopped by the clock (``case_clock``): slow, not failing
-            left.setdefault(nodeid, _left(nodeid, SLOW, said[said.index(CASE_TIME_WORDS) :], coverage))
+            left.setdefault(
+                nodeid, _left(nodeid, SLOW, said[said.index(CASE_TIME_WORDS) :], coverage)
+            )
         else:
             left.setdefault(
                 nodeid, _left(nodeid, FAILED, f"failed on the original: {said}", coverage)

@@ -161,7 +161,9 @@ def case_clock(seconds: float) -> Any:
 
     def ring(signum, frame) -> None:
         if armed[0]:
-            raise CaseTimeExceeded(f"{CASE_TIME_WORDS} {seconds:g} s on the original (stopped there)")
+            raise CaseTimeExceeded(
+                f"{CASE_TIME_WORDS} {seconds:g} s on the original (stopped there)"
+            )
 
     class CaseClock:
         @pytest.hookimpl(wrapper=True)
