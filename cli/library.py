@@ -22,6 +22,10 @@ from mutant_gate.cli.check_lines import counted
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import BadInput
 
+#: set to 1: each module starts once the one before has ended (for comparison:
+#: ``benchmarks/library_overlap.py``)
+SEQUENTIAL_ENV = "MUTANT_GATE_LIBRARY_SEQUENTIAL"
+
 
 def wanted(args: argparse.Namespace) -> bool:
     """Whether ``run``'s paths and flags ask for a library run."""
@@ -147,12 +151,15 @@ def prepare(args: argparse.Namespace, console: Console):
         exclude=exclude,
         shard=shard,
         unchanged=unchanged,
+        overlap=os.environ.get(SEQUENTIAL_ENV) != "1",
     )
 
 
 def drive(library, args: argparse.Namespace, console: Console) -> None:
-    """Each module's run on one session, shown by a ``Reporter`` of its own; a module
-    left out says why; a judged one's written tests are written out."""
+    """Each module's run on one session, shown by a ``Reporter`` of its own, one module
+    after the other (underneath, the next module starts in the tail of the one before:
+    ``Library.module_runs``); a module left out says why; a judged one's written tests are
+    written out."""
     from mutant_gate.cli.gates import left_out
     from mutant_gate.cli.reporter import Reporter
     from mutant_gate.cli.written import say_written
@@ -163,22 +170,20 @@ def drive(library, args: argparse.Namespace, console: Console) -> None:
     total = len(library.modules)
     settings = library.settings
     with session.Session(settings, warn=warn) as run:
-        for number, (path, events) in enumerate(library.module_runs(run), 1):
-            shown = escape(session.library.shown(path))
+        for number, (module, events) in enumerate(library.module_runs(run), 1):
+            shown = escape(session.library.shown(module.path))
             console.print(f"[bold]module {number}/{total}: {shown}[/]", highlight=False)
             reporter = Reporter(console, quiet=args.quiet, verbose=getattr(args, "verbose", False))
-            shared = library.shared.shared
             with reporter:
                 for event in events:
                     reporter.handle(event)
-            if library.shared.shared > shared:
+            if module.took_shared:
                 console.print("[dim]the suite's original: taken from an earlier module's run[/]")
-            done = library.last
-            if done.reason:
-                console.print(f"[yellow]left out: {escape(done.reason)}[/]", highlight=False)
-            elif done.report is not None:
-                say_written(run, settings.writers.write_tests, console)
-                left_out(console, done.report)
+            if module.reason:
+                console.print(f"[yellow]left out: {escape(module.reason)}[/]", highlight=False)
+            elif module.report is not None:
+                say_written(run, settings.writers.write_tests, console, module.driver)
+                left_out(console, module.report)
 
 
 def next_step(report: dict) -> str | None:

@@ -23,13 +23,15 @@ def written_line(written) -> str:
     )
 
 
-def say_written(run: session.Session, directory: str | None, console: Console) -> None:
+def say_written(
+    run: session.Session, directory: str | None, console: Console, driver: object = None
+) -> None:
     """The run's written tests in ``directory`` (none: the run writes none), in one line;
-    nothing when it accepted none."""
+    nothing when it accepted none. ``driver``: a library module's run (``Session.driver``)."""
     if not directory:
         return
     try:
-        written = run.write_tests(directory)
+        written = run.write_tests(directory, driver)
     except OSError as exc:
         console.print(
             f"[yellow]cannot write tests to {directory}: {exc.strerror or exc}[/]",

@@ -4,9 +4,10 @@ project's test suite, in one report.
 ``mutant-gate run src/kernel_lib --tests tests``: ``find_modules`` walks the paths for
 ``.py`` files with a ``@triton.jit`` function (less ``--exclude`` globs), ``find_tests``
 walks the test paths for the files ``pytest PATH`` would collect. ``Library`` then drives
-one project-mode run per module, one after the other, over the session's one sandbox
-pool and one cache (an interrupted library run resumes from the cache), each module
-given the whole suite:
+one project-mode run per module over the session's one sandbox pool and one cache (an
+interrupted library run resumes from the cache), each module given the whole suite; the
+runs overlap (the next module starts in the tail of the one before, so no worker idles
+while a module's last jobs and later stages run) and are shown one after the other:
 
 - the suite's original runs once: the first module's passing original is every other
   module's baseline (``SharedOriginal``; the job differs from module to module only in
@@ -30,7 +31,9 @@ import ast
 import fnmatch
 import hashlib
 import os
+import queue
 import re
+import threading
 import time
 import tomllib
 from collections.abc import Iterator
@@ -39,7 +42,7 @@ from dataclasses import dataclass, field, replace
 
 from .baseline import left_out_line
 from .errors import BadInput
-from .events import Event, RunFinished
+from .events import Event, MutantFinished, RunFinished
 from .jobs import toolchain
 from .kernel_file import GIVEN, split_node_id
 from .pipeline import Plan
@@ -57,6 +60,8 @@ NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "v
 SKIP_DIRS = ("__pycache__", "site-packages")
 
 JUDGED, NOT_REACHED, LEFT_OUT = "judged", "not_reached", "left_out"
+#: how often the module being shown looks whether the newest module reached its tail
+POLL_S = 0.5
 #: how an original whose test paths collect no case fails (pytest's exit code 5)
 NO_CASE = "no tests ran (pytest exit code 5)"
 
@@ -291,7 +296,6 @@ class SharedOriginal:
     #: every module's original is the same job (each module stands at its import path
     #: with its own source), so no later module runs it again
     failed: dict[tuple, str] = field(default_factory=dict)
-    asked: tuple | None = None  # the key the module now running asked for
     ran: int = 0  # module baselines that ran the suite (or read it from the cache)
     shared: int = 0  # module baselines that took another module's
 
@@ -318,6 +322,8 @@ class LibraryPlan(Plan):
     def __init__(self, shared: SharedOriginal, shard: tuple[int, int] | None) -> None:
         self.shared = shared
         self.shard = shard
+        self.asked: tuple | None = None  # the key this module asked for
+        self.took_shared = False  # this module's original was another module's
 
     def choose(self, ctx: StageContext, mutants: list[Mutant]) -> list[Mutant]:
         chosen = [m for m in mutants if in_shard(m.id, self.shard)]
@@ -327,7 +333,7 @@ class LibraryPlan(Plan):
 
     def original(self, ctx: StageContext) -> JobResult | None:
         key = SharedOriginal.key(ctx)
-        self.shared.asked = key
+        self.asked = key
         if key is not None and key in self.shared.failed:
             raise BadInput(
                 f"the suite's original, as for an earlier module: {self.shared.failed[key]}"
@@ -335,6 +341,7 @@ class LibraryPlan(Plan):
         found = self.shared.results.get(key) if key is not None else None
         if found is not None:
             self.shared.shared += 1
+            self.took_shared = True
         return found
 
     def ran_original(self, ctx: StageContext, result: JobResult) -> None:
@@ -346,11 +353,48 @@ class LibraryPlan(Plan):
 
 @dataclass
 class ModuleRun:
-    """One module's part: its report, or why it was left out."""
+    """One module's part: its report, or why it was left out; its plan (did it take the
+    suite's original from an earlier module) and its driver (``Session.write_tests``)."""
 
     path: str  # absolute
     report: dict | None = None
     reason: str = ""
+    plan: LibraryPlan | None = None
+    driver: object = None
+
+    @property
+    def took_shared(self) -> bool:
+        return self.plan is not None and self.plan.took_shared
+
+
+class _Feed:
+    """A module's events, produced in a thread of its own into a queue: the module runs
+    while the one before it is still being shown. ``tail`` is set once fewer of its mutant
+    jobs are left than the pool has workers (or its run ended): the pool would idle, so
+    the next module may start."""
+
+    def __init__(self, events: Iterator[Event], workers: int) -> None:
+        self.queue: queue.Queue = queue.Queue()
+        self.tail = threading.Event()
+
+        def work() -> None:
+            try:
+                for event in events:
+                    if isinstance(event, MutantFinished) and event.total - event.done < workers:
+                        self.tail.set()
+                    self.queue.put(("event", event))
+            except BaseException as exc:  # noqa: BLE001 - raised again where it is shown
+                self.queue.put(("error", exc))
+            self.tail.set()
+            self.queue.put(("end", None))
+
+        threading.Thread(target=work, name="library-module", daemon=True).start()
+
+    def take(self, wait_s: float) -> tuple[str, object] | None:
+        try:
+            return self.queue.get(timeout=wait_s)
+        except queue.Empty:
+            return None
 
 
 class Library:
@@ -369,8 +413,12 @@ class Library:
         exclude: tuple[str, ...] = (),
         shard: tuple[int, int] | None = None,
         unchanged: list[str] | None = None,
+        overlap: bool = True,
     ) -> None:
         self.settings = settings
+        #: the next module starts in the tail of the one before (False: once it has ended,
+        #: as ``benchmarks/library_overlap.py`` compares)
+        self.overlap = overlap
         self.modules = modules
         #: ``--changed-since``: the modules with no changed line, not run
         self.unchanged = list(unchanged or [])
@@ -381,19 +429,59 @@ class Library:
         self.runs: list[ModuleRun] = []
         self.started = time.perf_counter()
 
-    def module_runs(self, session) -> Iterator[tuple[str, Iterator[Event]]]:
-        """(module, its events) for each module, on ``session``'s sandbox and cache."""
+    def module_runs(self, session) -> Iterator[tuple[ModuleRun, Iterator[Event]]]:
+        """(module, its events) for each module in turn, on ``session``'s sandbox and cache.
+        Drive each to its end before the next: events come module by module, in order.
+        Underneath, the modules overlap on the one pool: the next module starts once the
+        newest one running has fewer mutant jobs left than the pool has workers (or has
+        ended), so no worker idles through a module's tail or its later stages; its events
+        wait until it is shown. The first module runs alone until then: the suite's
+        original it runs is every later module's (``SharedOriginal``)."""
         self.started = time.perf_counter()
-        for path in self.modules:
-            yield path, self._events(session, path)
+        feeds: list[tuple[ModuleRun, _Feed]] = []
 
-    def _events(self, session, path: str) -> Iterator[Event]:
-        run = ModuleRun(path)
-        self.runs.append(run)
-        settings = replace(self.settings, kernel_path=path, tests=tuple(self.tests))
-        self.shared.asked = None
+        def launch() -> None:
+            path = self.modules[len(feeds)]
+            plan = LibraryPlan(self.shared, self.shard)
+            run = ModuleRun(path, plan=plan)
+            self.runs.append(run)
+            settings = replace(self.settings, kernel_path=path, tests=tuple(self.tests))
+            events = session.events(settings, plan=plan)  # the driver is made here, at once
+            run.driver = session.driver
+            workers = max(1, self.settings.workers or getattr(session.sandbox, "size", 1))
+            workers = workers if self.overlap else 0  # 0: its tail is its end
+            feeds.append((run, _Feed(self._events(run, events), workers)))
+
+        def more() -> None:  # the newest module in its tail: start the next
+            while len(feeds) < len(self.modules) and feeds[-1][1].tail.is_set():
+                launch()
+
+        def shown(feed: _Feed) -> Iterator[Event]:
+            while True:
+                taken = feed.take(POLL_S)
+                more()
+                if taken is None:
+                    continue
+                kind, value = taken
+                if kind == "end":
+                    return
+                if kind == "error":
+                    assert isinstance(value, BaseException)
+                    raise value
+                yield value  # type: ignore[misc]
+
+        if self.modules:
+            launch()
+        for number in range(len(self.modules)):
+            more()
+            if number == len(feeds):  # cannot happen: the one before ended, so its tail is set
+                launch()
+            run, feed = feeds[number]
+            yield run, shown(feed)
+
+    def _events(self, run: ModuleRun, events: Iterator[Event]) -> Iterator[Event]:
         try:
-            for event in session.events(settings, plan=LibraryPlan(self.shared, self.shard)):
+            for event in events:
                 if isinstance(event, RunFinished):
                     run.report = event.report
                 yield event
@@ -402,13 +490,9 @@ class Library:
                 tests = " ".join(self.given_tests) or "(none)"
                 raise BadInput(f"--tests {tests}: pytest collects no test case") from None
             run.reason = str(exc)
-            key = self.shared.asked
+            key = run.plan.asked if run.plan is not None else None
             if key is not None and key not in self.shared.results:  # the suite's original
-                self.shared.failed.setdefault(key, _without_path(run.reason, path))
-
-    @property
-    def last(self) -> ModuleRun | None:
-        return self.runs[-1] if self.runs else None
+                self.shared.failed.setdefault(key, _without_path(run.reason, run.path))
 
     def report(self) -> dict:
         """The library's report as the module runs left it."""

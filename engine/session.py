@@ -323,19 +323,27 @@ class Session:
     def tokens(self) -> dict | None:
         return self._run.ledger.sections().get("tokens") if self._run is not None else None
 
+    @property
+    def driver(self) -> Any:
+        """The newest run's driver, as an opaque handle: a library's module keeps its own
+        (its runs overlap) to hand back to ``write_tests``."""
+        return self._run
+
     def accepted_tests(self) -> tuple:
         return self._run.accepted_tests() if self._run is not None else ()
 
-    def write_tests(self, directory: str) -> Any:
-        """Every accepted test (and its data files) written to ``directory``, each runnable
-        under plain pytest (``writers/on_disk``): a ``Written`` (paths, counts, command)."""
+    def write_tests(self, directory: str, driver: Any = None) -> Any:
+        """Every accepted test (and its data files) of the newest run (or of ``driver``, a
+        handle ``driver`` gave) written to ``directory``, each runnable under plain pytest
+        (``writers/on_disk``): a ``Written`` (paths, counts, command)."""
         from .writers.on_disk import write_tests
 
-        run = self._run
+        run = driver if driver is not None else self._run
         ctx = run.ctx if run is not None else None
         kernel = ctx.kernel if ctx is not None else None
         poison = self.settings.poison_undefined
-        return write_tests(self.accepted_tests(), kernel, directory, self.settings.mode, poison)
+        accepted = run.accepted_tests() if run is not None else ()
+        return write_tests(accepted, kernel, directory, self.settings.mode, poison)
 
     # -- ending ---------------------------------------------------------------------------------
     def stop(self) -> None:
