@@ -1,6 +1,6 @@
 """A library run with its modules overlapping on the pool against the same run with each
 module started once the one before has ended, side by side in one run (fresh caches each
-time, the order alternated between rounds).
+time, the tool's and the pool's Triton cache, the order alternated between rounds).
 
 Run: ``python benchmarks/library_overlap.py ROOT PATH --tests TESTS [--rounds N] [-- FLAGS]``
 from anywhere, ROOT the project's root (the command runs there), PATH and TESTS as
@@ -23,7 +23,9 @@ import time
 def run(root: str, args: list[str], sequential: bool) -> tuple[float, dict]:
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "r.json")
-        env = dict(os.environ, MUTANT_GATE_LIBRARY_SEQUENTIAL="1" if sequential else "0")
+        # TMPDIR: a Triton cache of its own (the pool's shared one lives in the temp dir)
+        env = dict(os.environ, MUTANT_GATE_LIBRARY_SEQUENTIAL="1" if sequential else "0",
+                   TMPDIR=scratch)  # fmt: skip
         command = [sys.executable, "-m", "mutant_gate.cli", "run", *args, "--json", out,
                    "--cache-dir", os.path.join(scratch, "cache"), "--no-write-tests"]  # fmt: skip
         start = time.perf_counter()
@@ -42,14 +44,18 @@ def main() -> None:
     parser.add_argument("paths", nargs="+")
     parser.add_argument("--tests", nargs="+", required=True)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--overlapped-first", action="store_true", help="begin with it")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     ns, extra = parser.parse_args(argv[:cut]), argv[cut + 1 :]
-    args = [*ns.paths, "--tests", *ns.tests, "--writer", "none", *extra]
+    tests = [word for test in ns.tests for word in ("--tests", test)]
+    args = [*ns.paths, *tests, "--writer", "none", *extra]
     times: dict[bool, list[float]] = {True: [], False: []}
     verdicts: dict[bool, list[dict]] = {True: [], False: []}
     for number in range(ns.rounds):
-        for sequential in (True, False) if number % 2 == 0 else (False, True):
+        for sequential in (
+            (True, False) if (number + ns.overlapped_first) % 2 == 0 else (False, True)
+        ):
             seconds, found = run(ns.root, args, sequential)
             times[sequential].append(seconds)
             verdicts[sequential].append(found)
