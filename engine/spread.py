@@ -17,6 +17,7 @@ and a second run reads them back.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import replace
 
 from .kernel_file import EXTRA_TESTS
@@ -203,6 +204,8 @@ def run_original(ctx, job: Job, on_progress=None) -> tuple[JobResult, bool]:
     jobs = spread_jobs(job, ctx.workers) if ctx.kernel.project is not None else [job]
     if len(jobs) == 1:
         return ctx.execute(job, on_progress=on_progress)
+    if on_progress is not None:
+        return _followed(ctx, jobs, on_progress)
     keys = {f"share-{k}": j for k, j in enumerate(jobs)}
     done = ctx.run_all(keys)
     missing = [k for k in keys if k not in done]
@@ -210,3 +213,29 @@ def run_original(ctx, job: Job, on_progress=None) -> tuple[JobResult, bool]:
         return JobResult(JobStatus.ERROR, error="the original was cancelled"), False
     results = [done[k][0] for k in keys]
     return joined(results), all(done[k][1] for k in keys)
+
+
+def _followed(ctx, jobs: list[Job], on_progress) -> tuple[JobResult, bool]:
+    """The shares run at once, each followed live: every share's cases reach
+    ``on_progress`` as they go (its count of collected cases too: the progress line adds
+    them up), as one job's would."""
+    found: list[tuple[JobResult, bool] | None] = [None] * len(jobs)
+
+    def work(number: int) -> None:
+        try:
+            found[number] = ctx.execute(jobs[number], on_progress=on_progress)
+        except Exception as exc:  # noqa: BLE001 - a failure is data
+            found[number] = (JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}"), False)
+
+    threads = [
+        threading.Thread(target=work, args=(n,), name=f"original-share-{n}", daemon=True)
+        for n in range(len(jobs))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if ctx.cancel.is_set() or any(f is None for f in found):
+        return JobResult(JobStatus.ERROR, error="the original was cancelled"), False
+    done = [f for f in found if f is not None]
+    return joined([r for r, _ in done]), all(c for _, c in done)

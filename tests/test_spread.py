@@ -4,6 +4,7 @@ a job of its own, joined into the one result a single job would have given."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -91,12 +92,16 @@ def test_a_share_that_timed_out_keeps_the_case_log_a_timeout_says():
 
 @pytest.mark.slow
 def test_a_spread_original_gives_the_single_jobs_verdicts(tmp_path):
-    """A library whose suite has four test files, at -j 2: the original runs as two shares,
-    and every verdict is the one the unshared original (-j 1) gives."""
+    """A library whose suite has five test files, at -j 2: the original runs as two shares,
+    followed live as one job is (a slow case's line), and every verdict is the one the
+    unshared original (-j 1) gives."""
     root = copy_lib(tmp_path)
     tests = root / "tests"
     shutil.copy(tests / "test_scale.py", tests / "test_scale_again.py")
-    reports = {}
+    (tests / "test_slow_case.py").write_text(
+        "import time\n\n\ndef test_sleeps():\n    time.sleep(1.1)\n"
+    )
+    reports, said = {}, {}
     for jobs in ("1", "2"):
         out = tmp_path / f"j{jobs}.json"
         proc = run_cli(
@@ -105,9 +110,14 @@ def test_a_spread_original_gives_the_single_jobs_verdicts(tmp_path):
         )  # fmt: skip
         assert proc.returncode == 0, proc.stdout + proc.stderr
         reports[jobs] = json.loads(out.read_text())
+        said[jobs] = proc.stdout
     assert verdicts(reports["2"]) == verdicts(reports["1"])
     assert [f["status"] for f in reports["2"]["files"]] == ["judged"] * 3
     assert "spread" not in reports["1"]["baseline"]
     assert reports["2"]["baseline"]["spread"]["shares"] == 2
     cases = {c["case"] for c in reports["1"]["baseline"]["cases"]}
     assert {c["case"] for c in reports["2"]["baseline"]["cases"]} == cases
+    # the shares are followed live, as one job is: a case slower than a second is said
+    for jobs in ("1", "2"):
+        assert re.search(r"original: tests/test_slow_case.py::test_sleeps passed in 1\.\d s",
+                         said[jobs]), said[jobs]  # fmt: skip
