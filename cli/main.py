@@ -104,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="S",
         help="leave out the test cases slower than S seconds on the original (named in the "
-        "report); in project mode, the cases the original fails are left out too",
+        "report; in project mode each is stopped there, so a slow case costs S); in project "
+        "mode, the cases the original fails are left out too",
     )
     run.add_argument(
         "--memory-mb",
