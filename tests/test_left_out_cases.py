@@ -188,7 +188,11 @@ def test_a_suite_with_no_case_left_is_one_line(tmp_path):
 
 #: a suite with a case that never ends and one slower than the --case-time given
 SLOW_SUITE = """
+import os
 import signal
+import subprocess
+import sys
+import tempfile
 import time
 
 import torch
@@ -207,6 +211,29 @@ def test_waits(device):
 
 def test_hangs():
     time.sleep(600)
+
+
+SPAWNED = os.path.join(tempfile.gettempdir(), "spawned.pid")
+
+
+def test_spawns():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    with open(SPAWNED, "w") as fh:
+        fh.write(str(child.pid))
+    time.sleep(600)
+
+
+def test_spawned_is_gone():  # the stopped case's process: killed with it
+    if not os.path.exists(SPAWNED):  # deselected (a rerun without the slow cases)
+        return
+    with open(SPAWNED) as fh:
+        pid = int(fh.read())
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return
+    assert state == "Z", f"the stopped case's process {pid} still runs ({state})"
 
 
 def test_hangs_deaf():
@@ -235,14 +262,14 @@ def test_the_originals_slow_cases_are_stopped_at_the_case_time(tmp_path):
     report = json.loads((root / "r.json").read_text())
     validate(report)
     left = {r["case"]: r for r in report["left_out_cases"]}
-    for case in ("test_hangs", "test_waits"):
+    for case in ("test_hangs", "test_waits", "test_spawns"):
         entry = left[f"tests/test_slow.py::{case}"]
         assert entry["why"] == "case-time", entry
         assert entry["reason"] == "ran past --case-time 2 s on the original (stopped there)"
     assert report["baseline"]["duration_s"] < 60  # not the 600 s the hanging case asks
     assert set(report["judged_by"]["rms_norm_kernel"]) == {"tests/test_slow.py::test_quick"}
     said = " ".join(proc.stdout.split())
-    assert "2 test cases left out: 2 over --case-time 2 s" in said
+    assert "3 test cases left out: 3 over --case-time 2 s" in said
 
     (root / "tests" / "test_slow.py").write_text(SLOW_SUITE)
     proc = run_cli(
@@ -258,4 +285,4 @@ def test_the_originals_slow_cases_are_stopped_at_the_case_time(tmp_path):
     assert left["tests/test_slow.py::test_waits"]["why"] == "case-time"
     assert set(report["judged_by"]["rms_norm_kernel"]) == {"tests/test_slow.py::test_quick"}
     said = " ".join(proc.stdout.split())
-    assert "3 test cases left out: 1 ran past the original's limit, 2 over --case-time 2 s" in said
+    assert "4 test cases left out: 1 ran past the original's limit, 3 over --case-time 2 s" in said

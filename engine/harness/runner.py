@@ -148,19 +148,63 @@ class CaseTimeExceeded(BaseException):
     ``except Exception`` does not swallow it; pytest records it as the case's failure."""
 
 
+def descendants(root: int) -> list[int]:
+    """The processes below ``root`` (children, theirs...), read from /proc; [] where there
+    is no /proc."""
+    children: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_all(pids: set[int]) -> None:
+    import signal
+
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    for pid in pids:  # reaped where they are ours, so none stays a zombie
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except OSError:
+            pass
+
+
 def case_clock(seconds: float) -> Any:
     """A pytest plugin (``--case-time`` on the original): each case's call is stopped once
     it has run ``seconds``, so a real library's slowest cases cost that, not the job's whole
     limit. SIGALRM rings again every second until the call ends, should the case catch the
-    first ring; the timer and the previous handler are restored after each call."""
+    first ring; the timer and the previous handler are restored after each call, and the
+    processes a stopped case started (``mp.spawn``'s ranks waiting for each other) are
+    killed, not left to run beside the cases after it."""
     import signal
 
     import pytest
 
     armed = [False]  # a ring that arrives once the call is over does nothing
+    rang = [False]
 
     def ring(signum, frame) -> None:
         if armed[0]:
+            rang[0] = True
             raise CaseTimeExceeded(
                 f"{CASE_TIME_WORDS} {seconds:g} s on the original (stopped there)"
             )
@@ -168,7 +212,9 @@ def case_clock(seconds: float) -> Any:
     class CaseClock:
         @pytest.hookimpl(wrapper=True)
         def pytest_runtest_call(self, item):
+            before = set(descendants(os.getpid()))
             previous = signal.signal(signal.SIGALRM, ring)
+            rang[0] = False
             try:
                 armed[0] = True
                 signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
@@ -177,6 +223,8 @@ def case_clock(seconds: float) -> Any:
                 armed[0] = False
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, previous)
+                if rang[0]:  # what the stopped case started would run on beside the rest
+                    kill_all(set(descendants(os.getpid())) - before)
 
     return CaseClock()
 
