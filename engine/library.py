@@ -361,6 +361,9 @@ class ModuleRun:
     reason: str = ""
     plan: LibraryPlan | None = None
     driver: object = None
+    #: when its run began and ended, in seconds after the library run's start
+    started_s: float | None = None
+    finished_s: float | None = None
 
     @property
     def took_shared(self) -> bool:
@@ -443,7 +446,7 @@ class Library:
         def launch() -> None:
             path = self.modules[len(feeds)]
             plan = LibraryPlan(self.shared, self.shard)
-            run = ModuleRun(path, plan=plan)
+            run = ModuleRun(path, plan=plan, started_s=self._clock())
             self.runs.append(run)
             settings = replace(self.settings, kernel_path=path, tests=tuple(self.tests))
             events = session.events(settings, plan=plan)  # the driver is made here, at once
@@ -479,13 +482,18 @@ class Library:
             run, feed = feeds[number]
             yield run, shown(feed)
 
+    def _clock(self) -> float:
+        return round(time.perf_counter() - self.started, 2)
+
     def _events(self, run: ModuleRun, events: Iterator[Event]) -> Iterator[Event]:
         try:
             for event in events:
                 if isinstance(event, RunFinished):
                     run.report = event.report
+                    run.finished_s = self._clock()
                 yield event
         except BadInput as exc:
+            run.finished_s = self._clock()
             if NO_CASE in str(exc):  # the suite, not the module: every module would say it
                 tests = " ".join(self.given_tests) or "(none)"
                 raise BadInput(f"--tests {tests}: pytest collects no test case") from None
@@ -498,7 +506,11 @@ class Library:
         """The library's report as the module runs left it."""
         reports = [r.report for r in self.runs if r.report is not None]
         first = reports[0] if reports else None
-        files = [file_record(r.path, r.report, r.reason) for r in self.runs]
+        files = [
+            {**file_record(r.path, r.report, r.reason), "started_s": r.started_s,
+             "finished_s": r.finished_s}
+            for r in self.runs
+        ]  # fmt: skip
         rows = [
             {**row, "file": shown(r.path)}
             for r in self.runs

@@ -137,6 +137,10 @@ def test_a_library_run_judges_every_module_as_its_own_run_does(tmp_path):
     assert "kernel_lib.ops.unused" in files["unused"]["reason"]
     assert files["broken"]["status"] == "left_out"
     assert "not valid Python" in files["broken"]["reason"]
+    for f in report["files"]:
+        assert 0 <= f["started_s"] <= f["finished_s"], f
+    # the modules overlap: scale's run starts in rms_norm's tail (its survivors' oracle)
+    assert files["scale"]["started_s"] < files["rms_norm"]["finished_s"]
     assert report["library"]["originals_run"] == 1  # the suite ran once for every module
     assert report["library"]["originals_shared"] == 3
     judged = [f for f in report["files"] if f["status"] != "left_out"]
