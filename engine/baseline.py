@@ -240,7 +240,7 @@ def _keyword_way(cases: dict) -> str:
 #: the run section (and the original's ``extra`` key) naming the cases left out
 LEFT_OUT_CASES = "left_out_cases"
 #: why a case is left out: it failed on the original, it was slower than --case-time
-FAILED, SLOW, LIMIT = "failed", "case-time", "limit"
+FAILED, SLOW, LIMIT, UNCOLLECTED_WHY = "failed", "case-time", "limit", "collect"
 #: a left-out case's reason, at most this long (the report keeps one line per case)
 REASON_CHARS = 160
 
@@ -265,10 +265,19 @@ def leave_out_cases(ctx: StageContext, result: JobResult) -> JobResult:
         return result
     own = ctx.kernel.name if ctx.kernel.project is None else None
     left = {r["case"]: r for r in result.extra.get(LEFT_OUT_CASES) or []}
+    kept_out: set[int] = set()  # outcomes of the test files that failed to collect
     nodeids = _case_nodeids(result.outcomes, coverage, own)
     failed = {n for n, o in enumerate(result.outcomes) if o.status == "failed"}
-    if not failed <= set(nodeids):
+    uncollected = {n: f for n in failed if (f := _uncollected(result.outcomes[n])) is not None}
+    if not failed - set(uncollected) <= set(nodeids):
         return result  # a failure not matched to a recorded case: said as it is
+    for index, path in uncollected.items():  # a test file pytest could not collect
+        said = _case_reason(result.outcomes[index].message)
+        reason = f"failed to collect on the original: {said}"
+        left.setdefault(path, {"case": path, "why": UNCOLLECTED_WHY, "reason": reason,
+                               "duration_s": 0.0, "functions": []})  # fmt: skip
+        failed.discard(index)
+        kept_out.add(index)
     for index in sorted(failed):
         nodeid = nodeids[index]
         said = _case_reason(result.outcomes[index].message)
@@ -289,7 +298,7 @@ def leave_out_cases(ctx: StageContext, result: JobResult) -> JobResult:
     if not left:
         return result
     records = list(left.values())
-    kept = [o for n, o in enumerate(result.outcomes) if n not in failed]
+    kept = [o for n, o in enumerate(result.outcomes) if n not in failed | kept_out]
     staying = [
         n
         for n, o in enumerate(result.outcomes)
@@ -364,9 +373,21 @@ def _case_failures(kernel: KernelFile, result: JobResult) -> list[CheckOutcome] 
         return None
     failed = [o for o in result.outcomes if o.status == "failed"]
     prefix = f"{EXTRA_TESTS}::"
-    if not failed or not all(o.name.startswith(prefix) for o in failed):
+    if not failed or not all(o.name.startswith(prefix) or _uncollected(o) for o in failed):
         return None
     return failed
+
+
+#: a test file pytest could not collect, as the runner says it ("collection failed (FILE): ")
+UNCOLLECTED = re.compile(r"^collection failed \(([^)\n]+)\): ")
+
+
+def _uncollected(outcome: CheckOutcome) -> str | None:
+    """The test file (its node id) whose collection failed, where ``outcome`` says so."""
+    if outcome.name != EXTRA_TESTS:
+        return None
+    found = UNCOLLECTED.match(outcome.message)
+    return found.group(1) if found else None
 
 
 def _case_nodeids(
@@ -399,6 +420,8 @@ def left_out_line(records: list[dict]) -> str:
     failed = sum(1 for r in records if r["why"] == FAILED)
     past = sum(1 for r in records if r["why"] == LIMIT)
     slow = [r for r in records if r["why"] == SLOW]
+    files = sum(1 for r in records if r["why"] == UNCOLLECTED_WHY)
+    records = [r for r in records if r["why"] != UNCOLLECTED_WHY]
     parts = [f"{failed} failed on the original"] if failed else []
     if past:
         parts.append(f"{past} ran past the original's limit")
@@ -406,7 +429,11 @@ def left_out_line(records: list[dict]) -> str:
         limit = re.search(r"--case-time (\S+) s", slow[0]["reason"])
         parts.append(f"{len(slow)} over --case-time {limit.group(1) if limit else '?'} s")
     n = len(records)
-    return f"{n} test case{'s' if n != 1 else ''} left out: {', '.join(parts)}"
+    cases = f"{n} test case{'s' if n != 1 else ''} left out: {', '.join(parts)}" if n else ""
+    if not files:
+        return cases
+    uncollected = f"{files} test file{'s' if files != 1 else ''} pytest could not collect"
+    return f"{cases}; {uncollected} left out" if cases else f"{uncollected} left out"
 
 
 def _selection_leaves_cases(ctx: StageContext, result: JobResult) -> None:

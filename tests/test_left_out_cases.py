@@ -128,13 +128,17 @@ def test_case_time_comes_from_the_configuration(tmp_path):
 
 @pytest.mark.slow
 def test_failing_and_slow_cases_are_left_out_and_the_run_goes_on(tmp_path):
-    """A library whose suite has cases the original fails and one slower than
-    --case-time: each is named in the report with its reason and runs for no mutant (the
+    """A library whose suite has cases the original fails, one slower than --case-time and
+    a test file pytest cannot collect: each is named in the report with its reason and runs for no mutant (the
     rms norm's verdicts are those of its own run with its own test file); a module every
     case of which was left out is left out, saying so, and not scored."""
     root = copy_lib(tmp_path)
     (root / "tests" / "test_extra.py").write_text(EXTRA_TESTS)
     (root / "tests" / "test_scale.py").write_text(BROKEN_SCALE)
+    # a test file pytest cannot collect here (a real library's GPU-only file on a CPU)
+    (root / "tests" / "test_gpu_only.py").write_text(
+        "import no_such_module\n\n\ndef test_x():\n    pass\n"
+    )
     alone = tmp_path / "alone.json"
     proc = run_cli(
         "run", "src/kernel_lib/ops/rms_norm.py", "--tests", "tests/test_rms_norm.py",
@@ -153,7 +157,12 @@ def test_failing_and_slow_cases_are_left_out_and_the_run_goes_on(tmp_path):
         "tests/test_scale.py::test_scale",
         "tests/test_extra.py::test_rms_wrong[16]",
         "tests/test_extra.py::test_rms_slow",
+        "tests/test_gpu_only.py",
     }
+    assert left["tests/test_gpu_only.py"]["why"] == "collect"
+    assert left["tests/test_gpu_only.py"]["reason"] == (
+        "failed to collect on the original: ModuleNotFoundError: No module named 'no_such_module'"
+    )
     assert left["tests/test_extra.py::test_rms_wrong[16]"]["why"] == "failed"
     assert "only eight" in left["tests/test_extra.py::test_rms_wrong[16]"]["reason"]
     assert left["tests/test_extra.py::test_rms_slow"]["why"] == "case-time"
@@ -167,8 +176,11 @@ def test_failing_and_slow_cases_are_left_out_and_the_run_goes_on(tmp_path):
     mine = {r["id"]: r["verdict"] for r in report["mutants"] if r["file"].endswith("rms_norm.py")}
     assert mine == verdicts(json.loads(alone.read_text()))
     assert report["score"]["total"] == files["rms_norm.py"]["mutants"]  # scale: not scored
-    said = "3 test cases left out: 2 failed on the original, 1 over --case-time 2.5 s"
-    assert proc.stdout.count(said) == 2, proc.stdout  # one line per module
+    said = (
+        "3 test cases left out: 2 failed on the original, 1 over --case-time 2.5 s; "
+        "1 test file pytest could not collect left out"
+    )
+    assert " ".join(proc.stdout.split()).count(said) == 2, proc.stdout  # one line per module
 
 
 @pytest.mark.slow

@@ -136,8 +136,8 @@ class _PytestCollector:
             )
 
     def pytest_collectreport(self, report) -> None:
-        if report.failed:
-            self.collect_errors.append(tail(report.longreprtext))
+        if report.failed:  # "collection failed (FILE): ..." (``baseline`` reads the file)
+            self.collect_errors.append(f"({report.nodeid}): {tail(report.longreprtext)}")
         elif report.skipped:
             why = _skip_reason(report) or "skipped while collecting"
             self.collect_skips.append((report.nodeid, why))
@@ -309,7 +309,7 @@ def _run_pytest(
     errors = [line for line in said.text.getvalue().splitlines() if line.startswith("ERROR:")]
     seconds = time.perf_counter() - start
     if collector.collect_errors:
-        message = "collection failed: " + "\n".join(collector.collect_errors)
+        message = "collection failed " + "\n".join(collector.collect_errors)
         outcomes.append(CheckOutcome(check.name, "failed", seconds, tail(message)))
     elif not outcomes:
         outcomes += _none_ran(check, collector, errors, chosen, int(code), seconds)

@@ -15,8 +15,9 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 #: Bump when the harness changes in a way that can change a result.
-HARNESS_VERSION = "4"  # 2: private filesystem and unprivileged user; 3: interpreter parity;
-#: 4: a writable view of the project, and the jit functions each launch reaches
+HARNESS_VERSION = "5"  # 2: private filesystem and unprivileged user; 3: interpreter parity;
+#: 4: a writable view of the project, and the jit functions each launch reaches; 5: the
+#: original's case clock (--case-time), a collection failure names its file
 
 
 class CheckKind(StrEnum):
