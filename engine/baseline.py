@@ -19,7 +19,7 @@ from .events import Event, OwnCheckJudged
 from .kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, KernelFile, TestFile
 from .limits import describe
 from .own_check import NOTHING_ASSERTED
-from .sandbox.job import CASE_TIME_WORDS, CheckOutcome, JobResult, JobStatus
+from .sandbox.job import CASE_TIME_WORDS, TOO_BIG_WORDS, CheckOutcome, JobResult, JobStatus
 from .spread import run_original
 from .stage import StageContext
 from .verdicts import summarize_error
@@ -459,6 +459,9 @@ def failed_original(kernel: KernelFile, mode: str, job_mode: str, result: JobRes
     limit it hit, the interpreter, a test file (``--tests``, the project's, a written
     one: named as such), or the file's own check."""
     name = kernel.path
+    if result.status is JobStatus.ERROR and TOO_BIG_WORDS in result.error:
+        said = result.error.splitlines()[0]  # one test file's cases alone are too many
+        return BadInput(f"{name}: the original's {said}; leave cases out with -k EXPR")
     why = summarize_error(result.error) or result.status.value
     failing = result.first_failure
     if failing is not None and failing.name == "import":

@@ -21,7 +21,7 @@ import threading
 from dataclasses import replace
 
 from .kernel_file import EXTRA_TESTS
-from .sandbox.job import Check, Job, JobResult, JobStatus
+from .sandbox.job import TOO_BIG_WORDS, Check, Job, JobResult, JobStatus
 
 #: a failed share's status wins over a passing one's; the first in this order over the rest
 WORST_FIRST = (
@@ -200,32 +200,16 @@ def joined(results: list[JobResult]) -> JobResult:
 def run_original(ctx, job: Job, on_progress=None) -> tuple[JobResult, bool]:
     """The original's job on ``ctx`` (a ``StageContext``), spread over its workers where the
     suite splits (project mode: the test files are the project's own); (result, served
-    whole from the cache). One share: the job as it is, with ``on_progress``."""
+    whole from the cache). The shares run at once, each followed live: every share's cases
+    reach ``on_progress`` as they go (its count of collected cases too: the progress line
+    adds them up), as one job's would. A share whose answer is too large for one result (a
+    real library's thousand cases, their failures' text) runs again as two, down to one
+    test file a share."""
     jobs = spread_jobs(job, ctx.workers) if ctx.kernel.project is not None else [job]
-    if len(jobs) == 1:
-        return ctx.execute(job, on_progress=on_progress)
-    if on_progress is not None:
-        return _followed(ctx, jobs, on_progress)
-    keys = {f"share-{k}": j for k, j in enumerate(jobs)}
-    done = ctx.run_all(keys)
-    missing = [k for k in keys if k not in done]
-    if missing:  # the run was cancelled: what ran, as one interrupted original
-        return JobResult(JobStatus.ERROR, error="the original was cancelled"), False
-    results = [done[k][0] for k in keys]
-    return joined(results), all(done[k][1] for k in keys)
-
-
-def _followed(ctx, jobs: list[Job], on_progress) -> tuple[JobResult, bool]:
-    """The shares run at once, each followed live: every share's cases reach
-    ``on_progress`` as they go (its count of collected cases too: the progress line adds
-    them up), as one job's would."""
-    found: list[tuple[JobResult, bool] | None] = [None] * len(jobs)
+    found: list[list[tuple[JobResult, bool]]] = [[] for _ in jobs]
 
     def work(number: int) -> None:
-        try:
-            found[number] = ctx.execute(jobs[number], on_progress=on_progress)
-        except Exception as exc:  # noqa: BLE001 - a failure is data
-            found[number] = (JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}"), False)
+        found[number] = _share(ctx, jobs[number], on_progress)
 
     threads = [
         threading.Thread(target=work, args=(n,), name=f"original-share-{n}", daemon=True)
@@ -235,7 +219,32 @@ def _followed(ctx, jobs: list[Job], on_progress) -> tuple[JobResult, bool]:
         thread.start()
     for thread in threads:
         thread.join()
-    if ctx.cancel.is_set() or any(f is None for f in found):
+    done = [f for share in found for f in share]
+    if ctx.cancel.is_set() or any(not share for share in found):
         return JobResult(JobStatus.ERROR, error="the original was cancelled"), False
-    done = [f for f in found if f is not None]
     return joined([r for r, _ in done]), all(c for _, c in done)
+
+
+def _share(ctx, job: Job, on_progress) -> list[tuple[JobResult, bool]]:
+    try:
+        result, cached = ctx.execute(job, on_progress=on_progress)
+    except Exception as exc:  # noqa: BLE001 - a failure is data
+        return [(JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}"), False)]
+    halves = _halves(job)
+    if result.status is JobStatus.ERROR and TOO_BIG_WORDS in result.error and halves:
+        return [found for half in halves for found in _share(ctx, half, on_progress)]
+    return [(result, cached)]
+
+
+def _halves(job: Job) -> list[Job] | None:
+    """The job as two, its test files dealt between them (its other checks in the first);
+    None where it holds fewer than two test files."""
+    tests = [c for c in job.checks if c.name == EXTRA_TESTS]
+    if len(tests) < 2:
+        return None
+    second = set(tests[len(tests) // 2 :])
+    first = tuple(c for c in job.checks if c not in second)
+    return [
+        replace(job, checks=first),
+        replace(job, checks=tuple(c for c in job.checks if c in second)),
+    ]

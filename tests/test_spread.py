@@ -121,3 +121,35 @@ def test_a_spread_original_gives_the_single_jobs_verdicts(tmp_path):
     for jobs in ("1", "2"):
         assert re.search(r"original: tests/test_slow_case.py::test_sleeps passed in 1\.\d s",
                          said[jobs]), said[jobs]  # fmt: skip
+
+
+#: a test file whose every case fails with a long message: two of them make one job's
+#: answer larger than a result may hold
+NOISY = """
+import pytest
+
+
+@pytest.mark.parametrize("n", range(150))
+def test_noisy(n):
+    assert False, "x" * 5000
+"""
+
+
+@pytest.mark.slow
+def test_an_original_too_large_for_one_result_runs_again_as_two(tmp_path):
+    """A suite whose original's answer passes the limit one result may hold (a real
+    library's thousand cases and their failures' text): the job runs again as two, and the
+    run goes on with every failing case left out, as with an original that fits."""
+    root = copy_lib(tmp_path)
+    for name in ("test_noisy_a.py", "test_noisy_b.py"):
+        (root / "tests" / name).write_text(NOISY)
+    proc = run_cli(
+        "run", "src/kernel_lib/ops/scale.py", "--tests", "tests", *QUICK, "-j", "1",
+        "--json", "r.json", cwd=root,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((root / "r.json").read_text())
+    left = [c for c in report["left_out_cases"] if "test_noisy" in c["case"]]
+    assert len(left) == 300 and all(c["why"] == "failed" for c in left)
+    assert report["baseline"]["spread"]["shares"] == 2  # one job, run again as two
+    assert report["score"]["total"] > 0

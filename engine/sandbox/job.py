@@ -28,6 +28,10 @@ class CheckKind(StrEnum):
     HARNESS = "harness"
 
 
+#: the words of a job whose answer passed the limit a result may hold (``sandbox/worker``):
+#: a large suite's original, split in two and run again (``spread``)
+TOO_BIG_WORDS = "bytes a result may hold"
+
 #: the words a case stopped by the original's ``--case-time`` clock fails with
 #: (``baseline.leave_out_cases`` reads them: such a case is slow, not failing)
 CASE_TIME_WORDS = "ran past --case-time"

@@ -442,10 +442,12 @@ class CaseLog:
 def _too_big(size: int, output: str, duration: float) -> dict:
     """A job whose answer passed ``RESULT_LIMIT``: the harness's fault, not the code's.
     Never a crash (a crash blames whichever side of a probe printed its marker last)."""
+    from mutant_gate.engine.sandbox.job import TOO_BIG_WORDS
+
     return {
         "status": "error",
         "error": f"the job's answer ({size} bytes and more) is over the {RESULT_LIMIT} "
-        f"bytes a result may hold\n{output}".strip(),
+        f"{TOO_BIG_WORDS}\n{output}".strip(),
         "duration_s": duration,
     }
 
