@@ -203,8 +203,8 @@ def run_original(ctx, job: Job, on_progress=None) -> tuple[JobResult, bool]:
     whole from the cache). The shares run at once, each followed live: every share's cases
     reach ``on_progress`` as they go (its count of collected cases too: the progress line
     adds them up), as one job's would. A share whose answer is too large for one result (a
-    real library's thousand cases, their failures' text) runs again as two, down to one
-    test file a share."""
+    real library's thousand cases, their failures' text) runs again as one job a
+    test file."""
     jobs = spread_jobs(job, ctx.workers) if ctx.kernel.project is not None else [job]
     found: list[list[tuple[JobResult, bool]]] = [[] for _ in jobs]
 
@@ -230,21 +230,34 @@ def _share(ctx, job: Job, on_progress) -> list[tuple[JobResult, bool]]:
         result, cached = ctx.execute(job, on_progress=on_progress)
     except Exception as exc:  # noqa: BLE001 - a failure is data
         return [(JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}"), False)]
-    halves = _halves(job)
-    if result.status is JobStatus.ERROR and TOO_BIG_WORDS in result.error and halves:
-        return [found for half in halves for found in _share(ctx, half, on_progress)]
-    return [(result, cached)]
+    pieces = _per_file(job)
+    if result.status is not JobStatus.ERROR or TOO_BIG_WORDS not in result.error or not pieces:
+        return [(result, cached)]
+    # at once down to one test file a job (halving ran a real library's cases again and
+    # again), the pieces side by side on the pool
+    found: list[tuple[JobResult, bool]] = [
+        (JobResult(JobStatus.ERROR, error="the original was cancelled"), False)
+    ] * len(pieces)
+
+    def work(number: int) -> None:
+        try:
+            found[number] = ctx.execute(pieces[number], on_progress=on_progress)
+        except Exception as exc:  # noqa: BLE001 - a failure is data
+            found[number] = (JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}"), False)
+
+    threads = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(len(pieces))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return found
 
 
-def _halves(job: Job) -> list[Job] | None:
-    """The job as two, its test files dealt between them (its other checks in the first);
-    None where it holds fewer than two test files."""
+def _per_file(job: Job) -> list[Job] | None:
+    """The job as one job a test file (its other checks in the first); None where it holds
+    fewer than two test files."""
     tests = [c for c in job.checks if c.name == EXTRA_TESTS]
     if len(tests) < 2:
         return None
-    second = set(tests[len(tests) // 2 :])
-    first = tuple(c for c in job.checks if c not in second)
-    return [
-        replace(job, checks=first),
-        replace(job, checks=tuple(c for c in job.checks if c in second)),
-    ]
+    others = tuple(c for c in job.checks if c.name != EXTRA_TESTS)
+    return [replace(job, checks=(*others, c) if n == 0 else (c,)) for n, c in enumerate(tests)]
