@@ -181,13 +181,16 @@ def test_test_files_that_collect_no_case_are_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_a_suite_whose_original_fails_is_run_once_and_every_module_says_why(tmp_path):
-    """Every module's original is the same job: when it fails outside any one case (here
-    a test file that cannot be collected; a failing case is left out instead, see
-    test_left_out_cases.py), the first module says why and the others are left out with
-    the same reason, without running it again."""
+    """Every module's original is the same job: when it leaves no case to judge a mutant
+    (here every case fails in an autouse fixture; a test file that cannot be collected is
+    left out, see test_left_out_cases.py), the first module says why and the others are
+    left out with the same reason, without running it again."""
     root = copy_lib(tmp_path)
-    (root / "tests" / "test_broken.py").write_text(
-        "raise RuntimeError('test_fails_on_the_original: the suite fails here')\n"
+    conftest = root / "tests" / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + "\n\n@pytest.fixture(autouse=True)\ndef _broken():\n"
+        + "    raise RuntimeError('test_fails_on_the_original: the suite fails here')\n"
     )
     proc = run_cli("run", "src/kernel_lib", "--tests", "tests", *QUICK, cwd=root)
     assert proc.returncode == 2, proc.stdout + proc.stderr
