@@ -254,6 +254,19 @@ def test_hangs_deaf():
 """
 
 
+def _run_slow_suite(root, suite: str, timeout: int):
+    """The rms norm judged by ``suite`` as its test file, --case-time 2: (the process, its
+    JSON report); the run must pass."""
+    (root / "tests" / "test_slow.py").write_text(suite)
+    proc = run_cli(
+        "run", "src/kernel_lib/ops/rms_norm.py", "--tests", "tests/test_slow.py",
+        "--operators", "mask-drop", "--timeout", str(timeout), "--case-time", "2",
+        *QUICK, "--json", "r.json", cwd=root,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc, json.loads((root / "r.json").read_text())
+
+
 @pytest.mark.slow
 def test_the_originals_slow_cases_are_stopped_at_the_case_time(tmp_path):
     """With --case-time S, each case of the original is stopped once it has run S seconds:
@@ -262,16 +275,7 @@ def test_the_originals_slow_cases_are_stopped_at_the_case_time(tmp_path):
     again without it; the run goes on with the rest, each left-out case named with its
     reason."""
     root = copy_lib(tmp_path)
-    (root / "tests" / "test_slow.py").write_text(
-        SLOW_SUITE.replace("def test_hangs_deaf", "def _x")
-    )
-    proc = run_cli(
-        "run", "src/kernel_lib/ops/rms_norm.py", "--tests", "tests/test_slow.py",
-        "--operators", "mask-drop", "--timeout", "300", "--case-time", "2",
-        *QUICK, "--json", "r.json", cwd=root,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads((root / "r.json").read_text())
+    proc, report = _run_slow_suite(root, SLOW_SUITE.replace("def test_hangs_deaf", "def _x"), 300)
     validate(report)
     left = {r["case"]: r for r in report["left_out_cases"]}
     for case in ("test_hangs", "test_waits", "test_spawns"):
@@ -283,14 +287,7 @@ def test_the_originals_slow_cases_are_stopped_at_the_case_time(tmp_path):
     said = " ".join(proc.stdout.split())
     assert "3 test cases left out: 3 over --case-time 2 s" in said
 
-    (root / "tests" / "test_slow.py").write_text(SLOW_SUITE)
-    proc = run_cli(
-        "run", "src/kernel_lib/ops/rms_norm.py", "--tests", "tests/test_slow.py",
-        "--operators", "mask-drop", "--timeout", "20", "--case-time", "2",
-        *QUICK, "--json", "r.json", cwd=root,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads((root / "r.json").read_text())
+    proc, report = _run_slow_suite(root, SLOW_SUITE, 20)
     left = {r["case"]: r for r in report["left_out_cases"]}
     assert left["tests/test_slow.py::test_hangs_deaf"]["why"] == "limit"
     assert left["tests/test_slow.py::test_hangs"]["why"] == "case-time"
