@@ -206,51 +206,44 @@ def run_original(ctx, job: Job, on_progress=None) -> tuple[JobResult, bool]:
     real library's thousand cases, their failures' text) runs again as one job a
     test file."""
     jobs = spread_jobs(job, ctx.workers) if ctx.kernel.project is not None else [job]
-    found: list[list[tuple[JobResult, bool]]] = [[] for _ in jobs]
-
-    def work(number: int) -> None:
-        found[number] = _share(ctx, jobs[number], on_progress)
-
-    threads = [
-        threading.Thread(target=work, args=(n,), name=f"original-share-{n}", daemon=True)
-        for n in range(len(jobs))
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    found = _side_by_side([lambda job=j: _share(ctx, job, on_progress) for j in jobs])
     done = [f for share in found for f in share]
     if ctx.cancel.is_set() or any(not share for share in found):
         return JobResult(JobStatus.ERROR, error="the original was cancelled"), False
     return joined([r for r, _ in done]), all(c for _, c in done)
 
 
-def _share(ctx, job: Job, on_progress) -> list[tuple[JobResult, bool]]:
-    try:
-        result, cached = ctx.execute(job, on_progress=on_progress)
-    except Exception as exc:  # noqa: BLE001 - a failure is data
-        return [(JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}"), False)]
-    pieces = _per_file(job)
-    if result.status is not JobStatus.ERROR or TOO_BIG_WORDS not in result.error or not pieces:
-        return [(result, cached)]
-    # at once down to one test file a job (halving ran a real library's cases again and
-    # again), the pieces side by side on the pool
-    found: list[tuple[JobResult, bool]] = [
-        (JobResult(JobStatus.ERROR, error="the original was cancelled"), False)
-    ] * len(pieces)
+def _side_by_side(calls: list) -> list:
+    """Each call in a thread of its own (their jobs wait for the pool's workers like any),
+    their answers in order."""
+    found: list = [None] * len(calls)
 
     def work(number: int) -> None:
-        try:
-            found[number] = ctx.execute(pieces[number], on_progress=on_progress)
-        except Exception as exc:  # noqa: BLE001 - a failure is data
-            found[number] = (JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}"), False)
+        found[number] = calls[number]()
 
-    threads = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(len(pieces))]
+    threads = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(len(calls))]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     return found
+
+
+def _executed(ctx, job: Job, on_progress) -> tuple[JobResult, bool]:
+    try:
+        return ctx.execute(job, on_progress=on_progress)
+    except Exception as exc:  # noqa: BLE001 - a failure is data
+        return JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}"), False
+
+
+def _share(ctx, job: Job, on_progress) -> list[tuple[JobResult, bool]]:
+    result, cached = _executed(ctx, job, on_progress)
+    pieces = _per_file(job)
+    if result.status is not JobStatus.ERROR or TOO_BIG_WORDS not in result.error or not pieces:
+        return [(result, cached)]
+    # at once down to one test file a job (halving ran a real library's cases again and
+    # again), the pieces side by side on the pool
+    return _side_by_side([lambda job=p: _executed(ctx, job, on_progress) for p in pieces])
 
 
 def _per_file(job: Job) -> list[Job] | None:
