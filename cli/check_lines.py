@@ -49,7 +49,7 @@ def _oracle_counts(oracle: dict, verbose: bool) -> list[str]:
     return counts
 
 
-def summary_lines(report: dict, verbose: bool = False) -> list[str]:
+def summary_lines(report: dict, verbose: bool = False) -> list[str]:  # noqa: C901 - listed in tests/test_complexity.py
     """Per-mutant check results, then the counts line; nothing when no check ran. The
     oracle's sentence on each survivor (the survivor lines say its kind) and the checks'
     time only with ``verbose``, but for a contradiction."""

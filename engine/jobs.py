@@ -177,7 +177,7 @@ class JobRunner:
         self._round(results)
         return results
 
-    def run_jobs(
+    def run_jobs(  # noqa: C901 - listed in tests/test_complexity.py
         self, jobs: dict[str, Job], sandbox: Sandbox | None = None
     ) -> Iterator[tuple[str, str, JobResult | None]]:
         """Run jobs in parallel (cache first); yield ("cached"|"started"|"finished", key,

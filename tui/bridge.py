@@ -430,7 +430,7 @@ def _where(mutant: Mutant | None) -> str:
     return f"{mutant.id} {mutant.operator} line {mutant.line}" if mutant is not None else ""
 
 
-def describe(event: object) -> str:
+def describe(event: object) -> str:  # noqa: C901 - listed in tests/test_complexity.py
     """One sentence for any engine event (the log speaks one language: no event is
     shown as its fields). The explorer has views of its own for most of them; this is
     what the log says when it has none."""

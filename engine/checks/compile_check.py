@@ -99,7 +99,7 @@ def compile_check_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[
     )
 
 
-def _compile_check(
+def _compile_check(  # noqa: C901 - listed in tests/test_complexity.py
     ctx: StageContext, survivors: list[Mutant], targets: list[str], summary: dict
 ) -> Iterator[Event]:
     """The check's work; ``summary`` goes into the run's ``checks`` section when it ends."""

@@ -213,7 +213,7 @@ def _subsets(candidates: list[str]) -> list[list[str]]:
     return out
 
 
-def _replay(
+def _replay(  # noqa: C901 - listed in tests/test_complexity.py
     executor: Any,
     args: tuple,
     kwargs: dict,

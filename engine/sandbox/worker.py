@@ -309,7 +309,7 @@ def _abandon(pid: int, base: str) -> None:
     raise ParentGone
 
 
-def run_job(job_data: dict, parent_fd: int | None = None, on_progress=None) -> dict:
+def run_job(job_data: dict, parent_fd: int | None = None, on_progress=None) -> dict:  # noqa: C901 - listed in tests/test_complexity.py
     """Fork a child for one job and turn whatever happens into a result dict.
 
     With ``parent_fd`` (the worker's stdin, whose other end the tool holds), the job
