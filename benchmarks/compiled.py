@@ -24,10 +24,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from mutant_gate.engine.harness.isolation import shared_triton_cache
+from mutant_gate.engine.job import Job
 from mutant_gate.engine.kernel_file import load_kernel_file
 from mutant_gate.engine.mutate import generate_mutants
-from mutant_gate.engine.sandbox.isolation import shared_triton_cache
-from mutant_gate.engine.sandbox.job import Job
 from mutant_gate.engine.sandbox.local import LocalSandbox
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.py"))

@@ -61,7 +61,7 @@ if how == "plain":
     print("SECONDS", time.perf_counter() - start)
     sys.exit(0)
 from mutant_gate.engine.harness import batched, runner, trace
-from mutant_gate.engine.sandbox.job import Check, CheckKind, Job
+from mutant_gate.engine.job import Check, CheckKind, Job
 source = open(path).read()
 mode, oracle = how.split("-")
 job = Job(files=(("kernel.py", source),), checks=(Check(CheckKind.MAIN, "kernel.py", "own"),),

@@ -17,9 +17,9 @@ import statistics
 import time
 from pathlib import Path
 
+from mutant_gate.engine.job import Job, JobStatus
 from mutant_gate.engine.kernel_file import load_kernel_file
 from mutant_gate.engine.mutate import generate_mutants
-from mutant_gate.engine.sandbox.job import Job, JobStatus
 from mutant_gate.engine.sandbox.local import LocalSandbox
 from mutant_gate.engine.sandbox.ray import RaySandbox
 

@@ -23,10 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mutant_gate.cache import Store
+from mutant_gate.engine.job import Job
 from mutant_gate.engine.kernel_file import load_kernel_file
 from mutant_gate.engine.mutate import generate_mutants
 from mutant_gate.engine.pipeline import Run
-from mutant_gate.engine.sandbox.job import Job
 from mutant_gate.engine.sandbox.local import LocalSandbox, worker_env
 from mutant_gate.engine.settings import RunSettings
 

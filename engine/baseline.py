@@ -16,10 +16,10 @@ from dataclasses import replace
 
 from .errors import BadInput
 from .events import Event, OwnCheckJudged
+from .job import CASE_TIME_WORDS, TOO_BIG_WORDS, CheckOutcome, JobResult, JobStatus
 from .kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, KernelFile, TestFile
 from .limits import describe
 from .own_check import NOTHING_ASSERTED
-from .sandbox.job import CASE_TIME_WORDS, TOO_BIG_WORDS, CheckOutcome, JobResult, JobStatus
 from .spread import run_original
 from .stage import StageContext
 from .verdicts import summarize_error

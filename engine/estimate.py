@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections import Counter
 
 from .events import RunEstimated
+from .job import Job
 from .kernel_file import GIVEN
 from .records import Mutant
-from .sandbox.job import Job
 from .stage import StageContext
 
 #: past this many seconds, the estimate names what would cut the run

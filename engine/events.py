@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .job import JobResult
 from .kernel_file import KernelFile
 from .records import Mutant, MutantOutcome
-from .sandbox.job import JobResult
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from contextlib import contextmanager
 
 from mutant_gate.cache import Store
 
+from .job import Job, JobResult, JobStatus
 from .limits import hit
 from .sandbox import Sandbox
-from .sandbox.job import Job, JobResult, JobStatus
 from .versions import installed_version
 
 

@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from .errors import BadInput
+from .job import Check, CheckKind
 from .own_check import analyse
 from .project import Project, detect
 from .records import JitFunction
-from .sandbox.job import Check, CheckKind
 
 if TYPE_CHECKING:  # libcst costs half a second to import: only where a file is parsed
     import libcst as cst

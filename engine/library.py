@@ -43,13 +43,13 @@ from dataclasses import dataclass, field, replace
 from .baseline import left_out_line
 from .errors import BadInput
 from .events import Event, MutantFinished, RunFinished
+from .job import JobResult
 from .jobs import toolchain
 from .kernel_file import GIVEN, split_node_id
 from .pipeline import Plan
 from .project import find_root, module_path
 from .records import Mutant
 from .report import SCHEMA_VERSION, score, written_names
-from .sandbox.job import JobResult
 from .settings import RunSettings
 from .stage import StageContext
 from .vocabulary import Verdict

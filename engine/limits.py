@@ -15,7 +15,7 @@ import os
 import re
 import signal
 
-from .sandbox.job import Job, JobResult, JobStatus
+from .job import Job, JobResult, JobStatus
 
 __all__ = ["describe", "hit", "machine_memory_mb", "sized_memory_mb"]
 

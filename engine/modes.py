@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .events import CheckFinished, CheckStarted, Event
+from .job import JobStatus
 from .records import Mutant
 from .sandbox import Sandbox
-from .sandbox.job import JobStatus
 from .stage import Stage, StageContext
 from .verdicts import decide, summarize_error
 from .vocabulary import ORDER

@@ -36,6 +36,7 @@ from .events import (
     RunStarted,
     WriterNote,
 )
+from .job import CheckKind, JobResult
 from .jobs import JobRunner
 from .kernel_file import EXTRA_TESTS, KernelFile, TestFile, load_kernel_file
 from .limits import REMOTE_MEMORY_MB, machine_memory_mb, sized_memory_mb
@@ -45,7 +46,6 @@ from .project import jit_callers, record_reaches
 from .records import Mutant, Verdict
 from .report import build_report, check_bound, mutant_row
 from .sandbox import Sandbox
-from .sandbox.job import CheckKind, JobResult
 from .settings import KEY_VARIABLES, RunSettings
 from .stage import BEFORE_MUTANTS, Stage, StageContext
 from .verdicts import Ledger, decide

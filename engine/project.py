@@ -2,7 +2,7 @@
 
 ``mutant-gate run src/pkg/ops/rms_norm.py --tests tests/ops/test_rms_norm.py``: the
 module's import path is found from its package's ``__init__.py`` files; the sandbox
-sees the project through a writable view of the job's own (sandbox/isolation.py) and
+sees the project through a writable view of the job's own (harness/isolation.py) and
 loads the mutant in place of the module at that import path (engine/harness/project.py); tests run from the project root with the
 project's own pytest configuration and conftest fixtures.
 """

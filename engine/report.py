@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from .job import JobResult
 from .kernel_file import KernelFile
 from .records import Mutant, MutantOutcome
-from .sandbox.job import JobResult
 from .survivor_kinds import classify, counts
 from .testlist import WRITTEN, baseline_cases, report_tests
 from .verdicts import Ledger

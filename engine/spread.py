@@ -20,8 +20,8 @@ import os
 import threading
 from dataclasses import replace
 
+from .job import TOO_BIG_WORDS, Check, Job, JobResult, JobStatus
 from .kernel_file import EXTRA_TESTS
-from .sandbox.job import TOO_BIG_WORDS, Check, Job, JobResult, JobStatus
 
 #: a failed share's status wins over a passing one's; the first in this order over the rest
 WORST_FIRST = (
@@ -150,7 +150,7 @@ def _joined_records(extras: list[dict]) -> dict:
 
 
 def _case_log(result: JobResult) -> dict:
-    """A share's cases as a timed-out job's log holds them (``sandbox/worker.CaseLog``):
+    """A share's cases as a timed-out job's log holds them (``harness/worker.CaseLog``):
     a timeout's own log; else its outcomes, every one finished."""
     found = result.extra.get("cases")
     if isinstance(found, dict):

@@ -20,12 +20,12 @@ from dataclasses import dataclass, replace
 from mutant_gate.cache import Store
 
 from .events import Event, MutantUpdated
+from .job import Check, CheckKind, Job, JobResult
 from .jobs import JobRunner
 from .kernel_file import EXTRA_TESTS, OWN_CHECK, KernelFile, TestFile
 from .project import jit_callers, record_reaches
 from .records import Mutant, MutantOutcome, Verdict
 from .sandbox import Sandbox
-from .sandbox.job import Check, CheckKind, Job, JobResult
 from .settings import RunSettings
 from .verdicts import Ledger
 

@@ -14,9 +14,9 @@ import ast
 from collections.abc import Sequence
 
 from .harness.main_guard import is_main_guard
+from .job import JobResult
 from .kernel_file import EXTRA_TESTS, OWN_CHECK, KernelFile
 from .records import Mutant, MutantOutcome, Verdict
-from .sandbox.job import JobResult
 
 
 def find_test_functions(source: str) -> dict[str, str]:

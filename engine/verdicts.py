@@ -19,10 +19,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from .job import JobResult, JobStatus
 from .kernel_file import EXTRA_TESTS, OWN_CHECK
 from .limits import describe
 from .records import MutantOutcome, Verdict
-from .sandbox.job import JobResult, JobStatus
 
 
 def attribute(check_name: str) -> str:

@@ -12,9 +12,9 @@ import diskcache
 import pytest
 
 from mutant_gate.cache import Store
+from mutant_gate.engine import job as job_module
+from mutant_gate.engine.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
 from mutant_gate.engine.jobs import toolchain
-from mutant_gate.engine.sandbox import job as job_module
-from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
 from mutant_gate.engine.versions import installed_version
 
 from .conftest import EXAMPLES, run_cli

@@ -8,9 +8,9 @@ import pytest
 
 from mutant_gate.engine.checks.harness_jobs import harness_data, harness_job
 from mutant_gate.engine.events import CheckFinished, RunFinished
+from mutant_gate.engine.job import Job, JobStatus
 from mutant_gate.engine.kernel_file import load_kernel_file
 from mutant_gate.engine.pipeline import Run
-from mutant_gate.engine.sandbox.job import Job, JobStatus
 from mutant_gate.engine.settings import RunSettings, WriterSettings
 from mutant_gate.engine.stage import Stage
 
@@ -492,10 +492,10 @@ def test_a_probe_proof_runs_its_test_on_the_mutants_with_evidence_jobs_only_ther
     others seen to differ run the test inside their evidence (oracle) job, not in a job
     of their own; the kills it makes are those of their own jobs, with their messages.
     A survivor not seen to differ still runs the test in a job of its own."""
+    from mutant_gate.engine.job import CheckKind, JobResult
     from mutant_gate.engine.jobs import JobRunner
     from mutant_gate.engine.kernel_file import TestFile
     from mutant_gate.engine.pipeline import load
-    from mutant_gate.engine.sandbox.job import CheckKind, JobResult
     from mutant_gate.engine.stage import StageContext
     from mutant_gate.engine.verdicts import Ledger
     from mutant_gate.engine.writers.proving import job_with_test, kill_others, prove_killer

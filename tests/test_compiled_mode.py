@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
+from mutant_gate.engine.job import Check, CheckKind, Job, JobStatus
 from mutant_gate.engine.sandbox.local import LocalSandbox, visible_gpus
 from mutant_gate.engine.verdicts import decide
 

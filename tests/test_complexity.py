@@ -21,7 +21,7 @@ ALLOWED = {
     "engine/harness/bigindex.py": {"_replay"},
     "engine/jobs.py": {"run_jobs"},
     "engine/pipeline.py": {"events"},
-    "engine/sandbox/worker.py": {"run_job"},
+    "engine/harness/worker.py": {"run_job"},
     "engine/writers/probe.py": {"_probe"},
     "engine/writers/probe_inputs.py": {"build", "_call_variants", "_trigger_variants"},
     "tui/bridge.py": {"describe"},

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from mutant_gate.engine.job import Check, CheckKind, Job, JobResult, JobStatus
 from mutant_gate.engine.sandbox.contree import (
     GRACE_S,
     STARTUP_ALLOWANCE_S,
     ContreeSandbox,
 )
-from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
 from mutant_gate.engine.sandbox.local import SandboxStartError
 
 from .conftest import EXAMPLES, ROOT, run_cli

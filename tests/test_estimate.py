@@ -14,9 +14,9 @@ import pytest
 from mutant_gate.cli.reporter import Eta
 from mutant_gate.engine.estimate import CUT_AFTER_S, estimate
 from mutant_gate.engine.events import RunEstimated, about
+from mutant_gate.engine.job import Job
 from mutant_gate.engine.kernel_file import load_kernel_file
 from mutant_gate.engine.mutate import generate_mutants
-from mutant_gate.engine.sandbox.job import Job
 from mutant_gate.engine.settings import RunSettings
 from tests.conftest import EXAMPLES, run_cli
 

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from mutant_gate.engine.sandbox.job import JobStatus
+from mutant_gate.engine.job import JobStatus
 from mutant_gate.engine.verdicts import kill_evidence
 from mutant_gate.engine.writers.proving import source_problem, static_problem
 
@@ -359,7 +359,7 @@ AssertionError('Loop-carried variable accumulator has initial type <[128, 128], 
 
 
 def test_a_compiled_crash_keeps_the_cuda_error_and_the_frame_in_the_file():
-    from mutant_gate.engine.sandbox.job import CheckOutcome, JobResult
+    from mutant_gate.engine.job import CheckOutcome, JobResult
     from mutant_gate.engine.verdicts import decide
 
     result = JobResult(JobStatus.CRASH, (CheckOutcome("own-check", "failed", 1.0),), COMPILED_CRASH)
@@ -369,7 +369,7 @@ def test_a_compiled_crash_keeps_the_cuda_error_and_the_frame_in_the_file():
 
 
 def test_a_mutant_that_does_not_compile_is_not_compilable_in_every_mode():
-    from mutant_gate.engine.sandbox.job import CheckOutcome, JobResult
+    from mutant_gate.engine.job import CheckOutcome, JobResult
     from mutant_gate.engine.verdicts import decide
 
     failed = CheckOutcome("own-check", "failed", 1.0, COMPILE_FAILURE)
@@ -419,7 +419,7 @@ triton.runtime.errors.InterpreterError: InterpreterError('ValueError("operands c
 def test_the_interpreters_front_end_errors_are_not_compilable_its_run_time_errors_kill(
     text, compiles
 ):
-    from mutant_gate.engine.sandbox.job import CheckOutcome, JobResult
+    from mutant_gate.engine.job import CheckOutcome, JobResult
     from mutant_gate.engine.verdicts import decide
 
     failed = CheckOutcome("own-check", "failed", 1.0, text)
@@ -432,7 +432,7 @@ def test_the_interpreters_front_end_errors_are_not_compilable_its_run_time_error
 
 
 def test_memchecks_first_error_is_kept_not_its_summary():
-    from mutant_gate.engine.sandbox.worker import first_memcheck_error
+    from mutant_gate.engine.harness.worker import first_memcheck_error
 
     report = (
         "========= COMPUTE-SANITIZER\n"

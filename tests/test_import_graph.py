@@ -184,7 +184,7 @@ def test_graph_sees_every_kind_of_import():
     graph, lines = import_graph()
     engine = f"{TOP}.engine"
     assert f"{engine}.harness.trace" in graph[f"{engine}.harness.oracle"]  # from . import trace
-    assert f"{engine}.sandbox.job" in graph[f"{engine}.harness.runner"]  # absolute
+    assert f"{engine}.job" in graph[f"{engine}.harness.runner"]  # absolute
     assert f"{engine}.harness.probe" in graph[f"{engine}.harness.runner"]  # inside a function
     assert f"{engine}.harness.runner" in graph[f"{engine}.harness.sanitized"]  # in a try
     assert not any(target == TOP for targets in graph.values() for target in targets)
@@ -204,6 +204,41 @@ def test_no_import_cycles():
             + "".join(f"    {short(a)} -> {short(b)}: {lines[a, b]}\n" for a, b in inside)
         )
     assert not components, f"{len(components)} import cycle(s):\n" + "\n".join(report)
+
+
+def test_no_cycle_between_the_engines_folders():
+    """The engine's folders (sandbox/, harness/, writers/, ...) form layers: no folder reaches
+    back into one that imports it. The data the two sides of a sandbox speak (``engine/job.py``)
+    sits below both, and the code that runs in the sandbox's processes lives in harness/."""
+    graph, lines = import_graph()
+    engine = f"{TOP}.engine."
+
+    def folder(name: str) -> str | None:
+        rest = name.removeprefix(engine)
+        return rest.split(".")[0] if name.startswith(engine) and "." in rest else None
+
+    folders: dict[str, set[str]] = {}
+    for a, targets in graph.items():
+        for b in targets:
+            fa, fb = folder(a), folder(b)
+            if fa and fb and fa != fb:
+                folders.setdefault(fa, set()).add(fb)
+    for name in {f for targets in folders.values() for f in targets}:
+        folders.setdefault(name, set())
+    assert {"sandbox", "harness"} <= set(folders)
+    assert "harness" in folders["sandbox"]  # the backends start the worker
+    components = strongly_connected(folders)
+    report = [
+        " -> ".join(shortest_cycle(folders, c))
+        + "".join(
+            f"\n    {short(a)} -> {short(b)}: {lines[a, b]}"
+            for a in graph
+            for b in graph[a]
+            if folder(a) in c and folder(b) in c and folder(a) != folder(b)
+        )
+        for c in components
+    ]
+    assert not components, "folder-level import cycles:\n" + "\n".join(report)
 
 
 # -- who sets a verdict -------------------------------------------------------

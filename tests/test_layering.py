@@ -36,7 +36,7 @@ def test_engine_and_cache_import_no_textual_or_tui():
 def test_harness_imports_only_what_a_sandbox_has():
     """Code that runs inside a sandbox must not need the tool's own dependencies."""
     modules = roots(
-        loaded_modules("mutant_gate.engine.harness.runner", "mutant_gate.engine.sandbox.worker")
+        loaded_modules("mutant_gate.engine.harness.runner", "mutant_gate.engine.harness.worker")
     )
     for forbidden in ("libcst", "rich", "diskcache", "textual", "openai", "contree_sdk"):
         assert forbidden not in modules, forbidden

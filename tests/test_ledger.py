@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from mutant_gate.engine.job import CheckOutcome, JobResult, JobStatus
 from mutant_gate.engine.records import Verdict
 from mutant_gate.engine.report import mutant_row
-from mutant_gate.engine.sandbox.job import CheckOutcome, JobResult, JobStatus
 from mutant_gate.engine.verdicts import RULES, Ledger
 
 PASSED = JobResult(JobStatus.PASSED, (CheckOutcome("own-check", "passed", 0.1),), duration_s=0.2)

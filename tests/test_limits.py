@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from mutant_gate.engine import limits
-from mutant_gate.engine.sandbox.job import CheckOutcome, Job, JobResult, JobStatus
+from mutant_gate.engine.job import CheckOutcome, Job, JobResult, JobStatus
 from tests.conftest import run_cli
 
 

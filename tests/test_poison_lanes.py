@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
+from mutant_gate.engine.job import Check, CheckKind, Job, JobStatus
 from mutant_gate.engine.verdicts import summarize_error
 
 from .conftest import run_cli

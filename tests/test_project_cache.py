@@ -1,4 +1,4 @@
-"""Project mode's cache key covers what the tests read from the project (engine/sandbox/job.py
+"""Project mode's cache key covers what the tests read from the project (engine/job.py
 ``tests_digest``): a project's tests are not sent with the job, so an edited test file,
 conftest or test helper must not be answered from the cache."""
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mutant_gate.engine.sandbox.job import tests_digest as digest
+from mutant_gate.engine.job import tests_digest as digest
 
 from .conftest import run_cli
 from .test_library_run import QUICK, copy_lib

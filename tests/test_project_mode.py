@@ -211,8 +211,8 @@ def test_pytest_selection_is_part_of_every_job_of_the_given_tests():
     ids given as FILE::CASE select cases of that file, a whole file wins over them."""
     from dataclasses import replace
 
+    from mutant_gate.engine.job import Job
     from mutant_gate.engine.kernel_file import EXTRA_TESTS, load_kernel_file
-    from mutant_gate.engine.sandbox.job import Job
     from mutant_gate.engine.settings import RunSettings
     from mutant_gate.engine.stage import with_pytest_selection
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mutant_gate.engine.sandbox import isolation
-from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
+from mutant_gate.engine.harness import isolation
+from mutant_gate.engine.job import Check, CheckKind, Job, JobStatus
 from mutant_gate.engine.sandbox.local import LocalSandbox
 
 from .conftest import run_cli

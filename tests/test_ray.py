@@ -16,7 +16,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'mutant-gate[ray]')")
 
-from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobResult, JobStatus  # noqa: E402
+from mutant_gate.engine.job import Check, CheckKind, Job, JobResult, JobStatus  # noqa: E402
 from mutant_gate.engine.sandbox.ray import RaySandbox, hardening_refusal  # noqa: E402
 
 from .conftest import EXAMPLES, run_cli, start_cli  # noqa: E402
@@ -150,7 +150,7 @@ def victim(target: str) -> int | None:
     if not busy or target == "actor":
         return busy[0] if busy else None
     for pid, line in processes(sys.executable):
-        if "mutant_gate.engine.sandbox.worker" in line and parent(pid) == busy[0]:
+        if "mutant_gate.engine.harness.worker" in line and parent(pid) == busy[0]:
             return pid
     return None
 
@@ -298,7 +298,7 @@ def test_ctrl_c_leaves_no_task_running_and_the_next_run_resumes(cluster, tmp_pat
     workers = [
         pid
         for pid, line in processes(sys.executable)
-        if "mutant_gate.engine.sandbox.worker" in line and parent_of(pid) in runners
+        if "mutant_gate.engine.harness.worker" in line and parent_of(pid) in runners
     ]
     assert workers, "no sandbox worker of an actor was seen"
     proc.send_signal(signal.SIGINT)

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
+from mutant_gate.engine.job import Check, CheckKind, Job, JobStatus
 
 pytestmark = pytest.mark.slow
 
@@ -383,7 +383,7 @@ def test_closing_ends_every_job_and_the_worker_started_in_a_dead_ones_place():
     """Closing the pool while one job runs, one waits for a worker, and a dead worker's
     replacement is still starting: every call returns an error at once (never a
     verdict, never a wait for the job's limit), and no worker outlives the pool."""
-    from mutant_gate.engine.sandbox.job import CLOSED_WHILE_RUNNING
+    from mutant_gate.engine.job import CLOSED_WHILE_RUNNING
     from mutant_gate.engine.sandbox.local import LocalSandbox
 
     box = LocalSandbox(workers=2)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
+from mutant_gate.engine.job import Check, CheckKind, Job, JobStatus
 
 pytestmark = [
     pytest.mark.slow,
@@ -112,7 +112,7 @@ def test_cannot_signal_the_tool(sandbox):
 def _processes_of_sandbox_users(sandbox) -> list[int]:
     """Processes still running (not dead and waiting to be reaped) as any of this
     pool's sandbox uids, but for the warm runners waiting for their next job."""
-    from mutant_gate.engine.sandbox.isolation import processes_of, sandbox_uid
+    from mutant_gate.engine.harness.isolation import processes_of, sandbox_uid
 
     runners = {w.runner_pid for w in sandbox._all}
     found = [p for w in sandbox._all for p in processes_of(sandbox_uid(w.proc.pid))]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from mutant_gate.engine.job import Check, CheckKind, CheckOutcome, JobResult, JobStatus
 from mutant_gate.engine.kernel_file import EXTRA_TESTS
-from mutant_gate.engine.sandbox.job import Check, CheckKind, CheckOutcome, JobResult, JobStatus
 from mutant_gate.engine.spread import joined, shares
 
 from .conftest import run_cli

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from mutant_gate.engine.sandbox.isolation import processes_of, sandbox_uid
+from mutant_gate.engine.harness.isolation import processes_of, sandbox_uid
 
 pytestmark = [
     pytest.mark.slow,

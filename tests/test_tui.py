@@ -464,10 +464,10 @@ def test_every_engine_event_reads_as_a_sentence_in_the_log():
     import typing
 
     from mutant_gate.engine import events
+    from mutant_gate.engine.job import JobResult, JobStatus
     from mutant_gate.engine.kernel_file import load_kernel_file
     from mutant_gate.engine.mutate import generate_mutants
     from mutant_gate.engine.records import MutantOutcome, Verdict
-    from mutant_gate.engine.sandbox.job import JobResult, JobStatus
     from mutant_gate.tui.bridge import describe
 
     path = str(EXAMPLES / "vector_add.py")

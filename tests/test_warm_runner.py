@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
+from mutant_gate.engine.job import Check, CheckKind, Job, JobStatus
 from mutant_gate.engine.sandbox.local import LocalSandbox
 
 pytestmark = pytest.mark.slow
@@ -196,7 +196,7 @@ def test_warm_runners_of_a_pool_share_one_triton_cache_and_no_one_else_can():
     import shutil
     import stat
 
-    from mutant_gate.engine.sandbox import isolation
+    from mutant_gate.engine.harness import isolation
 
     with LocalSandbox(workers=2, warm=True, shared_cache=True) as box:
         box.start()

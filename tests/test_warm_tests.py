@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mutant_gate.engine.sandbox.job import Check, CheckKind, Job, JobStatus
+from mutant_gate.engine.job import Check, CheckKind, Job, JobStatus
 from mutant_gate.engine.sandbox.local import LocalSandbox
 from tests.conftest import EXAMPLES
 

@@ -11,8 +11,8 @@ import pytest
 
 from mutant_gate.cache import Store
 from mutant_gate.engine import kernel_file
+from mutant_gate.engine.job import CheckOutcome, JobResult, JobStatus
 from mutant_gate.engine.records import MutantOutcome, Verdict
-from mutant_gate.engine.sandbox.job import CheckOutcome, JobResult, JobStatus
 from mutant_gate.engine.settings import DEFAULT_MODEL, LLMSettings
 from mutant_gate.engine.testlist import report_tests
 from mutant_gate.engine.writers.llm import LLMClient, LLMError, names_model
@@ -594,7 +594,7 @@ def test_the_originals_outputs_sent_whole_stand_for_its_run_only_as_their_digest
     import torch
 
     from mutant_gate.engine.harness.probe import SHIP_JOB_BYTES, _against, _Originals, _ship
-    from mutant_gate.engine.sandbox.worker import RESULT_LIMIT
+    from mutant_gate.engine.harness.worker import RESULT_LIMIT
 
     steady = types.ModuleType("steady")
     steady.f = lambda x: (x * 2).to(torch.bfloat16)

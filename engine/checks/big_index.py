@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..events import CheckFinished, CheckStarted, Event
+from ..job import Job, JobResult
 from ..project import jit_callers
 from ..records import Mutant
-from ..sandbox.job import Job, JobResult
 from ..stage import StageContext
 from ..vocabulary import CHECK_NAMES, By
 from . import harness_jobs

@@ -30,8 +30,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from ..events import CheckFinished, CheckStarted, Event
+from ..job import JobResult, JobStatus
 from ..records import Mutant
-from ..sandbox.job import JobResult, JobStatus
 from ..stage import StageContext
 from ..verdicts import summarize_error
 from ..vocabulary import CHECK_NAMES

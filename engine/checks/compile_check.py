@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from statistics import mean
 
 from ..events import CheckFinished, CheckStarted, Event
+from ..job import Job, JobResult
 from ..records import Mutant
-from ..sandbox.job import Job, JobResult
 from ..stage import StageContext
 from ..vocabulary import CHECK_NAMES
 from . import harness_jobs

@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from statistics import mean, median
 
 from ..events import CheckFinished, CheckStarted, Event
+from ..job import Job, JobResult
 from ..records import Mutant, Verdict
-from ..sandbox.job import Job, JobResult
 from ..stage import StageContext
 from ..vocabulary import CHECK_NAMES
 from . import harness_jobs

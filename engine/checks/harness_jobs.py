@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 from ..events import Event
 from ..harness import TRACE_VERSION
+from ..job import Check, CheckKind, Job, JobResult, JobStatus
 from ..kernel_file import KernelFile
 from ..records import Mutant
-from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
 from ..stage import StageContext
 from ..verdicts import summarize_error
 

@@ -99,7 +99,7 @@ def _interp() -> Any:
 def run(request: dict, workdir: str) -> dict:
     """Harness entry ``bigindex:run``: run ``request["job"]``'s checks, replaying each
     kernel's first launch past 2^31 elements; the checks' status and the replays."""
-    from mutant_gate.engine.sandbox.job import Job
+    from mutant_gate.engine.job import Job
 
     from .runner import run_checks, tail
 

@@ -24,7 +24,7 @@ import time
 import traceback
 from typing import Any
 
-from mutant_gate.engine.sandbox.job import Job
+from mutant_gate.engine.job import Job
 
 from .runner import tail, write_files
 

@@ -44,7 +44,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from mutant_gate.engine.sandbox.job import Job
+from mutant_gate.engine.job import Job
 
 from . import trace
 
@@ -212,7 +212,7 @@ class _Stream:
 
 def _variant(job: Job, files: tuple, directory: str, fd: int, poison: bool) -> None:
     """In a forked grandchild: run the checks with value tracing; never returns."""
-    from mutant_gate.engine.sandbox import isolation
+    from mutant_gate.engine.harness import isolation
 
     from .runner import run_checks, tail
 

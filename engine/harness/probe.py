@@ -66,7 +66,7 @@ MIN_GOLDEN_ELEMENTS = 1 << 12  # ... and each of its mutants at least
 #: the compare jobs get them, and a mutant that differs from them needs no run of the
 #: original of its own (the outputs of a hit become its test's expected values, and the
 #: test's proof runs the original again against them). A job's answer may hold 1 MiB
-#: (``sandbox/worker.RESULT_LIMIT``): the rest of it is the answer's own.
+#: (``harness/worker.RESULT_LIMIT``): the rest of it is the answer's own.
 SHIP_JOB_BYTES = 640 << 10
 
 

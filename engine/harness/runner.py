@@ -18,7 +18,7 @@ import time
 import traceback
 from typing import Any
 
-from mutant_gate.engine.sandbox.job import (
+from mutant_gate.engine.job import (
     CASE_TIME_WORDS,
     Check,
     CheckKind,

@@ -20,7 +20,7 @@ def main(job_path: str, fd: int, isolation: str = "{}") -> None:
     """``isolation``: what the forked child did before the exec (network, filesystem, user)."""
     try:
         from mutant_gate.engine.harness.runner import run_checks
-        from mutant_gate.engine.sandbox.job import Job
+        from mutant_gate.engine.job import Job
 
         with open(job_path, encoding="utf-8") as fh:
             job = Job.from_json(json.load(fh))

@@ -144,7 +144,7 @@ def summary() -> dict:
 def capture(request: dict, workdir: str) -> dict:
     """Harness entry ``trace:capture``: run ``request["job"]``'s checks with every
     launch's signature traced; the checks' status and the ``summary()``."""
-    from mutant_gate.engine.sandbox.job import Job
+    from mutant_gate.engine.job import Job
 
     from .runner import run_checks, tail
 

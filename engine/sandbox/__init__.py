@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
-from .job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
+from ..job import Check, CheckKind, CheckOutcome, Job, JobResult, JobStatus
 
 
 class Sandbox(Protocol):

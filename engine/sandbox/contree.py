@@ -3,7 +3,7 @@
 A job travels as data. Each run uploads ``job.json`` next to a zip of the harness
 (this engine's ``sandbox`` and ``harness`` packages plus the pure-Python pytest
 the local tool uses), unpacks it in the image and runs
-``python3 -m mutant_gate.engine.sandbox.worker --one-shot job.json``: the warm
+``python3 -m mutant_gate.engine.harness.worker --one-shot job.json``: the warm
 worker's own imports, fork, isolation and harness for exactly one job, whose
 result is the last stdout line. So a result has the same form, and for the same
 toolchain the same content, as a local one. The image must hold ``python3`` (3.11+)
@@ -63,8 +63,8 @@ from contree_sdk.sdk.exceptions import (
 )
 from contree_sdk.utils.models.file import UploadedFile, UploadFileSpec
 
-from .isolation import scrubbed_env
-from .job import CLOSED_WHILE_RUNNING, Check, CheckKind, Job, JobResult, JobStatus
+from ..harness.isolation import scrubbed_env
+from ..job import CLOSED_WHILE_RUNNING, Check, CheckKind, Job, JobResult, JobStatus
 from .local import SandboxStartError
 
 #: Holds python3 with torch 2.8 + triton 3.4 + numpy; see README "Remote sandboxes".
@@ -445,7 +445,7 @@ class ContreeSandbox:
         done = await self._image.run(
             shell=(
                 f"{self.python} -m zipfile -e harness.zip . && "
-                f"exec {self.python} -m mutant_gate.engine.sandbox.worker --one-shot job.json"
+                f"exec {self.python} -m mutant_gate.engine.harness.worker --one-shot job.json"
             ),
             env=scrubbed_env({}, env),
             cwd=REMOTE_DIR,

@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
+from ..job import CLOSED_WHILE_RUNNING, Job, JobResult, JobStatus
 from .handoff import Handoff
-from .job import CLOSED_WHILE_RUNNING, Job, JobResult, JobStatus
 
 #: How long the tool waits past a job's own timeout before giving up on a worker.
 WORKER_GRACE_S = 30.0
@@ -58,7 +58,7 @@ def worker_env(mode: str = "interpret") -> dict[str, str]:
         # Interpreted jobs run on the CPU even on a GPU machine: the same verdicts
         # everywhere, and no CUDA context in a worker that forks.
         extra["CUDA_VISIBLE_DEVICES"] = ""
-    from .isolation import scrubbed_env  # with the first worker: a cached run starts none
+    from ..harness.isolation import scrubbed_env  # with the first worker: a cached run starts none
 
     env = scrubbed_env(dict(os.environ), extra)
     if mode != "interpret":
@@ -96,7 +96,7 @@ class _Worker:
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = gpu
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mutant_gate.engine.sandbox.worker"]
+            [sys.executable, "-m", "mutant_gate.engine.harness.worker"]
             + (["--warm"] if warm else [])
             + (["--triton-cache", triton_cache] if warm and triton_cache else []),
             stdin=subprocess.PIPE,
@@ -183,7 +183,7 @@ class _Worker:
             pass
         self.proc.wait()
         if os.geteuid() == 0:
-            from .isolation import kill_uid, sandbox_uid
+            from ..harness.isolation import kill_uid, sandbox_uid
 
             kill_uid(sandbox_uid(self.proc.pid))
         if self.scratch:
@@ -252,7 +252,7 @@ class LocalSandbox:
         if self.mode == "compiled" and not gpus:
             raise SandboxStartError("--mode compiled needs a CUDA device; none is visible")
         if self.warm and self.shared_cache:
-            from .isolation import shared_triton_cache
+            from ..harness.isolation import shared_triton_cache
 
             self.triton_cache, self.triton_cache_note = shared_triton_cache()
         # Compiled mode: one worker pool per visible GPU, workers dealt round-robin.

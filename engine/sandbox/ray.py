@@ -33,9 +33,9 @@ import ray
 import ray.exceptions as rex
 
 from ..errors import BadInput
+from ..harness.isolation import SECRET_NAME
+from ..job import CLOSED_WHILE_RUNNING, Check, CheckKind, Job, JobResult, JobStatus
 from .handoff import Handoff
-from .isolation import SECRET_NAME
-from .job import CLOSED_WHILE_RUNNING, Check, CheckKind, Job, JobResult, JobStatus
 from .local import START_TIMEOUT_S, WORKER_GRACE_S, SandboxStartError
 
 #: Tries of one job over lost actors before it is an error.

@@ -49,10 +49,10 @@ from collections.abc import Iterator
 
 from ..events import Event, TestAccepted, TestRejected, WriterNote
 from ..harness import probe as harness
+from ..job import Check, CheckKind, Job, JobResult, JobStatus
 from ..kernel_file import GIVEN, TestFile
 from ..project import jit_callers
 from ..records import Mutant, Verdict
-from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
 from ..stage import StageContext
 from ..verdicts import summarize_error
 from . import proving

@@ -23,10 +23,10 @@ from ..checks.diff_oracle import PER_JOB as ORACLE_PER_JOB
 from ..checks.diff_oracle import OracleJobs, compare, oracle_jobs, variant_run
 from ..checks.harness_jobs import harness_data
 from ..events import Event, TestAccepted
+from ..job import Check, CheckKind, Job, JobResult, JobStatus
 from ..kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, TRUSTED_ORIGINS, TestFile
 from ..project import jit_callers
 from ..records import Mutant
-from ..sandbox.job import Check, CheckKind, Job, JobResult, JobStatus
 from ..stage import StageContext
 from ..testlist import find_test_functions
 from ..verdicts import RULES, attribute, decide, kill_evidence, summarize_error

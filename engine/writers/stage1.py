@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from ..events import Event, TestAccepted, TestRejected, WriterNote
+from ..job import JobResult, JobStatus
 from ..kernel_file import TestFile
 from ..records import Mutant
-from ..sandbox.job import JobResult, JobStatus
 from ..stage import StageContext
 from . import prompts, proving
 from .llm import LLMError

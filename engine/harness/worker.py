@@ -1,6 +1,6 @@
 """A warm sandbox worker: imports torch/triton once, then forks a child per job.
 
-Started by ``LocalSandbox`` as ``python -m mutant_gate.engine.sandbox.worker``
+Started by ``LocalSandbox`` as ``python -m mutant_gate.engine.harness.worker``
 with an already scrubbed environment. Protocol on stdin/stdout, one JSON object
 per line: the worker first says ``{"ready": ...}``, then answers each
 ``{"job": ...}`` with ``{"result": ...}``. A child that crashes or hangs
@@ -138,8 +138,8 @@ def _child(job_data: dict, workdir: str, log_path: str, wfd: int, follow: bool =
                     os.write(wfd, line)  # one write under PIPE_BUF: never interleaved
 
             runner.PROGRESS = report_progress
-        from mutant_gate.engine.sandbox import isolation
-        from mutant_gate.engine.sandbox.job import Job
+        from mutant_gate.engine.harness import isolation
+        from mutant_gate.engine.job import Job
 
         os.setpgid(0, 0)
         worker = os.getppid()
@@ -237,7 +237,7 @@ def _harden(
 
 def _sandbox_uid() -> int | None:
     """The unprivileged uid this worker's children run as (None when not root)."""
-    from mutant_gate.engine.sandbox.isolation import sandbox_uid
+    from mutant_gate.engine.harness.isolation import sandbox_uid
 
     return sandbox_uid(os.getpid()) if os.geteuid() == 0 else None
 
@@ -251,7 +251,7 @@ def _sweep(uid: int | None) -> None:
     """
     if uid is None:
         return
-    from mutant_gate.engine.sandbox.isolation import kill_uid
+    from mutant_gate.engine.harness.isolation import kill_uid
 
     spare = frozenset([_RUNNER.pid]) if _RUNNER is not None else frozenset()
     kill_uid(uid, wait_s=5.0, reap=_reap, spare=spare)
@@ -442,7 +442,7 @@ class CaseLog:
 def _too_big(size: int, output: str, duration: float) -> dict:
     """A job whose answer passed ``RESULT_LIMIT``: the harness's fault, not the code's.
     Never a crash (a crash blames whichever side of a probe printed its marker last)."""
-    from mutant_gate.engine.sandbox.job import TOO_BIG_WORDS
+    from mutant_gate.engine.job import TOO_BIG_WORDS
 
     return {
         "status": "error",
@@ -746,7 +746,7 @@ def _fresh_view(runner: _Runner) -> str:
     view = (runner.hello or {}).get("project_view") or ""
     if not runner.served or not runner.keep or not view.startswith(("overlay", "copy")):
         return ""
-    from mutant_gate.engine.sandbox import isolation
+    from mutant_gate.engine.harness import isolation
 
     return isolation.refresh_views(runner.pid, runner.keep, isolation.sandbox_uid(os.getpid()))
 
@@ -757,8 +757,8 @@ def _runner_main(jobs_fd: int, answers_fd: int, log_path: str, keep: tuple[str, 
     code = 0
     out = os.fdopen(answers_fd, "w", buffering=1)
     try:
-        from mutant_gate.engine.sandbox import isolation
-        from mutant_gate.engine.sandbox.job import Job
+        from mutant_gate.engine.harness import isolation
+        from mutant_gate.engine.job import Job
 
         os.setpgid(0, 0)
         worker = os.getppid()
@@ -840,9 +840,9 @@ def _serve(job_data: dict, root: str, env: dict, report: dict, number: int, devi
     modules loaded from the job's directory. The answer says whether to retire."""
     import resource
 
+    from mutant_gate.engine.harness import isolation
     from mutant_gate.engine.harness.runner import run_checks
-    from mutant_gate.engine.sandbox import isolation
-    from mutant_gate.engine.sandbox.job import Job
+    from mutant_gate.engine.job import Job
 
     _reap()  # what the last job left, killed by the worker's sweep since
     workdir = os.path.join(root, f"job-{number}")
@@ -963,7 +963,7 @@ def main() -> None:
     # No parent-death signal here: it would follow the tool's thread that
     # started us, not the tool. The worker ends when stdin hangs up instead:
     # between jobs at EOF, during a job through run_job's watch on it.
-    from mutant_gate.engine.sandbox.isolation import become_subreaper
+    from mutant_gate.engine.harness.isolation import become_subreaper
 
     global _WARM, _SHARED_CACHE
     become_subreaper()
@@ -1015,7 +1015,7 @@ def one_shot(job_path: str) -> None:
     job.json``): the same imports, fork, isolation and harness as a warm
     worker, for exactly one job, with the result as the last stdout line.
     """
-    from mutant_gate.engine.sandbox.isolation import become_subreaper
+    from mutant_gate.engine.harness.isolation import become_subreaper
 
     become_subreaper()
     proto = _protocol_stream()

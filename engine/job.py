@@ -28,7 +28,7 @@ class CheckKind(StrEnum):
     HARNESS = "harness"
 
 
-#: the words of a job whose answer passed the limit a result may hold (``sandbox/worker``):
+#: the words of a job whose answer passed the limit a result may hold (``harness/worker``):
 #: a large suite's original, split in two and run again (``spread``)
 TOO_BIG_WORDS = "bytes a result may hold"
 
