@@ -22,6 +22,7 @@ from mutant_gate.cache import DEFAULT_DIR, Store
 from mutant_gate.cli.check_lines import counted
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import EXIT_OK, EXIT_UNDER_THRESHOLD, BadInput
+from mutant_gate.engine.sandbox.backends import DEFAULT, backend
 from mutant_gate.engine.session import formats, gate, percent, score_phrases
 from mutant_gate.engine.settings import KEY_VARIABLES, api_key
 from mutant_gate.engine.vocabulary import by_words
@@ -218,15 +219,14 @@ def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
         use_cache=True,
         changed_since=None,
         workers=args.jobs
-        or (None if recorded.get("backend") == "contree" else os.cpu_count() or 1),
+        or (None if backend(recorded.get("backend") or DEFAULT).remote else os.cpu_count() or 1),
         fail_under=args.fail_under if args.fail_under is not None else recorded.get("fail_under"),
         gate_on=args.gate_on or recorded.get("gate_on") or "yours",
     )
     if args.write_tests is not None:  # else the run's folder
         writers = replace(settings.writers, write_tests=args.write_tests or None)
         settings = replace(settings, writers=writers)
-    if settings.backend == "contree":  # the run's
-        session.require("contree_sdk", "--backend contree")
+    session.require_backend(settings.backend)  # the run's
     if args.writer == "llm":
         session.require("openai", "--writer llm")
         if api_key() is None:

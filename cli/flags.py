@@ -15,6 +15,7 @@ import sys
 from mutant_gate.cli.config import TABLE, load_table
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import BadInput
+from mutant_gate.engine.sandbox.backends import backend, check_options
 from mutant_gate.engine.settings import (
     DEFAULT_BASELINE,
     DEFAULT_TARGETS,
@@ -137,23 +138,22 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
     from mutant_gate.engine.session import resolve_mode
 
     # A remote sandbox does not run on this machine's GPU: auto is the interpreter there.
-    remote = args.backend in ("contree", "ray") and args.mode == "auto"
+    chosen = backend(args.backend)
+    remote = chosen.remote and args.mode == "auto"
     mode, auto = ("interpret", True) if remote else resolve_mode(args.mode)
     if args.sanitize and mode != "compiled" and not args.compare_modes:
         found = " (--mode auto found no CUDA device)" if auto else ""
         raise BadInput(f"--sanitize needs --mode compiled (or --compare-modes){found}")
-    if args.backend != "contree" and (args.contree_image or args.contree_url):
-        raise BadInput("--contree-image and --contree-url need --backend contree")
     ray_address = getattr(args, "ray_address", None)
-    if args.backend != "ray" and ray_address:
-        raise BadInput("--ray-address needs --backend ray")
+    given = {"contree_image": args.contree_image, "contree_url": args.contree_url}
+    check_options(chosen.name, {**given, "ray_address": ray_address})
     settings = RunSettings(
         kernel_path=args.file,
         tests=tuple(args.tests),
         operators=args.operators,
         changed_since=args.changed_since,
         # contree, ray: None lets the sandbox pick (remote runs cost no local cores)
-        workers=args.jobs or (None if args.backend != "local" else os.cpu_count() or 1),
+        workers=args.jobs or (None if chosen.remote else os.cpu_count() or 1),
         timeout_s=args.timeout,
         timeout_factor=args.timeout_factor,
         timeout_base_s=args.timeout_base,

@@ -22,6 +22,8 @@ from mutant_gate.cli.config import Renamed, apply_config
 from mutant_gate.cli.flags import DEFAULT_TESTS_DIR, run_settings
 from mutant_gate.engine import session
 from mutant_gate.engine.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
+from mutant_gate.engine.sandbox.backends import BACKENDS
+from mutant_gate.engine.sandbox.backends import DEFAULT as DEFAULT_BACKEND
 from mutant_gate.engine.session import SandboxStartError
 from mutant_gate.engine.settings import DEFAULT_BASE_URL, DEFAULT_MODEL, WRITERS
 
@@ -232,10 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--backend",
-        choices=("local", "contree", "ray"),
-        default="local",
-        help="where jobs run: local worker pool, Nebius Contree sandboxes, or Ray actors "
-        "(default: %(default)s)",
+        choices=tuple(BACKENDS),
+        default=DEFAULT_BACKEND,
+        help="where jobs run: "
+        + ", ".join(f"{b.name}: {b.words}" for b in BACKENDS.values())
+        + " (default: %(default)s)",
     )
     run.add_argument(
         "--ray-address",

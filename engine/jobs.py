@@ -34,7 +34,7 @@ def toolchain(mode: str, sandbox: Sandbox | None = None) -> dict:
         "triton": installed_version("triton") or "missing",
         "mode": mode,
     }
-    remote = getattr(sandbox, "versions", None) or {}
+    remote = sandbox.versions if sandbox is not None else {}
     versions.update({k: remote[k] for k in ("python", "torch", "triton") if k in remote})
     return versions
 
@@ -58,7 +58,7 @@ class JobRunner:
         self.fresh = fresh
         self.cancel = threading.Event()
         self.toolchain = toolchain(mode, sandbox)
-        self.workers = max(1, workers or getattr(sandbox, "size", 1))
+        self.workers = max(1, workers or sandbox.size)
         self._meters = threading.local()
         #: jobs started ahead (``ahead``) by cache key, until a call for them takes them
         self._ahead: dict[str, Future] = {}

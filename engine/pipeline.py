@@ -399,7 +399,7 @@ class Run:
             for c in ctx.kernel.checks
             if c.kind is CheckKind.PYTEST and c.trusted
         )
-        if not trusted or not getattr(box, "warm", False) or box.name != "local":
+        if not trusted or not box.warm or box.name != "local":
             return
         job = replace(ctx.job_for(None, ctx.settings.timeout_s), checks=trusted, trace_lines=False)
 
@@ -655,8 +655,8 @@ class Run:
                 # compiled mode: jobs per visible GPU (a pool is dealt over all of them)
                 **({"gpus": g} if (g := self._gpu_throughput()) else {}),
                 # workers that never started (the pool ran without them)
-                **({"start_errors": e} if (e := getattr(self.sandbox, "start_errors", [])) else {}),
-                **(c() if (c := getattr(self.sandbox, "cluster_record", None)) else {}),
+                **({"start_errors": list(e)} if (e := self.sandbox.start_errors) else {}),
+                **self.sandbox.cluster_record(),
             },
         )
         report["bound"] = check_bound(report)
@@ -677,8 +677,7 @@ class Run:
         return {**memory, **({"kills_by_limit": dict(kills)} if kills else {})}
 
     def _gpu_throughput(self) -> list[dict]:
-        measure = getattr(self.sandbox, "gpu_throughput", None)
-        return measure(time.perf_counter() - self.started) if measure else []
+        return self.sandbox.gpu_throughput(time.perf_counter() - self.started)
 
     def save(self, report: dict | None) -> None:
         """The run record that replay and reports read (``report`` None while running)."""
@@ -697,9 +696,9 @@ class Run:
 def triton_cache_words(box: Sandbox | None) -> str:
     """The report's ``sandbox.triton_cache``: how a compiled run's warm runners keep
     Triton's cache (shared, or one each and why); "" where no warm runner compiles."""
-    if not getattr(box, "warm", False) or getattr(box, "mode", "") != "compiled":
+    if box is None or not box.warm or box.mode != "compiled":
         return ""
-    if getattr(box, "triton_cache", None):
+    if box.triton_cache:
         return f"shared by the warm runners: {box.triton_cache}"
-    note = getattr(box, "triton_cache_note", "")
+    note = box.triton_cache_note
     return f"one per warm runner{': ' + note if note else ''}"

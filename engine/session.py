@@ -31,6 +31,7 @@ from mutant_gate.cache import CacheUnavailable, Store
 from .errors import BadInput
 from .events import Event
 from .sandbox import Sandbox
+from .sandbox.backends import BACKENDS, backend, open_sandbox
 from .settings import WRITERS, RunSettings
 
 # -- what the faces read from deeper modules ---------------------------------------------------
@@ -95,8 +96,8 @@ def __getattr__(name: str) -> Any:
 EXTRAS: dict[str, tuple[str, str]] = {
     "textual": ("textual", "tui"),
     "openai": ("openai", "llm"),
-    "contree_sdk": ("contree-sdk", "contree"),
-    "ray": ("ray", "ray"),
+    # the backends' own: engine/sandbox/backends.py
+    **{b.extra[0]: b.extra[1:] for b in BACKENDS.values() if b.extra},
 }
 
 
@@ -107,15 +108,19 @@ def require(module: str, what: str) -> None:
         raise BadInput(f"{what} needs {package}: pip install 'mutant-gate[{extra}]'")
 
 
+def require_backend(name: str) -> None:
+    """BadInput when backend ``name`` is unknown or its extra is not installed."""
+    chosen = backend(name)
+    if chosen.extra:
+        require(chosen.extra[0], f"--backend {chosen.name}")
+
+
 def check_extras(settings: RunSettings) -> None:
     """Every optional module a run with ``settings`` will import is installed, and the
     model stages it asks for (``--writer llm``, ``--stage2``) have a key to use."""
     from .writers.model import missing_key
 
-    if settings.backend == "contree":
-        require("contree_sdk", "--backend contree")
-    if settings.backend == "ray":
-        require("ray", "--backend ray")
+    require_backend(settings.backend)
     if settings.writers.writer == "llm":
         require("openai", "--writer llm")
     if settings.writers.stage2:
@@ -128,24 +133,7 @@ def check_extras(settings: RunSettings) -> None:
 # -- sandboxes ---------------------------------------------------------------------------
 def make_sandbox(settings: RunSettings, mode: str | None = None) -> Sandbox:
     """The sandbox ``settings.backend`` names, in ``mode`` (default: the run's)."""
-    mode = mode or settings.mode
-    if settings.backend == "contree":
-        from .sandbox.contree import ContreeSandbox
-
-        box = ContreeSandbox(
-            settings.workers, mode, image=settings.contree_image, base_url=settings.contree_url
-        )
-        box.start()  # its image's torch/triton versions key the cache
-        return box
-    if settings.backend == "ray":
-        from .sandbox.ray import RaySandbox
-
-        box = RaySandbox(settings.workers, mode, address=settings.ray_address)
-        box.start()  # a node that cannot harden jobs is refused before anything runs
-        return box
-    from .sandbox.local import LocalSandbox
-
-    return LocalSandbox(settings.workers, mode)
+    return open_sandbox(settings, mode)
 
 
 # -- a run's lifecycle ----------------------------------------------------------------------

@@ -500,9 +500,14 @@ def test_a_probe_proof_runs_its_test_on_the_mutants_with_evidence_jobs_only_ther
     from mutant_gate.engine.verdicts import Ledger
     from mutant_gate.engine.writers.proving import job_with_test, kill_others, prove_killer
 
-    class Counting:  # the real pool; every job it ran, kept
+    from mutant_gate.engine.sandbox import Sandbox
+
+    class Counting(Sandbox):  # the real pool; every job it ran, kept
+        name, mode = "counting", "interpret"
+
         def __init__(self, inner):
             self.inner, self.jobs = inner, []
+            self.versions, self.size = inner.versions, inner.size
 
         def run(self, job, on_progress=None):
             self.jobs.append(job)

@@ -108,6 +108,8 @@ FACE_ALLOWLIST = frozenset(
         "mutant_gate.engine.events",
         "mutant_gate.engine.errors",
         "mutant_gate.engine.settings",
+        # the sandbox backends' table: the --backend choices, the options' checks
+        "mutant_gate.engine.sandbox.backends",
     }
 )
 

@@ -65,6 +65,7 @@ from contree_sdk.utils.models.file import UploadedFile, UploadFileSpec
 
 from ..harness.isolation import scrubbed_env
 from ..job import CLOSED_WHILE_RUNNING, Check, CheckKind, Job, JobResult, JobStatus
+from . import Sandbox
 from .local import SandboxStartError
 
 #: Holds python3 with torch 2.8 + triton 3.4 + numpy; see README "Remote sandboxes".
@@ -175,7 +176,7 @@ def transient(exc: BaseException) -> bool:
     return isinstance(exc, ContreeError)
 
 
-class ContreeSandbox:
+class ContreeSandbox(Sandbox):
     """Jobs as disposable Contree runs, ``workers`` at a time; ``run`` is thread-safe."""
 
     name = "contree"

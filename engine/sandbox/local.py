@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from ..job import CLOSED_WHILE_RUNNING, Job, JobResult, JobStatus
+from . import Sandbox
 from .handoff import Handoff
 
 #: How long the tool waits past a job's own timeout before giving up on a worker.
@@ -190,7 +191,7 @@ class _Worker:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-class LocalSandbox:
+class LocalSandbox(Sandbox):
     """A pool of ``workers`` warm processes; ``run`` is thread-safe."""
 
     name = "local"

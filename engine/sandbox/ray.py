@@ -35,6 +35,7 @@ import ray.exceptions as rex
 from ..errors import BadInput
 from ..harness.isolation import SECRET_NAME
 from ..job import CLOSED_WHILE_RUNNING, Check, CheckKind, Job, JobResult, JobStatus
+from . import Sandbox
 from .handoff import Handoff
 from .local import START_TIMEOUT_S, WORKER_GRACE_S, SandboxStartError
 
@@ -163,7 +164,7 @@ class _Actor:
         self.pid = hello["pid"]
 
 
-class RaySandbox:
+class RaySandbox(Sandbox):
     """Jobs on a Ray cluster's actors; ``run`` is thread-safe, as ``LocalSandbox``'s."""
 
     name = "ray"
