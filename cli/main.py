@@ -277,7 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="S",
         help="the probe's time in seconds of sandbox jobs (default: 0.8 of what the "
-        "mutants' jobs took; 0: no limit but --probes); every survivor's first inputs run regardless",
+        "mutants' jobs took; 0: no limit but --probes); every survivor's first inputs run regardless, "
+        "and below 30 s (or S) every kind of input it never tried",
     )
     writers.add_argument(
         "--test-budget-factor",

@@ -496,11 +496,10 @@ def test_a_probe_proof_runs_its_test_on_the_mutants_with_evidence_jobs_only_ther
     from mutant_gate.engine.jobs import JobRunner
     from mutant_gate.engine.kernel_file import TestFile
     from mutant_gate.engine.pipeline import load
+    from mutant_gate.engine.sandbox import Sandbox
     from mutant_gate.engine.stage import StageContext
     from mutant_gate.engine.verdicts import Ledger
     from mutant_gate.engine.writers.proving import job_with_test, kill_others, prove_killer
-
-    from mutant_gate.engine.sandbox import Sandbox
 
     class Counting(Sandbox):  # the real pool; every job it ran, kept
         name, mode = "counting", "interpret"

@@ -5,6 +5,8 @@ sizes, float dtypes, value ranges) leave alive, and the report says which kind k
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -182,3 +184,41 @@ def test_each_new_trigger_kind_kills_what_the_old_kinds_cannot(tmp_path):
     assert "torch.iinfo(torch.int" in tests[rows["int-dtype"]["id"]]
     assert "torch.empty((17, 16))" in tests[rows["more-rows"]["id"]]
     assert "0.25" in tests[rows["boundary-values"]["id"]].split("def test_")[1]
+
+
+LIB = Path(__file__).resolve().parent.parent / "examples" / "kernel_lib"
+
+
+@pytest.mark.timeout(900)
+def test_the_probe_tries_first_what_a_person_tries_first(tmp_path):
+    """examples/kernel_lib's rms_norm judged by its own tests/test_rms_norm.py (default
+    budget): ``+ eps -> - eps`` and eps dropped (a row or tensor of zeros: the original
+    gives 0, both mutants NaN) and the dropped ``.to(tl.float32)`` (float16 values whose
+    square overflows float16) survive the project's tests; the probe kills all three with
+    tests that import ``rms_norm`` as the project's tests do."""
+    root = tmp_path / "kernel_lib"
+    shutil.copytree(LIB, root)
+    proc = run_cli(
+        "run", "src/kernel_lib/ops/rms_norm.py", "--tests", "tests/test_rms_norm.py",
+        "--json", "r.json", "--cache-dir", "c", "--write-tests", "written", cwd=root,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((root / "r.json").read_text())
+    rows = {
+        "minus eps": next(
+            m for m in report["mutants"] if m["operator"] == "add-sub" and "+ eps" in m["before"]
+        ),
+        "eps dropped": next(m for m in report["mutants"] if m["operator"] == "epsilon-change"),
+        "upcast dropped": next(m for m in report["mutants"] if m["operator"] == "upcast-drop"),
+    }
+    written = {p: p.read_text() for p in (root / "written").glob("test_*.py")}
+    for what, row in rows.items():
+        # the project's tests let it through: the user's own score does not count it
+        assert row["verdict"] == "killed" and row["by"].startswith("test:"), (what, row)
+        assert row["probe"]["trigger"] in {"special-values", "values", "dtype"}, row["probe"]
+        name = row["by"].removeprefix("test:")
+        [source] = [text for text in written.values() if f"def {name}(" in text]
+        assert "from kernel_lib.ops.rms_norm import rms_norm" in source
+        assert "= rms_norm(" in source.split(f"def {name}(")[1]
+    assert "zero" in rows["minus eps"]["probe"]["input"], rows["minus eps"]["probe"]
+    assert "float16" in rows["upcast dropped"]["probe"]["input"], rows["upcast dropped"]["probe"]

@@ -308,10 +308,17 @@ def test_every_trigger_kind_comes_round_robin_with_its_input():
     )
     specials = [c.setup.splitlines()[-1] for c in by["special-values"]]
     assert specials == [
-        'x[0] = float("-inf")',
+        "x[0] = 0.0",  # first: what a person tries first
         'x[0] = float("nan")',
+        'x[0] = float("inf")',
+        'x[0] = float("-inf")',
         "x[0] = torch.finfo(x.dtype).max ** 0.5 * 2",
     ]
+    # float16 with a row whose square overflows it: the first input of its dtype kind
+    assert by["dtype"][0].setup.splitlines()[-1] == specials[-1]
+    assert ".to(torch.float16)" in by["dtype"][0].setup
+    values = [c.setup.splitlines()[1] for c in by["values"]]
+    assert values[:2] == ["x = torch.zeros((3, 16))", "x = torch.ones((3, 16))"]
     (boundary,) = by["boundary-values"]
     assert "torch.tensor([0.0, 1.0, 0.25])[torch.randint(0, 3, (3, 16))]" in boundary.setup
     magnitude = [c.setup.splitlines() for c in by["magnitude"]]
@@ -567,6 +574,29 @@ def test_probe_candidates_are_keyed_by_what_runs_and_reordered_by_the_run_kills(
     assert kinds[: len(first)] == sorted(first, key=lambda k: k != "values")  # most kills first
     rest = [c.id for c in search.pending if c.kind not in ("dtype", "values")]
     assert rest == [c.id for c in masks if c.kind not in ("dtype", "values")]  # as planned
+
+
+def test_under_the_budgets_floor_a_round_tries_every_kind_a_survivor_never_tried():
+    """Out of time (nothing left of the budget), a survivor's next round is empty, but
+    while the probe has spent less than its floor, the round still runs the best input of
+    every kind it never tried, and nothing past them."""
+    from mutant_gate.engine.records import Mutant
+    from mutant_gate.engine.writers.probe import _fit, _Search
+
+    queue = candidates([LAYER_NORM_CALL], "arith", 24)
+    search = _Search(Mutant.__new__(Mutant), queue)
+    search.consume(search.batch({}))  # the first round: base and the next kind
+    tried = {c.kind for c in search.ran}
+    never = {c.kind for c in search.pending} - tried
+    assert len(never) >= 5
+    _fit([search], 0.0, 1.0, {}, {})
+    assert search.batch({}) == []  # the budget is spent
+    _fit([search], 0.0, 1.0, {}, {}, floor=True)
+    batch = search.batch({})
+    assert {c.kind for c in batch} == never and batch[-1].kind not in {c.kind for c in batch[:-1]}
+    search.consume(batch)
+    _fit([search], 0.0, 1.0, {}, {}, floor=True)
+    assert search.batch({}) == []  # every kind tried: the floor asks for nothing more
 
 
 def test_probe_digest_is_exact():

@@ -83,6 +83,10 @@ SLOW = 4.0
 #: proofs is not a job's; with the whole of it the phase ran past the mutants' (on
 #: examples/softmax, 1.02 of it, where the budget ends the search)
 BUDGET_PART = 0.8
+#: the budget's floor, in seconds of the probe's jobs (``--probe-time`` where given): below
+#: it no survivor is left with a kind of input never tried, whatever the mutants took (a
+#: row softmax's mutants took 3.5 s: its probe stopped six survivors after 2 of 13 kinds)
+FLOOR_S = 30.0
 #: the part of the time left on the wall clock (the path) a round is planned to fill: a
 #: survivor's round is as long as its slowest candidate, and estimates come out short by
 #: up to a third on the examples (the measured over the estimated seconds of a round)
@@ -659,11 +663,19 @@ def _time_budget(ctx: StageContext) -> tuple[float | None, str]:
     )
 
 
-def _fit(active: list[_Search], left: float, scale: float, known: dict, unusable: dict) -> None:
+def _fit(
+    active: list[_Search],
+    left: float,
+    scale: float,
+    known: dict,
+    unusable: dict,
+    floor: bool = False,
+) -> None:
     """After its first round (which runs whatever the budget), each survivor's next round
     is what fits its share of the time left (``left`` seconds of jobs): its candidates'
     estimates times ``scale`` (the probe's jobs so far, measured over estimated), on the
-    mutant's side times its slowness, plus the original's run where it has not run yet."""
+    mutant's side times its slowness, plus the original's run where it has not run yet.
+    Under the budget's ``floor``, a round also runs every kind the survivor never tried."""
     share = max(0.0, left) / max(1, len(active))
     for search in active:
         search.cap = None
@@ -675,7 +687,19 @@ def _fit(active: list[_Search], left: float, scale: float, known: dict, unusable
             if cost > share:
                 break
             n += 1
-        search.cap = n
+        search.cap = max(n, _untried(search, unusable)) if floor else n
+
+
+def _untried(search: _Search, unusable: dict) -> int:
+    """How much of its next batch a round must run to try every kind ``search`` never ran
+    (the batch holds each kind's best candidate before any kind's second)."""
+    seen = {c.kind for c in search.ran}
+    last = 0
+    for i, c in enumerate(search.batch(unusable)):
+        if c.kind not in seen:  # the best input of a kind never tried
+            seen.add(c.kind)
+            last = i + 1
+    return last
 
 
 def _probe(  # noqa: C901 - listed in tests/test_complexity.py
@@ -683,6 +707,8 @@ def _probe(  # noqa: C901 - listed in tests/test_complexity.py
 ) -> Iterator[Event]:
     budget = max(1, ctx.settings.writers.probes)
     limit, limit_text = _time_budget(ctx)
+    floor = ctx.settings.writers.probe_time or FLOOR_S
+    started = meter[0]
     path_limit = None
     if limit is not None:
         spend["budget_s"] = round(spend.get("budget_s", 0.0) + limit, 3)
@@ -745,7 +771,7 @@ def _probe(  # noqa: C901 - listed in tests/test_complexity.py
             # (``PATH_MARGIN``), the rest covers estimates that came out short
             path_left = PATH_MARGIN * (path_limit - meter[1]) * ctx.workers
             left = min(limit - meter[0], path_left)
-            _fit(active, left, scale, known, unusable)
+            _fit(active, left, scale, known, unusable, meter[0] - started < floor)
         if limit is not None:
             for s in active:
                 if not s.batch(unusable):

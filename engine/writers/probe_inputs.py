@@ -14,18 +14,21 @@ Variations, each of a trigger kind (``Candidate.kind``, named in the report):
   loop then runs more than once per program);
 - ``non-contiguous``: every input tensor a transposed or a sliced view (strides the
   own check's contiguous tensors never had); a wrapper that refuses them is dropped;
-- ``special-values``: one row (a 1-D tensor: all of it) all -inf, all NaN, or of a
-  magnitude whose square overflows the dtype;
+- ``special-values``: one row (a 1-D tensor: all of it) all zero (first: a norm that only
+  an ``eps`` keeps finite there), all NaN, all +inf, all -inf, or of a magnitude whose
+  square overflows the dtype;
 - ``boundary-values``: values drawn only from the exact boundaries (0, the call's float
   scalars, the captured range's ends): ties and values on a comparison's threshold;
 - ``int-dtype``: integer inputs over the whole range of their dtype or of a wider or
   narrower one, float inputs as small int32 values;
-- ``dtype``: the other float dtypes (float16, bfloat16, float32) for float tensors;
+- ``dtype``: the other float dtypes (float16, bfloat16, float32) for float tensors; for
+  float32 and float64 ones first float16 with a row whose square overflows it (large
+  magnitudes in a low precision: what a dropped ``.to(tl.float32)`` overflows in);
 - ``magnitude``: float inputs of large magnitude, both signs (logits in the tens to
   hundreds), with and without a ``-inf`` lane in every row: a dropped max-subtraction
   or a dropped upcast before ``exp``/``sum`` overflows there, where the own check's
   values in [0, 1) hide it;
-- ``values``: all negative, wide (x100), tiny (x1e-3), constant.
+- ``values``: all zeros, all ones, all negative, wide (x100), tiny (x1e-3), constant.
 Every family's first candidate is ``base``: the learned call itself with fresh random
 values of the same dtypes and shapes (what a person tries first; never a constant or
 all-zero fill unless the call had one). Then candidates are ordered by a fixed prior
@@ -67,6 +70,8 @@ SHRINK_ELEMENTS = 1 << 19
 ROWS = 16
 #: value modes: (name, description)
 MODES = (
+    ("zeros", "all zeros"),
+    ("ones", "all ones"),
     ("negative", "all negative values"),
     ("wide", "wide values (x100)"),
     ("tiny", "tiny values (x1e-3)"),
@@ -105,11 +110,15 @@ DEFAULT_ORDER = (
 TRIGGERS = frozenset(DEFAULT_ORDER)
 INT_DTYPES = ("int8", "int16", "int32", "int64")
 #: special values written into one row: (name, code with ``{v}`` for the tensor, describe)
+#: (what a person tries first: a zero row, where an ``eps`` is all that keeps a norm finite)
 SPECIAL = (
-    ("neg_inf", 'float("-inf")', "all -inf"),
+    ("zero", "0.0", "all zero"),
     ("nan", 'float("nan")', "all NaN"),
+    ("inf", 'float("inf")', "all +inf"),
+    ("neg_inf", 'float("-inf")', "all -inf"),
     ("huge", "torch.finfo({v}.dtype).max ** 0.5 * 2", "of a magnitude whose square overflows"),
 )
+HUGE = SPECIAL[-1]
 
 
 @dataclass(frozen=True)
@@ -226,6 +235,8 @@ def _values_code(
     elif mode == "constant":
         c = _nice((lo + hi) / 2, True) or 0.5
         return f"torch.full({size}, {c!r}){cast}"
+    elif mode in ("zeros", "ones"):
+        return f"torch.{mode}({size}){cast}"
     lo, hi = _nice(lo, False), _nice(hi, True)
     if lo == hi:
         return f"torch.full({size}, {lo!r}){cast}"
@@ -657,6 +668,19 @@ def _call_variants(call: dict) -> list[tuple[str, dict]]:  # noqa: C901 - listed
                     )
                 )
     for dtype in floats:
+        if dtype in ("float32", "float64"):
+            # large magnitudes in a low precision: what a dropped upcast overflows in
+            out.append(
+                (
+                    "dtype",
+                    {
+                        "dtypes": {dtype: "float16"},
+                        "special": HUGE,
+                        "describe": f"float16 instead of {dtype}, one row {HUGE[2]} float16",
+                        "slug": "float16_huge_row",
+                    },
+                )
+            )
         for other in PROBE_DTYPES:
             if other != dtype:
                 out.append(
