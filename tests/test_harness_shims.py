@@ -160,3 +160,26 @@ def test_uninstall_restores_the_failing_driver(report):
     if report["driver_before"]:
         pytest.skip("a real GPU driver is active here; the shims leave it alone")
     assert report["driver_after_uninstall"] is False
+
+
+def test_a_jobs_many_failure_messages_are_fitted_into_its_answer():
+    """Hundreds of failing cases of 5 KB of traceback each (a real library's original on a
+    CPU) fit the answer: the first failure keeps its whole tail, the others their last lines,
+    every case still there with its status."""
+    from mutant_gate.engine.harness.runner import MESSAGES_BYTES, TAIL_CHARS, _fitted, tail
+    from mutant_gate.engine.job import CheckOutcome
+
+    few = [
+        CheckOutcome(f"t::c{i}", "failed", 0.1, tail("a" * 5000 + f"\nE case {i}"))
+        for i in range(3)
+    ]
+    assert _fitted(few) == tuple(few)  # under the budget: untouched
+    many = [CheckOutcome("t::ok", "passed", 0.1)] + [
+        CheckOutcome(f"t::c{i}", "failed", 0.1, tail("a" * 5000 + f"\nE case {i}"))
+        for i in range(400)
+    ]
+    fitted = _fitted(many)
+    assert [(o.name, o.status) for o in fitted] == [(o.name, o.status) for o in many]
+    assert fitted[1] == many[1] and len(fitted[1].message) > TAIL_CHARS  # the first failure
+    assert sum(len(o.message) for o in fitted) <= MESSAGES_BYTES + TAIL_CHARS + 400 * 3
+    assert all(o.message.endswith(f"E case {i}") for i, o in enumerate(fitted[1:]))

@@ -16,6 +16,7 @@ import runpy
 import sys
 import time
 import traceback
+from dataclasses import replace
 from typing import Any
 
 from mutant_gate.engine.job import (
@@ -33,6 +34,10 @@ from .cuda_fault import lost_cuda_context
 from .project import Coverage, launched, reached, record_launches
 
 TAIL_CHARS = 4000
+#: all of a job's failure messages together, in characters (``_fitted``); the answer may
+#: hold 1 MiB (``worker.RESULT_LIMIT``), its cases' names and coverage included
+MESSAGES_BYTES = 256 * 1024
+MESSAGE_FLOOR = 200
 #: Set by the sandbox for a job whose progress someone follows (the original's run):
 #: called with a small dict as the checks go (pytest: cases collected, each case done).
 PROGRESS: Any = None
@@ -452,6 +457,23 @@ class LineTrace:
         threading.settrace(None)  # type: ignore[arg-type]
 
 
+def _fitted(outcomes: list[CheckOutcome]) -> tuple[CheckOutcome, ...]:
+    """The outcomes with their failure messages fitted into ``MESSAGES_BYTES`` in all: a
+    suite's original that fails hundreds of cases (a real library's on a CPU: 4 KB of
+    traceback each) would otherwise answer more than a result may hold, and be run again
+    in pieces. The first failure keeps its whole tail (the job's ``error``); the others
+    keep their last lines, an equal share of the budget each (``MESSAGE_FLOOR`` at least)."""
+    failed = [o for o in outcomes if o.message]
+    if sum(len(o.message) for o in failed) <= MESSAGES_BYTES:
+        return tuple(outcomes)
+    first = next((o for o in outcomes if o.status == "failed"), None)
+    share = max(MESSAGE_FLOOR, (MESSAGES_BYTES - TAIL_CHARS) // max(1, len(failed)))
+    return tuple(
+        o if o is first or len(o.message) <= share else replace(o, message=tail(o.message, share))
+        for o in outcomes
+    )
+
+
 def run_checks(job: Job, workdir: str) -> JobResult:
     """Write the job's files into ``workdir`` (the cwd) and run its checks in order."""
     traced = job.trace_lines and job.mode == "interpret" and job.project is None
@@ -521,7 +543,7 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
     undefined = bounds.undefined_lanes() if job.mode == "interpret" else []
     return JobResult(
         status=status,
-        outcomes=tuple(outcomes),
+        outcomes=_fitted(outcomes),
         error=error,
         duration_s=time.perf_counter() - start,
         bounds=violations[0] if violations else None,
