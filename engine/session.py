@@ -2,13 +2,14 @@
 ask of it, so that no face builds a sandbox, looks a run up or sets a driver's field
 on its own.
 
-- ``make_sandbox(settings)``: the backend the settings name (contree-sdk and ray are
-  imported only when used; a remote sandbox is started so its image's versions key the
-  cache, a Ray one so that a node that cannot harden jobs is refused up front).
+- ``make_sandbox(settings)``: the backend the settings name, from the backends' table
+  (``sandbox/backends.py``: contree-sdk and ray are imported only when used; a remote
+  sandbox is started so its image's versions key the cache, a Ray one so that a node that
+  cannot harden jobs is refused up front).
 - ``check_input(settings)``: bad input fails here, before anything runs (one line); a
   model stage asked for with no key is bad input too.
-- ``start_run(settings, sandbox, store)``: a ``Run`` to drive with ``events()``;
-  ``start_rerun(report, ...)``: chosen mutants of a past run again, same driver.
+- ``Session(settings)``: one run's lifecycle (its store, sandboxes and driver) for every
+  face: ``events()`` drives a run, ``rerun(report, ...)`` chosen mutants of a past run.
 - ``find_record`` / ``find_report`` / ``latest_id`` / ``replay_lookup``: a past run
   by id, unique prefix, ``latest`` or a JSON report file; ``rerun_report``: the run a
   rerun takes (``latest``: the newest run of the kernel file named, or of the one its
@@ -378,36 +379,6 @@ def check_input(settings: RunSettings) -> None:
             f"--writer must be one of {', '.join(WRITERS)}, not {settings.writers.writer!r}"
         )
     check_extras(settings)
-
-
-def start_run(settings: RunSettings, sandbox: Sandbox, store: Store | None):
-    """A run to drive with ``events()``; ``--compare-modes`` gets its second sandbox here."""
-    from .pipeline import Run
-
-    other = None
-    if settings.compare_modes:
-        other = make_sandbox(settings, "compiled" if settings.mode == "interpret" else "interpret")
-    elif settings.auto_mode and settings.mode == "compiled":
-        other = make_sandbox(settings, "interpret")  # started when a survivor needs it
-    return Run(settings, sandbox, store, other_sandbox=other)
-
-
-def start_rerun(
-    report: dict,
-    settings: RunSettings,
-    sandbox: Sandbox,
-    store: Store | None,
-    chosen: list[str],
-    *,
-    force: bool = False,
-    writer: str | None = None,
-):
-    """Chosen mutants of a past run judged again: the same driver with a rerun plan; its
-    ``RunFinished`` report says what changed (``rerun``). ``writer`` (probe | llm) then
-    writes tests for those still surviving."""
-    from .rerun import start_rerun as rerun
-
-    return rerun(report, settings, sandbox, store, chosen, force=force, writer=writer)
 
 
 # -- past runs -----------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The one place where the engine meets Textual.
 
-A run from ``engine.session.start_run`` is driven in a named thread worker; every
+A run of an ``engine.session.Session`` is driven in a named thread worker; every
 engine event becomes a Textual message (one ``on_<event>`` method per event type). Threads only call ``post_message``,
 which is thread-safe; widgets are touched on the UI thread alone. Progress goes
 to the header as a coalescable message (``can_replace``) so a burst of cached
