@@ -16,7 +16,14 @@ from dataclasses import replace
 
 from .errors import BadInput
 from .events import Event, OwnCheckJudged
-from .job import CASE_TIME_WORDS, TOO_BIG_WORDS, CheckOutcome, JobResult, JobStatus
+from .job import (
+    BOUNDS_OUTSIDE_CASES,
+    CASE_TIME_WORDS,
+    TOO_BIG_WORDS,
+    CheckOutcome,
+    JobResult,
+    JobStatus,
+)
 from .kernel_file import EXTRA_TESTS, GIVEN, OWN_CHECK, KernelFile, TestFile
 from .limits import describe
 from .own_check import NOTHING_ASSERTED
@@ -325,7 +332,9 @@ def leave_out_cases(ctx: StageContext, result: JobResult) -> JobResult:
         "coverage": {**coverage, **marked},
         LEFT_OUT_CASES: records,
     }
-    return replace(result, status=JobStatus.PASSED, outcomes=tuple(kept), error="", extra=extra)
+    return replace(
+        result, status=JobStatus.PASSED, outcomes=tuple(kept), error="", bounds=None, extra=extra
+    )
 
 
 def _launches_kept(extra: dict, coverage: dict[str, dict], left: set[str]) -> dict:
@@ -366,10 +375,13 @@ def _left(nodeid: str, why: str, reason: str, coverage: dict[str, dict]) -> dict
 
 def _case_failures(kernel: KernelFile, result: JobResult) -> list[CheckOutcome] | None:
     """The failed outcomes of a project-mode original when every one is a test case's
-    (none an import, a collection error, a limit, a bounds violation); else None."""
-    if kernel.project is None or result.status is not JobStatus.FAILED:
+    (none an import, a collection error, a limit, a bounds violation no case made); else
+    None. A case that read or wrote out of bounds failed with it: left out like the rest."""
+    if kernel.project is None or result.status not in (JobStatus.FAILED, JobStatus.BOUNDS):
         return None
-    if result.extra.get("limit") or result.bounds:
+    if result.extra.get("limit") or result.extra.get(BOUNDS_OUTSIDE_CASES):
+        return None
+    if result.bounds and not result.bounds.get("case"):
         return None
     failed = [o for o in result.outcomes if o.status == "failed"]
     prefix = f"{EXTRA_TESTS}::"

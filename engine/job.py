@@ -15,9 +15,10 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 #: Bump when the harness changes in a way that can change a result.
-HARNESS_VERSION = "5"  # 2: private filesystem and unprivileged user; 3: interpreter parity;
+HARNESS_VERSION = "6"  # 2: private filesystem and unprivileged user; 3: interpreter parity;
 #: 4: a writable view of the project, and the jit functions each launch reaches; 5: the
-#: original's case clock (--case-time), a collection failure names its file
+#: original's case clock (--case-time), a collection failure names its file; 6: a bounds
+#: violation names the test case that made it, which fails with it
 
 
 class CheckKind(StrEnum):
@@ -28,6 +29,9 @@ class CheckKind(StrEnum):
     HARNESS = "harness"
 
 
+#: a result's ``extra`` key: how many bounds violations no test case made (the others name
+#: their case, and that case failed with it: an original's is left out like a failing one)
+BOUNDS_OUTSIDE_CASES = "bounds_outside_cases"
 #: the words of a job whose answer passed the limit a result may hold (``harness/worker``):
 #: a large suite's original, split in two and run again (``spread``)
 TOO_BIG_WORDS = "bytes a result may hold"

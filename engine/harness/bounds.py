@@ -145,6 +145,19 @@ def violations() -> list[dict]:
     return [dict(v) for v in _VIOLATIONS]
 
 
+def count() -> int:
+    """How many violations are recorded (the mark ``attribute`` counts from)."""
+    return len(_VIOLATIONS)
+
+
+def attribute(since: int, case: str) -> str:
+    """Name ``case`` (a test case's node id) in every violation recorded after the first
+    ``since``; the first one's message ("" when none was recorded)."""
+    for record in _VIOLATIONS[since:]:
+        record.setdefault("case", case)
+    return _VIOLATIONS[since]["message"] if len(_VIOLATIONS) > since else ""
+
+
 def internal_errors() -> list[str]:
     """Exceptions raised by the checker itself (accesses then went unchecked)."""
     return list(_INTERNAL_ERRORS)

@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from mutant_gate.engine.job import (
+    BOUNDS_OUTSIDE_CASES,
     CASE_TIME_WORDS,
     Check,
     CheckKind,
@@ -117,6 +118,7 @@ class _PytestCollector:
     def pytest_runtest_logstart(self, nodeid, location) -> None:
         # the case now running: what a timeout of the original names (worker.run_job)
         progress({"check": self.check_name, "case": nodeid, "status": "running"})
+        self.violations_before = bounds.count()
 
     def pytest_runtest_logreport(self, report) -> None:
         name = f"{self.check_name}::{report.nodeid.split('::', 1)[-1]}"
@@ -130,6 +132,7 @@ class _PytestCollector:
                 why = _skip_reason(report) if report.skipped else ""
                 self.outcomes[name] = CheckOutcome(name, status, duration, why)
         if report.when == "teardown":  # the case is through: say so to whoever follows
+            self._bounds(name, report.nodeid)
             outcome = self.outcomes[name]
             progress(
                 {
@@ -139,6 +142,15 @@ class _PytestCollector:
                     "duration_s": round(outcome.duration_s, 3),
                 }
             )
+
+    def _bounds(self, name: str, nodeid: str) -> None:
+        """The bounds violations this case made are its own: each names it, and the case
+        fails with the first (a test that caught the checker's exception still made it),
+        so an original's case that reads out of bounds is left out like a failing one."""
+        message = bounds.attribute(getattr(self, "violations_before", 0), nodeid)
+        outcome = self.outcomes[name]
+        if message and outcome.status != "failed":
+            self.outcomes[name] = replace(outcome, status="failed", message=tail(message))
 
     def pytest_collectreport(self, report) -> None:
         if report.failed:  # "collection failed (FILE): ..." (``baseline`` reads the file)
@@ -554,6 +566,10 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
             **({"autotune_configs": shims.autotune_configs()} if shims.autotune_configs() else {}),
             **({"null_run": {"skipped_launches": null_run.skipped()}} if job.null_launches else {}),
             **({"undefined_lanes": undefined} if undefined else {}),
+            # violations no test case made (a module's import launching a kernel)
+            **(
+                {BOUNDS_OUTSIDE_CASES: n} if (n := sum("case" not in v for v in violations)) else {}
+            ),
             **({"interpreter_errors": parity.failures()} if parity.failures() else {}),
             **({"races": bounds.races()} if job.trace_races and job.mode == "interpret" else {}),
             **({"interpreter": _interpreter()} if job.mode == "interpret" else {}),
