@@ -16,6 +16,7 @@ from collections import Counter
 
 from .events import RunEstimated
 from .job import Job
+from .jobs import JobEvent
 from .kernel_file import GIVEN
 from .records import Mutant
 from .stage import StageContext
@@ -42,9 +43,9 @@ class Watch:
         self.cached: set[str] = set()
         self.said = False
 
-    def see(self, kind: str, key: str) -> RunEstimated | None:
-        if kind == "cached":
-            self.cached.add(key)
+    def see(self, event: JobEvent) -> RunEstimated | None:
+        if event.cached:
+            self.cached.add(event.key)
             return None
         return self.end()
 

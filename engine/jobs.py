@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
 
 from mutant_gate.cache import Store
 
@@ -37,6 +39,26 @@ def toolchain(mode: str, sandbox: Sandbox | None = None) -> dict:
     remote = sandbox.versions if sandbox is not None else {}
     versions.update({k: remote[k] for k in ("python", "torch", "triton") if k in remote})
     return versions
+
+
+class Happened(StrEnum):
+    STARTED = "started"  # a worker took the job
+    CACHED = "cached"  # served from the cache: it did not run
+    FINISHED = "finished"  # it ran (or ran ahead of the call) and its result arrived
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """One thing that happened to a job of ``JobRunner.run_jobs``: ``result`` for a cached
+    or finished one, None when it started."""
+
+    kind: Happened
+    key: str
+    result: JobResult | None = None
+
+    @property
+    def cached(self) -> bool:
+        return self.kind is Happened.CACHED
 
 
 class JobRunner:
@@ -171,17 +193,17 @@ class JobRunner:
     def run_all(self, jobs: dict[str, Job]) -> dict[str, tuple[JobResult, bool]]:
         """Run jobs in parallel, cache first; (result, cached) per key (fewer if cancelled)."""
         results: dict[str, tuple[JobResult, bool]] = {}
-        for kind, key, result in self.run_jobs(jobs):
-            if kind != "started" and result is not None:
-                results[key] = (result, kind == "cached")
+        for event in self.run_jobs(jobs):
+            if event.result is not None:
+                results[event.key] = (event.result, event.cached)
         self._round(results)
         return results
 
     def run_jobs(  # noqa: C901 - listed in tests/test_complexity.py
         self, jobs: dict[str, Job], sandbox: Sandbox | None = None
-    ) -> Iterator[tuple[str, str, JobResult | None]]:
-        """Run jobs in parallel (cache first); yield ("cached"|"started"|"finished", key,
-        result).
+    ) -> Iterator[JobEvent]:
+        """Run jobs in parallel (cache first); yield a ``JobEvent`` as each is served from
+        the cache, starts and finishes.
 
         Calls may overlap (the explorer's stage 2 while a check runs): each stops only
         its own queued jobs when its consumer stops early; ``cancel`` skips every queued
@@ -201,7 +223,7 @@ class JobRunner:
                 pending.append(key)
             else:
                 self._metered(cached)
-                yield "cached", key, cached
+                yield JobEvent(Happened.CACHED, key, cached)
         finished: queue.Queue = queue.Queue()
         stop = threading.Event()
 
@@ -247,15 +269,14 @@ class JobRunner:
                 if kind == "skipped":
                     remaining -= 1
                     continue
-                if kind == "ahead":
-                    kind = "finished"
-                    remaining -= 1
-                    self._metered(result)
-                elif kind == "finished":
-                    remaining -= 1
+                if kind == "started":
+                    yield JobEvent(Happened.STARTED, key)
+                    continue
+                remaining -= 1
+                if kind == "finished":  # "ahead": stored when it arrived
                     self.store_result(jobs[key], result)
-                    self._metered(result)
-                yield kind, key, result
+                self._metered(result)
+                yield JobEvent(Happened.FINISHED, key, result)
         except (KeyboardInterrupt, SystemExit):
             # Ctrl-C, SIGTERM: leave at once; closing the sandbox ends the jobs in flight
             # (their threads then return an error that is never stored).

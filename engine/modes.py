@@ -36,8 +36,9 @@ def compare_modes_stage(other_sandbox: Sandbox) -> Stage:
         by_id = {m.id: m for m in mutants}
         jobs = {m.id: ctx.job_for(m.source, timeout, other) for m in mutants}
         disagreements = []
-        for kind, mutant_id, result in ctx.run_jobs(jobs, other_sandbox):
-            if kind == "started" or result is None:
+        for event in ctx.run_jobs(jobs, other_sandbox):
+            mutant_id, result = event.key, event.result
+            if result is None:
                 continue
             verdict, by, reason = decide(result)
             mine = ctx.ledger.outcome(mutant_id)
@@ -115,8 +116,9 @@ def auto_recheck_stage(interpreter: Sandbox) -> Stage:
         judge, sandbox, jobs, why = _recheck_jobs(ctx, chosen, interpreter)
         killed = 0
         done = 0
-        for kind, mutant_id, result in ctx.run_jobs(jobs, sandbox) if jobs else ():
-            if kind == "started" or result is None:
+        for event in ctx.run_jobs(jobs, sandbox) if jobs else ():
+            mutant_id, result = event.key, event.result
+            if result is None:
                 continue
             done += 1
             mutant = next(m for m in chosen if m.id == mutant_id)
@@ -134,7 +136,7 @@ def auto_recheck_stage(interpreter: Sandbox) -> Stage:
                     by=by or "own-check",
                     reason=f"{reason} [{judge}; passed compiled]",
                     duration_s=result.duration_s,
-                    cached=kind == "cached",
+                    cached=event.cached,
                     stage=AUTO_STAGE,
                     evidence=f"survived compiled; {judge}: {reason}",
                 )

@@ -505,17 +505,16 @@ class Run:
         by_id = {m.id: m for m in mutants}
         results: dict[str, dict[int, tuple[JobResult, bool]]] = {m.id: {} for m in mutants}
         watch = Watch(ctx, jobs, by_id, total)  # the estimate, as the first job starts
-        for kind, key, result in ctx.run_jobs(jobs):
-            if (estimated := watch.see(kind, key)) is not None:
+        for event in ctx.run_jobs(jobs):
+            if (estimated := watch.see(event)) is not None:
                 yield estimated
-            mutant_id, config = key.split("@")
+            mutant_id, config = event.key.split("@")
             mutant = by_id[mutant_id]
-            if kind == "started":
+            if event.result is None:  # started
                 if not results[mutant_id]:
                     yield MutantStarted(mutant)
                 continue
-            assert result is not None
-            results[mutant_id][int(config)] = (result, kind == "cached")
+            results[mutant_id][int(config)] = (event.result, event.cached)
             if len(results[mutant_id]) < configs:
                 continue
             done += 1

@@ -21,7 +21,7 @@ from mutant_gate.cache import Store
 
 from .events import Event, MutantUpdated
 from .job import Check, CheckKind, Job, JobResult
-from .jobs import JobRunner
+from .jobs import JobEvent, JobRunner
 from .kernel_file import EXTRA_TESTS, OWN_CHECK, KernelFile, TestFile
 from .project import jit_callers, record_reaches
 from .records import Mutant, MutantOutcome, Verdict
@@ -236,7 +236,7 @@ class StageContext:
     ) -> tuple[JobResult, bool]:
         return self.jobs.execute(job, sandbox, on_progress)
 
-    def run_jobs(self, jobs: dict[str, Job], sandbox: Sandbox | None = None):
+    def run_jobs(self, jobs: dict[str, Job], sandbox: Sandbox | None = None) -> Iterator[JobEvent]:
         return self.jobs.run_jobs(jobs, sandbox)
 
     def run_all(self, jobs: dict[str, Job]) -> dict[str, tuple[JobResult, bool]]:

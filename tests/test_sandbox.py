@@ -278,10 +278,10 @@ def test_overlapping_run_jobs_calls_each_get_every_result(sandbox):
             f"{name}{i}": main_job(f"import time\ntime.sleep({sleep})\nx = {i}\n")
             for i in range(count)
         }
-        for kind, key, result in run.run_jobs(jobs):
-            if kind == "finished":
-                assert result is not None and result.status is JobStatus.PASSED, result
-                got[name].append(key)
+        for event in run.run_jobs(jobs):
+            if event.kind == "finished":
+                assert event.result is not None and event.result.status is JobStatus.PASSED
+                got[name].append(event.key)
                 if stop_after is not None and len(got[name]) >= stop_after:
                     break
 

@@ -111,13 +111,12 @@ def _big_index(ctx: StageContext, chosen: list[Mutant], summary: dict) -> Iterat
     jobs = {m.id: _job(ctx, m.source, plans) for m in chosen}
     by_id = {m.id: m for m in chosen}
     done = 0
-    for kind, key, result in ctx.run_jobs(jobs):
-        mutant = by_id[key]
-        if kind == "started":
+    for event in ctx.run_jobs(jobs):
+        mutant, result = by_id[event.key], event.result
+        if result is None:  # started
             yield CheckStarted(mutant, CHECK)
             continue
         done += 1
-        assert result is not None
         replays, why = _replays(result)
         if replays is None:
             ctx.ledger.put_row(mutant.id, CHECK, {"error": why})
@@ -156,7 +155,7 @@ def _big_index(ctx: StageContext, chosen: list[Mutant], summary: dict) -> Iterat
             by=By.BIG_INDEX.value,
             reason=reason,
             duration_s=result.duration_s,
-            cached=kind == "cached",  # a rerun serves the replay from the cache
+            cached=event.cached,  # a rerun serves the replay from the cache
             stage=CHECK,
             evidence=evidence,
         )

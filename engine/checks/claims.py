@@ -133,8 +133,9 @@ def _claims(
             for m in reached:
                 jobs[f"{RACES}:{m.id}"] = replace(ctx.mutant_job(m), trace_races=True)
         by_id = {m.id: m for m in claimed}
-        for kind, key, result in ctx.run_jobs(jobs):
-            if kind == "started" or result is None:
+        for event in ctx.run_jobs(jobs):
+            key, result = event.key, event.result
+            if result is None:
                 continue
             what, _, mid = key.partition(":")
             if what == RACES:

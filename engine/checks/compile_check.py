@@ -151,13 +151,12 @@ def _compile_check(  # noqa: C901 - listed in tests/test_complexity.py
             mutant.id, CHECK, {t: {"ok": None, "message": note, "seconds": 0.0} for t in targets}
         )
         yield CheckFinished(mutant, CHECK, note, done, len(survivors))
-    for kind, key, result in ctx.run_jobs(jobs):
-        mutant = by_id[key]
-        if kind == "started":
+    for event in ctx.run_jobs(jobs):
+        mutant, result = by_id[event.key], event.result
+        if result is None:  # started
             yield CheckStarted(mutant, CHECK)
             continue
         done += 1
-        assert result is not None
         per_target, error = _per_target(result)
         if per_target is None:
             summary["errors"] += 1

@@ -343,14 +343,13 @@ def _diff_oracle(ctx: StageContext, mutants: list[Mutant], summary: dict) -> Ite
     for per_job in (PER_JOB, 1):
         jobs = oracle_jobs(ctx, todo, per_job=per_job, spread=ctx.workers, alone=slow)
         todo = []
-        for kind, key, result in ctx.run_jobs(jobs.jobs):
-            members = [by_id[mid] for mid in jobs.members[key]]
-            if kind == "started":
+        for event in ctx.run_jobs(jobs.jobs):
+            members = [by_id[mid] for mid in jobs.members[event.key]]
+            if event.result is None:  # started
                 for mutant in members:
                     yield CheckStarted(mutant, CHECK)
                 continue
-            assert result is not None
-            answers = jobs.per_mutant({key: (result, kind == "cached")})
+            answers = jobs.per_mutant({event.key: (event.result, event.cached)})
             todo += [m for m in members if m.id not in answers]
             for mid, (answer, _) in answers.items():
                 mutant = by_id[mid]
