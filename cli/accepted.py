@@ -39,7 +39,7 @@ def _row(report: dict, ref: str) -> dict:
 def accept_survivors(args: argparse.Namespace, console: Console) -> int:
     if not args.reason or not args.reason.strip():
         raise BadInput("accept: --reason must say why the survivor may stay")
-    from mutant_gate.engine.session import accepted  # the file's format: only for `accept`
+    from mutant_gate.engine import accepted  # the file's format: only for `accept`
 
     path = args.accepted or DEFAULT_BASELINE
     report = session.find_report(args.run, args.cache_dir or DEFAULT_DIR)

@@ -20,10 +20,10 @@ from rich.markup import escape
 
 from mutant_gate.cache import DEFAULT_DIR, Store
 from mutant_gate.cli.check_lines import counted
-from mutant_gate.engine import session
+from mutant_gate.engine import formats, session
 from mutant_gate.engine.errors import EXIT_OK, EXIT_UNDER_THRESHOLD, BadInput
+from mutant_gate.engine.formats.words import gate, percent, score_phrases
 from mutant_gate.engine.sandbox.backends import DEFAULT, backend
-from mutant_gate.engine.session import formats, gate, percent, score_phrases
 from mutant_gate.engine.settings import KEY_VARIABLES, api_key
 from mutant_gate.engine.vocabulary import by_words
 
@@ -167,7 +167,7 @@ def refresh_predictions(report: dict) -> dict:
 def report_site(args: argparse.Namespace, console: Console) -> int:
     """``report RUN... --site DIR``: the replay site over those runs (``latest``: the
     newest run of each kernel file)."""
-    from mutant_gate.engine.session import write_site
+    from mutant_gate.engine.formats.site import write_site
 
     if args.format is not None or args.out is not None:
         raise BadInput("report: --site DIR writes a folder; leave out --format and --out")
@@ -187,7 +187,7 @@ def report_site(args: argparse.Namespace, console: Console) -> int:
 def cmd_rerun(args: argparse.Namespace, console: Console) -> int:
     from mutant_gate.cli.reporter import RerunReporter  # the engine's events: only when run
     from mutant_gate.cli.written import say_written
-    from mutant_gate.engine.session import recorded_paths, select
+    from mutant_gate.engine.rerun import recorded_paths, select
     from mutant_gate.engine.settings import settings_from_json
 
     if not args.survivors and not args.mutant:

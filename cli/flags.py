@@ -52,7 +52,7 @@ def writer_settings(args: argparse.Namespace) -> WriterSettings:
         raise BadInput("--test-budget-factor and --test-budget-min must not be negative")
     triggers: tuple[str, ...] = ()
     if getattr(args, "probe_triggers", None):
-        from mutant_gate.engine.session import TRIGGERS  # heavy: only when asked
+        from mutant_gate.engine.writers.probe_inputs import TRIGGERS  # heavy: only when asked
 
         triggers = tuple(t.strip() for t in args.probe_triggers.split(",") if t.strip())
         unknown = sorted(set(triggers) - TRIGGERS)
@@ -89,7 +89,7 @@ def _accepted(path: str | None) -> str | None:
     found = not path and os.path.isfile(DEFAULT_BASELINE)
     path = DEFAULT_BASELINE if found else path
     if path:
-        from mutant_gate.engine.session import accepted
+        from mutant_gate.engine import accepted
 
         entries = accepted.load(path)
         if found:
@@ -100,7 +100,7 @@ def _accepted(path: str | None) -> str | None:
 def _predict(path: str | None) -> str | None:
     """The prediction file, parsed now: a missing or malformed one fails before the run."""
     if path:
-        from mutant_gate.engine.session import predictions
+        from mutant_gate.engine import predictions
 
         predictions.register(path)
     return path
@@ -135,7 +135,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
     case_time = getattr(args, "case_time", None)
     if case_time is not None and not case_time > 0:
         raise BadInput(f"--case-time must be a positive number of seconds, got {case_time:g}")
-    from mutant_gate.engine.session import resolve_mode
+    from mutant_gate.engine.modes import resolve_mode
 
     # A remote sandbox does not run on this machine's GPU: auto is the interpreter there.
     chosen = backend(args.backend)

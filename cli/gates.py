@@ -9,7 +9,7 @@ import argparse
 from rich.console import Console
 from rich.markup import escape
 
-from mutant_gate.engine import session
+from mutant_gate.engine import library
 from mutant_gate.engine.errors import EXIT_UNDER_THRESHOLD
 
 
@@ -18,9 +18,7 @@ def left_out(console: Console, report: dict) -> None:
     records = report.get("left_out_cases") or []
     if records:
         first = records[0]
-        said = (
-            f"{session.library.left_out_line(records)} (first: {first['case']}, {first['reason']})"
-        )
+        said = f"{library.left_out_line(records)} (first: {first['case']}, {first['reason']})"
         console.print(f"[yellow]{escape(said)}[/]", highlight=False)
 
 
@@ -28,7 +26,7 @@ def path_gate(report: dict, args: argparse.Namespace, console: Console) -> int:
     """``[tool.mutant-gate.fail-under-paths]``: one line for each module under its
     threshold; exit 1 when there is one, else 0."""
     thresholds = getattr(args, "fail_under_paths", None) or []
-    lines = session.library.under_thresholds(report, thresholds)
+    lines = library.under_thresholds(report, thresholds)
     for line in lines:
         console.print(f"[bold red]{escape(line)}[/]", highlight=False, soft_wrap=True)
     return EXIT_UNDER_THRESHOLD if lines else 0

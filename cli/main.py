@@ -24,7 +24,7 @@ from mutant_gate.engine import session
 from mutant_gate.engine.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
 from mutant_gate.engine.sandbox.backends import BACKENDS
 from mutant_gate.engine.sandbox.backends import DEFAULT as DEFAULT_BACKEND
-from mutant_gate.engine.session import SandboxStartError
+from mutant_gate.engine.sandbox.local import SandboxStartError
 from mutant_gate.engine.settings import DEFAULT_BASE_URL, DEFAULT_MODEL, WRITERS
 
 

@@ -86,13 +86,8 @@ def plan(args: argparse.Namespace) -> list[tuple[str, str, int, RunSettings]]:
 
 def cmd_study(args: argparse.Namespace, console: Console) -> int:
     from mutant_gate.engine.events import RunFinished
-    from mutant_gate.engine.session import (
-        attribute_own,
-        csv_text,
-        markdown_table,
-        study_row,
-        write_site,
-    )
+    from mutant_gate.engine.formats.site import write_site
+    from mutant_gate.engine.study import attribute_own, csv_text, markdown_table, study_row
 
     runs = plan(args)
     if os.path.exists(args.out) and not os.path.isdir(args.out):

@@ -11,14 +11,10 @@ from rich.table import Table
 
 from mutant_gate.cli.check_lines import counted
 from mutant_gate.cli.survivors import survivor_lines
-from mutant_gate.engine.session import (
-    by_operator,
-    percent,
-    predictions,
-    price_words,
-    probe_spend,
-    shown_claims,
-)
+from mutant_gate.engine import predictions
+from mutant_gate.engine.formats.words import percent, probe_spend, shown_claims
+from mutant_gate.engine.prices import price_words
+from mutant_gate.engine.report import by_operator
 from mutant_gate.engine.vocabulary import ORDER, STYLES, Verdict
 
 

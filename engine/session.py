@@ -35,63 +35,6 @@ from .sandbox import Sandbox
 from .sandbox.backends import BACKENDS, backend, open_sandbox
 from .settings import WRITERS, RunSettings
 
-# -- what the faces read from deeper modules ---------------------------------------------------
-#: name -> (module under ``engine``, attribute; None: the module itself). The faces import
-#: these from here (``tests/test_layering.py`` holds them to it); each is loaded when first
-#: asked for, so a face pays only for what it uses (``mutant-gate --help`` imports none).
-DOOR: dict[str, tuple[str, str | None]] = {
-    # the report and its rows, as the engine builds them
-    "mutant_row": ("report", "mutant_row"),
-    "by_operator": ("report", "by_operator"),
-    "score": ("report", "score"),
-    "ROW_FIELDS": ("report", "ROW_FIELDS"),
-    "Mutant": ("records", "Mutant"),
-    # the report's formats, and the words they share with the faces
-    "formats": ("formats", None),
-    "write_site": ("formats.site", "write_site"),
-    "gate": ("formats.words", "gate"),
-    "percent": ("formats.words", "percent"),
-    "score_phrases": ("formats.words", "score_phrases"),
-    "written_names": ("report", "written_names"),
-    "written_kill": ("report", "written_kill"),
-    "probe_spend": ("formats.words", "probe_spend"),
-    "probe_text": ("formats.words", "probe_text"),
-    "shown_claims": ("formats.words", "shown_claims"),
-    "price_words": ("prices", "price_words"),
-    # files a run reads or writes beside its report
-    "accepted": ("accepted", None),
-    "predictions": ("predictions", None),
-    # a library's run: its modules, its shards and their merge
-    "library": ("library", None),
-    # reruns and studies
-    "recorded_paths": ("rerun", "recorded_paths"),
-    "select": ("rerun", "select"),
-    "attribute_own": ("study", "attribute_own"),
-    "csv_text": ("study", "csv_text"),
-    "markdown_table": ("study", "markdown_table"),
-    "study_row": ("study", "study_row"),
-    # flags' meanings
-    "resolve_mode": ("modes", "resolve_mode"),
-    "TRIGGERS": ("writers.probe_inputs", "TRIGGERS"),
-    "SandboxStartError": ("sandbox.local", "SandboxStartError"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name == "TOGGLED_CHECKS":  # the survivor checks a face may turn on and off
-        from .checks import ALWAYS, CHECKS
-
-        value: Any = tuple(n for n in CHECKS if n not in ALWAYS)
-    elif name in DOOR:
-        module, attr = DOOR[name]
-        loaded = importlib.import_module(f"{__package__}.{module}")
-        value = loaded if attr is None else getattr(loaded, attr)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
 # -- optional extras ------------------------------------------------------------------------
 #: module -> (the package that provides it, the mutant-gate extra that installs it)
 EXTRAS: dict[str, tuple[str, str]] = {

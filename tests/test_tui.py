@@ -703,7 +703,7 @@ async def test_an_accepted_survivor_keeps_its_mark_when_the_engine_reports_again
 
 
 def test_the_score_lists_accepted_survivors_as_left_out():
-    from mutant_gate.engine.session import score
+    from mutant_gate.engine.report import score
 
     rows = [
         {"id": "a", "verdict": "killed"},

@@ -21,9 +21,9 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from mutant_gate.cache import CacheUnavailable, Store
-from mutant_gate.engine import session
+from mutant_gate.engine import accepted, formats, session
 from mutant_gate.engine.errors import BadInput
-from mutant_gate.engine.session import Sandbox, accepted
+from mutant_gate.engine.session import Sandbox
 from mutant_gate.engine.settings import DEFAULT_BASELINE, RunSettings
 from mutant_gate.engine.vocabulary import by_words
 from mutant_gate.tui.bridge import (
@@ -336,7 +336,7 @@ class MutantGateApp(App[int]):
         """Write the entry for survivor ``mutant_id`` to ``path`` and show it accepted."""
         report = self.model.to_report()
         row = self.model.row(mutant_id)
-        modules = session.formats.modules
+        modules = formats.modules
         if modules.is_library(report):  # the entry names the survivor's module, not the library
             record = next(f for f in report["files"] if f["path"] == row.get("file"))
             report = modules.module_report(report, record)
@@ -528,7 +528,7 @@ class MutantGateApp(App[int]):
 
     def write_report(self, path: str) -> bool:
         try:
-            session.formats.write(self.export_report(), "json", path)
+            formats.write(self.export_report(), "json", path)
         except BadInput as exc:
             self.notify(str(exc), severity="error")
             return False

@@ -26,15 +26,18 @@ from textual.message import Message
 from textual.message_pump import MessagePump
 from textual.worker import Worker
 
-from mutant_gate.engine import session
+from mutant_gate.engine.checks import TOGGLED
 from mutant_gate.engine.events import Event
-from mutant_gate.engine.session import Mutant, Sandbox, Session, mutant_row, score_phrases
+from mutant_gate.engine.formats.words import score_phrases
+from mutant_gate.engine.records import Mutant
+from mutant_gate.engine.report import mutant_row
+from mutant_gate.engine.session import Sandbox, Session
 from mutant_gate.engine.settings import KEY_VARIABLES, RunSettings, api_key
 from mutant_gate.engine.vocabulary import check_name
 
 NEEDS_MODEL = f"no model key: set {' or '.join(KEY_VARIABLES)}"
 #: The survivor checks the explorer can toggle, by name.
-CHECKS = session.TOGGLED_CHECKS
+CHECKS = TOGGLED
 
 
 def model_key_present() -> bool:

@@ -12,7 +12,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from mutant_gate.engine.session import score, written_kill, written_names
+from mutant_gate.engine.report import score, written_kill, written_names
 from mutant_gate.engine.vocabulary import EXCLUDED, ORDER, PENDING, RUNNING, Verdict
 
 #: The states that are verdicts (a cell's other states: ``pending``, ``running``).

@@ -13,7 +13,8 @@ from functools import lru_cache
 from textual.content import Content
 from textual.highlight import highlight
 
-from mutant_gate.engine.session import ROW_FIELDS, probe_text, shown_claims
+from mutant_gate.engine.formats.words import probe_text, shown_claims
+from mutant_gate.engine.report import ROW_FIELDS
 from mutant_gate.engine.vocabulary import by_words, origin_words
 from mutant_gate.tui.model import survivor_kind
 

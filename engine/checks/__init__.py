@@ -47,3 +47,5 @@ CHECKS: dict[str, Stage] = {
 }
 #: Checks that run whatever the flags say.
 ALWAYS = frozenset({"big-index", "claims"})
+#: the survivor checks a face may turn on and off
+TOGGLED = tuple(n for n in CHECKS if n not in ALWAYS)
