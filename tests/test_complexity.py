@@ -26,10 +26,8 @@ ALLOWED = {
     "engine/writers/probe_inputs.py": {"build", "_call_variants", "_trigger_variants"},
     "tui/bridge.py": {"describe"},
     "tui/render.py": {"writers_content"},
-    "tui/widgets/inspector.py": {"show"},
-    "tui/widgets/run_header.py": {"render"},
 }
-MOST = 15  # the list's length today; lower it as functions are split, never raise it
+MOST = 13  # the list's length today; lower it as functions are split, never raise it
 
 
 def _over_the_limit() -> dict[str, set[str]]:

@@ -82,7 +82,7 @@ class Inspector(VerticalScroll, can_focus=True):
         content = self.sections.get(key)
         return content.plain if content is not None else ""
 
-    def show(self, mutant_id: str | None) -> None:  # noqa: C901 - listed in tests/test_complexity.py
+    def show(self, mutant_id: str | None) -> None:
         """Fill every section for ``mutant_id`` (None: an empty grid)."""
         self.mutant_id = mutant_id
         title = self.query_one("#inspector-title", Static)
@@ -106,18 +106,8 @@ class Inspector(VerticalScroll, can_focus=True):
             layout=False,
         )
         stopped = model.stopped if state in ("pending", "running") else None
-        label = "not run" if stopped else state.replace("_", " ")
-        if state == "killed" and row.get("by"):
-            label += f" by {row['by']}"
-        if row.get("cached") and state not in ("pending", "running"):
-            label += "  (from cache)"
-        kind = survivor_kind(row)
-        if kind is not None:
-            label += f" · {KIND_WORDS[kind]}"
-        if mutant_id in model.marked:
-            label += "  [marked for stage 2]"
         verdict.display = True
-        verdict.update(label)
+        verdict.update(self._label(row, state, stopped))
         verdict.set_classes(["-error" if stopped else f"-{state}"])
 
         if self.raw:
@@ -126,6 +116,35 @@ class Inspector(VerticalScroll, can_focus=True):
             return
         why = render.why(row, state, oracle_on=self.oracle_on, stopped=stopped)
         self.sections = sections = {"why": Content(why)}
+        killer = self._fill(sections, row)
+        parts = [sections["why"]]
+        for key, heading in SECTIONS.items():
+            if key in sections:
+                if key == "test" and killer:
+                    heading = f"killing test: {killer.get('name')}"
+                parts.append(Content.styled(f"\n{heading}", "bold $text-accent"))
+                parts.append(sections[key])
+        body.update(Content("\n").join(parts))
+        if self.scroll_y:
+            self.scroll_home(animate=False)
+
+    def _label(self, row: dict, state: str, stopped: object) -> str:
+        """The verdict line: the state, who killed it, cached, its survivor kind, marked."""
+        label = "not run" if stopped else state.replace("_", " ")
+        if state == "killed" and row.get("by"):
+            label += f" by {row['by']}"
+        if row.get("cached") and state not in ("pending", "running"):
+            label += "  (from cache)"
+        kind = survivor_kind(row)
+        if kind is not None:
+            label += f" · {KIND_WORDS[kind]}"
+        if row["id"] in self.model.marked:
+            label += "  [marked for stage 2]"
+        return label
+
+    def _fill(self, sections: dict, row: dict) -> dict | None:
+        """The row's sections past its "why" into ``sections``; the killing test, if any."""
+        model = self.model
         if row.get("diff"):
             sections["diff"] = render.diff_content(row["diff"])
         killer = model.killing_test(row)
@@ -146,13 +165,4 @@ class Inspector(VerticalScroll, can_focus=True):
         extra = {k: v for k, v in row.items() if k not in render.KNOWN_FIELDS}
         if extra:
             sections["more"] = render.fact_lines(list(extra.items()))
-        parts = [sections["why"]]
-        for key, heading in SECTIONS.items():
-            if key in sections:
-                if key == "test" and killer:
-                    heading = f"killing test: {killer.get('name')}"
-                parts.append(Content.styled(f"\n{heading}", "bold $text-accent"))
-                parts.append(sections[key])
-        body.update(Content("\n").join(parts))
-        if self.scroll_y:
-            self.scroll_home(animate=False)
+        return killer

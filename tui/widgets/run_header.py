@@ -63,9 +63,13 @@ class RunHeader(Widget):
         self.status = message.phase
         self.refresh()
 
-    def render(self) -> Text:  # noqa: C901 - listed in tests/test_complexity.py
+    def render(self) -> Text:
+        return self._top() + Text("\n") + self._bottom()
+
+    def _top(self) -> Text:
+        """The file, the run, live or replay, the toggled checks and the filter."""
         style = self.get_component_rich_style
-        model, score = self.model, self.model.score
+        model = self.model
         name = os.path.basename(model.kernel_path) or "(loading)"
         top = Text(no_wrap=True, overflow="ellipsis")
         top.append("mutant-gate ", style("-dim"))
@@ -88,7 +92,12 @@ class RunHeader(Widget):
             top.append(f"  {check} {'on' if on else 'off'}", style("-dim") if not on else "")
         if self.filters_text:
             top.append(f"  filter: {self.filters_text}")
+        return top
 
+    def _bottom(self) -> Text:
+        """The bar, the counts, the two scores, then the run's pace and tokens."""
+        style = self.get_component_rich_style
+        model, score = self.model, self.model.score
         bottom = Text(no_wrap=True, overflow="ellipsis")
         total = score.total
         filled = round(BAR_WIDTH * score.done / total) if total else 0
@@ -111,6 +120,12 @@ class RunHeader(Widget):
             bottom.append(f" ({score.excluded} excluded)", style("-dim"))
         if score.accepted:
             bottom.append(f" ({score.accepted} accepted)", style("-dim"))
+        self._pace(bottom)
+        return bottom
+
+    def _pace(self, bottom: Text) -> None:
+        """Elapsed time, jobs a second, cached and running jobs, tokens spent."""
+        style = self.get_component_rich_style
         progress = self.progress
         if progress is not None and progress.elapsed_s is not None:
             bottom.append(f"  {clock(progress.elapsed_s)} elapsed")
@@ -121,10 +136,9 @@ class RunHeader(Widget):
         if progress is not None and progress.running and progress.oldest_running is not None:
             longest = clock(time.monotonic() - progress.oldest_running)
             bottom.append(f"  {progress.running} running, longest {longest}", style("-dim"))
-        tokens = (progress.tokens if progress else None) or model.report.get("tokens")
+        tokens = (progress.tokens if progress else None) or self.model.report.get("tokens")
         if tokens and (tokens.get("prompt") or tokens.get("completion")):
             used = (tokens.get("prompt") or 0) + (tokens.get("completion") or 0)
             bottom.append(f"  tokens {used:,}")
             if tokens.get("cost_usd") is not None:
                 bottom.append(f" ${tokens['cost_usd']:.4f}")
-        return top + Text("\n") + bottom
