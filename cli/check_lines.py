@@ -49,28 +49,16 @@ def _oracle_counts(oracle: dict, verbose: bool) -> list[str]:
     return counts
 
 
-def summary_lines(report: dict, verbose: bool = False) -> list[str]:  # noqa: C901 - listed in tests/test_complexity.py
+def summary_lines(report: dict, verbose: bool = False) -> list[str]:
     """Per-mutant check results, then the counts line; nothing when no check ran. The
     oracle's sentence on each survivor (the survivor lines say its kind) and the checks'
     time only with ``verbose``, but for a contradiction."""
     checks = report.get("checks") or {}
     if not checks:
         return []
-    lines = []
     rows = report["mutants"]
-    for m in rows:
-        if m["verdict"] == "not_compilable":
-            lines.append(
-                f"[magenta]not_compilable[/] {m['id']} {m['operator']} line {m['line']}: "
-                f"{escape(m['reason'])}"
-            )
-    for m in rows:
-        oracle = m.get("oracle")
-        if not oracle or not (verbose or oracle.get("contradiction")):
-            continue
-        style = "bold red" if oracle.get("contradiction") else "dim"
-        lines.append(f"[{style}]oracle {m['id']} ({m['verdict']}): {escape(oracle['sentence'])}[/]")
-    compiled, oracle = checks.get("compile"), checks.get("oracle")
+    lines = _mutant_lines(rows, verbose)
+    compiled, oracle, claims = checks.get("compile"), checks.get("oracle"), checks.get("claims")
     counts = []
     if compiled is not None:
         if compiled.get("skipped"):
@@ -80,21 +68,13 @@ def summary_lines(report: dict, verbose: bool = False) -> list[str]:  # noqa: C9
             counts.append(f"{compiled['not_compilable']} not_compilable ({targets})")
     if oracle is not None:
         counts += _oracle_counts(oracle, verbose)
-    claims = checks.get("claims")
     if claims is not None:
         counts.append(
             f"{claims['backed']} of {counted(claims['claims'], 'equivalence claim')} backed "
             "by execution"
             + (f", [bold]{claims['refused']} refused[/]" if claims["refused"] else "")
         )
-        for m in rows:
-            for claim in m.get("claims") or []:
-                evidence = claim.get("evidence") or {}
-                if evidence.get("backed") is False:
-                    lines.append(
-                        f"[yellow]claim refused[/] {m['id']} {m['operator']} line {m['line']}: "
-                        f"{escape(evidence.get('why', ''))}"
-                    )
+        lines += _refused_claims(rows)
     if compiled is not None:
         checked = compiled["survivors"]
     elif oracle is not None:
@@ -111,3 +91,31 @@ def summary_lines(report: dict, verbose: bool = False) -> list[str]:  # noqa: C9
     if timing and verbose:
         lines.append(f"[dim]check time per survivor: {', '.join(timing)}[/]")
     return lines
+
+
+def _mutant_lines(rows: list[dict], verbose: bool) -> list[str]:
+    """The not-compilable mutants, then the oracle's sentences (a contradiction always)."""
+    lines = [
+        f"[magenta]not_compilable[/] {m['id']} {m['operator']} line {m['line']}: "
+        f"{escape(m['reason'])}"
+        for m in rows
+        if m["verdict"] == "not_compilable"
+    ]
+    for m in rows:
+        oracle = m.get("oracle")
+        if not oracle or not (verbose or oracle.get("contradiction")):
+            continue
+        style = "bold red" if oracle.get("contradiction") else "dim"
+        lines.append(f"[{style}]oracle {m['id']} ({m['verdict']}): {escape(oracle['sentence'])}[/]")
+    return lines
+
+
+def _refused_claims(rows: list[dict]) -> list[str]:
+    """One line per equivalence claim execution refused."""
+    return [
+        f"[yellow]claim refused[/] {m['id']} {m['operator']} line {m['line']}: "
+        f"{escape((claim.get('evidence') or {}).get('why', ''))}"
+        for m in rows
+        for claim in m.get("claims") or []
+        if (claim.get("evidence") or {}).get("backed") is False
+    ]

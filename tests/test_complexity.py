@@ -15,7 +15,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # file -> functions over the limit today (issue 46 brings them to at most 8, none in the probe)
 ALLOWED = {
-    "cli/check_lines.py": {"summary_lines"},
     "engine/checks/compile_check.py": {"_compile_check"},
     "engine/harness/bf16.py": {"install"},
     "engine/harness/bigindex.py": {"_replay"},
@@ -27,7 +26,7 @@ ALLOWED = {
     "tui/bridge.py": {"describe"},
     "tui/render.py": {"writers_content"},
 }
-MOST = 13  # the list's length today; lower it as functions are split, never raise it
+MOST = 12  # the list's length today; lower it as functions are split, never raise it
 
 
 def _over_the_limit() -> dict[str, set[str]]:
