@@ -22,11 +22,10 @@ ALLOWED = {
     "engine/pipeline.py": {"events"},
     "engine/harness/worker.py": {"run_job"},
     "engine/writers/probe.py": {"_probe"},
-    "engine/writers/probe_inputs.py": {"build", "_call_variants", "_trigger_variants"},
     "tui/bridge.py": {"describe"},
     "tui/render.py": {"writers_content"},
 }
-MOST = 12  # the list's length today; lower it as functions are split, never raise it
+MOST = 9  # the list's length today; lower it as functions are split, never raise it
 
 
 def _over_the_limit() -> dict[str, set[str]]:

@@ -410,7 +410,7 @@ def _shrunk_slug(slug: str, steps: list[tuple[int, int, int | None]]) -> str:
     return f"{slug}_size_{steps[0][1]}"
 
 
-def build(  # noqa: C901 - listed in tests/test_complexity.py
+def build(
     call: dict,
     kind: str,
     seed: int,
@@ -448,6 +448,58 @@ def build(  # noqa: C901 - listed in tests/test_complexity.py
     function = call["function"]
     taken = {"torch", "math", function, function.split(".")[0], "result", "expected", "_mg_grad"}
     lines = [f"torch.manual_seed({seed})"]
+    built = _arguments(call, taken, lines, sizes, dtypes, mode, layout, scalars)
+    if built is None:
+        return None
+    tensors, positional, keywords, largest = built
+    if special is not None:
+        if largest is None:
+            return None
+        lines.append(_special_line(largest, special, lane))
+    elements = _elements(call, sizes)
+    if elements > MAX_ELEMENTS:
+        return None
+    old = max(1, _elements(call, {}))
+    est = float(call.get("duration_s", 0.1)) * max(1.0, elements / old)
+    setup = "\n".join(lines) + "\n"
+    call_text = f"{function}({', '.join(positional + keywords)})"
+    if call.get("launch"):
+        call_text = f"{function}[{_grid(call)!r}]({', '.join(positional + keywords)})"
+    if call.get("backward"):  # a Function whose backward launches kernels: run it too
+        call_text = f"_mg_grad({', '.join([function, *positional, *keywords])})"
+    # keyed by what runs: survivors planning the same input share the original's run
+    home = [call["module"]] if call.get("module") else []
+    content = json.dumps([*home, function, setup, call_text, tensors]).encode()
+    return Candidate(
+        id="p" + hashlib.sha256(content).hexdigest()[:12],
+        function=function,
+        setup=setup,
+        call=call_text,
+        tensors=tuple(tensors),
+        describe=describe,
+        slug=slug,
+        kind=kind,
+        elements=elements,
+        est_s=est + 0.05,
+        case=str(call.get("case", "")),
+        module=str(call.get("module", "")),
+        launch=bool(call.get("launch")),
+    )
+
+
+def _arguments(
+    call: dict,
+    taken: set[str],
+    lines: list[str],
+    sizes: dict[int, int],
+    dtypes: dict[str, str],
+    mode: str | None,
+    layout: str | None,
+    scalars: dict[str, int],
+) -> tuple[list[str], list[str], list[str], tuple[int, str, int] | None] | None:
+    """The call's arguments as code: each tensor's setup line into ``lines``; (its tensor
+    variables, positional and keyword argument texts, the largest float tensor as
+    (elements, variable, rank)); None where an argument cannot be written (opaque)."""
     tensors: list[str] = []
     positional: list[str] = []
     keywords: list[str] = []
@@ -479,44 +531,18 @@ def build(  # noqa: C901 - listed in tests/test_complexity.py
             positional.append(text)
         else:
             keywords.append(f"{keyword}={text}")
-    if special is not None:
-        if largest is None:
-            return None
-        _, var, rank = largest
-        value = special[1].format(v=var)
-        if lane:  # one lane of every row (the first column; a 1-D tensor: its first)
-            lines.append(f"{var}[..., 0] = {value}")
-        else:
-            lines.append(f"{var}[0] = {value}" if rank >= 2 else f"{var}.fill_({value})")
-    elements = _elements(call, sizes)
-    if elements > MAX_ELEMENTS:
-        return None
-    old = max(1, _elements(call, {}))
-    est = float(call.get("duration_s", 0.1)) * max(1.0, elements / old)
-    setup = "\n".join(lines) + "\n"
-    call_text = f"{function}({', '.join(positional + keywords)})"
-    if call.get("launch"):
-        call_text = f"{function}[{_grid(call)!r}]({', '.join(positional + keywords)})"
-    if call.get("backward"):  # a Function whose backward launches kernels: run it too
-        call_text = f"_mg_grad({', '.join([function, *positional, *keywords])})"
-    # keyed by what runs: survivors planning the same input share the original's run
-    home = [call["module"]] if call.get("module") else []
-    content = json.dumps([*home, function, setup, call_text, tensors]).encode()
-    return Candidate(
-        id="p" + hashlib.sha256(content).hexdigest()[:12],
-        function=function,
-        setup=setup,
-        call=call_text,
-        tensors=tuple(tensors),
-        describe=describe,
-        slug=slug,
-        kind=kind,
-        elements=elements,
-        est_s=est + 0.05,
-        case=str(call.get("case", "")),
-        module=str(call.get("module", "")),
-        launch=bool(call.get("launch")),
-    )
+    return tensors, positional, keywords, largest
+
+
+def _special_line(largest: tuple[int, str, int], special: tuple, lane: bool) -> str:
+    """The statement that writes ``special``'s value into one row of the largest float
+    tensor (with ``lane``: one lane of every row, the first column; a 1-D tensor: its
+    first element)."""
+    _, var, rank = largest
+    value = special[1].format(v=var)
+    if lane:
+        return f"{var}[..., 0] = {value}"
+    return f"{var}[0] = {value}" if rank >= 2 else f"{var}.fill_({value})"
 
 
 def _signature(call: dict) -> str:
@@ -591,108 +617,15 @@ def _launch_variants(call: dict) -> list[tuple[str, dict]]:
     return out
 
 
-def _call_variants(call: dict) -> list[tuple[str, dict]]:  # noqa: C901 - listed in tests/test_complexity.py
+def _call_variants(call: dict) -> list[tuple[str, dict]]:
     dims = _sizes(call)
     floats = sorted(
         {s["dtype"] for s in _all_args(call) if s["kind"] == "tensor"} & set(FLOAT_DTYPES)
     )
     blocks = _blocks(call)
     out: list[tuple[str, dict]] = [("base", {})]
-    for d in dims:
-        for new in (d - 1, d + 1):
-            if new >= 1:
-                out.append(
-                    (
-                        "size",
-                        {
-                            "sizes": {d: new},
-                            "describe": f"size {new} instead of {d} (one off)",
-                            "slug": f"size_{new}",
-                        },
-                    )
-                )
-    for b in blocks:
-        for d in dims[:2]:
-            if b > 4 * d:
-                continue
-            for new in (b - 1, b + 1, 2 * b + 1):
-                if new != d and new >= 1 and abs(new - d) > 1:
-                    out.append(
-                        (
-                            "block",
-                            {
-                                "sizes": {d: new},
-                                "describe": f"size {new} instead of {d} "
-                                f"(one off the block size {b})",
-                                "slug": f"size_{new}",
-                            },
-                        )
-                    )
-    if dims:
-        for small in (1, 3):
-            out.append(
-                (
-                    "small",
-                    {
-                        "sizes": {d: small for d in dims},
-                        "describe": f"every size {small} (tiny)",
-                        "slug": f"sizes_{small}",
-                    },
-                )
-            )
-        d = dims[0]
-        npot = d + d // 2 + 1 if d > 2 else 7
-        if npot & (npot - 1) == 0:
-            npot += 2
-        out.append(
-            (
-                "npot",
-                {
-                    "sizes": {d: npot},
-                    "describe": f"size {npot} instead of {d} (not a power of two)",
-                    "slug": f"size_{npot}",
-                },
-            )
-        )
-        for w in _widths(call):
-            if w != d and _pow2(w):  # a row width that is a power of two: one that is not
-                new = w + w // 2 + 1 if w > 2 else 3
-                out.append(
-                    (
-                        "npot",
-                        {
-                            "sizes": {w: new},
-                            "describe": f"row width {new} instead of {w} (not a power of two)",
-                            "slug": f"width_{new}",
-                        },
-                    )
-                )
-    for dtype in floats:
-        if dtype in ("float32", "float64"):
-            # large magnitudes in a low precision: what a dropped upcast overflows in
-            out.append(
-                (
-                    "dtype",
-                    {
-                        "dtypes": {dtype: "float16"},
-                        "special": HUGE,
-                        "describe": f"float16 instead of {dtype}, one row {HUGE[2]} float16",
-                        "slug": "float16_huge_row",
-                    },
-                )
-            )
-        for other in PROBE_DTYPES:
-            if other != dtype:
-                out.append(
-                    (
-                        "dtype",
-                        {
-                            "dtypes": {dtype: other},
-                            "describe": f"{other} instead of {dtype}",
-                            "slug": other,
-                        },
-                    )
-                )
+    out += _size_variants(call, dims, blocks)
+    out += _dtype_variants(floats)
     out += _trigger_variants(call, dims, floats, blocks)
     if floats:
         for mode, text in MODES:
@@ -710,6 +643,72 @@ def _call_variants(call: dict) -> list[tuple[str, dict]]:  # noqa: C901 - listed
                     },
                 )
             )
+    return out
+
+
+def _variant(kind: str, sizes: dict[int, int], describe: str, slug: str) -> tuple[str, dict]:
+    return kind, {"sizes": sizes, "describe": describe, "slug": slug}
+
+
+def _size_variants(call: dict, dims: list[int], blocks: list[int]) -> list[tuple[str, dict]]:
+    """One off each size, one off each block size, tiny sizes, sizes not a power of two."""
+    out = [
+        _variant("size", {d: new}, f"size {new} instead of {d} (one off)", f"size_{new}")
+        for d in dims
+        for new in (d - 1, d + 1)
+        if new >= 1
+    ]
+    for b in blocks:
+        for d in dims[:2]:
+            if b > 4 * d:
+                continue
+            for new in (b - 1, b + 1, 2 * b + 1):
+                if new != d and new >= 1 and abs(new - d) > 1:
+                    text = f"size {new} instead of {d} (one off the block size {b})"
+                    out.append(_variant("block", {d: new}, text, f"size_{new}"))
+    if not dims:
+        return out
+    for small in (1, 3):
+        text = f"every size {small} (tiny)"
+        out.append(_variant("small", dict.fromkeys(dims, small), text, f"sizes_{small}"))
+    d = dims[0]
+    npot = d + d // 2 + 1 if d > 2 else 7
+    if npot & (npot - 1) == 0:
+        npot += 2
+    text = f"size {npot} instead of {d} (not a power of two)"
+    out.append(_variant("npot", {d: npot}, text, f"size_{npot}"))
+    for w in _widths(call):
+        if w != d and _pow2(w):  # a row width that is a power of two: one that is not
+            new = w + w // 2 + 1 if w > 2 else 3
+            text = f"row width {new} instead of {w} (not a power of two)"
+            out.append(_variant("npot", {w: new}, text, f"width_{new}"))
+    return out
+
+
+def _dtype_variants(floats: list[str]) -> list[tuple[str, dict]]:
+    """The other float dtypes; for float32 and float64 first float16 with a row whose
+    square overflows it (large magnitudes in a low precision: what a dropped upcast
+    overflows in)."""
+    out: list[tuple[str, dict]] = []
+    for dtype in floats:
+        if dtype in ("float32", "float64"):
+            out.append(
+                (
+                    "dtype",
+                    {
+                        "dtypes": {dtype: "float16"},
+                        "special": HUGE,
+                        "describe": f"float16 instead of {dtype}, one row {HUGE[2]} float16",
+                        "slug": "float16_huge_row",
+                    },
+                )
+            )
+        out += [
+            ("dtype", {"dtypes": {dtype: other}, "describe": f"{other} instead of {dtype}",
+                       "slug": other})
+            for other in PROBE_DTYPES
+            if other != dtype
+        ]  # fmt: skip
     return out
 
 
@@ -739,51 +738,11 @@ def _rows_dims(call: dict) -> list[int]:
     return sorted(found)
 
 
-def _trigger_variants(  # noqa: C901 - listed in tests/test_complexity.py
+def _trigger_variants(
     call: dict, dims: list[int], floats: list[str], blocks: list[int]
 ) -> list[tuple[str, dict]]:
     """The layouts, special values, boundaries and integer inputs of the real bugs."""
-    out: list[tuple[str, dict]] = []
-    programs = _programs(call)
-    # more rows than programs: a row count at most the grid's first axis grows past it
-    for d in _rows_dims(call):
-        if programs and d <= programs:
-            new = 2 * programs + 1
-            if _elements(call, {d: new}) <= SHRINK_ELEMENTS:
-                out.append(
-                    (
-                        "more-rows",
-                        {
-                            "sizes": {d: new},
-                            "describe": f"{new} rows instead of {d} (more rows than the "
-                            f"{programs} programs the launch had)",
-                            "slug": f"rows_{new}",
-                            "shrink_above": None,
-                        },
-                    )
-                )
-    # a 1-D tensor no longer than the launch's programs times a block: past that
-    if programs and blocks:
-        for d in dims:
-            if d > 1 and all(
-                len(s["shape"]) == 1 for s in _all_args(call) if s["kind"] == "tensor"
-            ):
-                b = blocks[-1]
-                if d <= programs * b:
-                    new = 2 * programs * b + 1
-                    if _elements(call, {d: new}) <= SHRINK_ELEMENTS:
-                        out.append(
-                            (
-                                "more-rows",
-                                {
-                                    "sizes": {d: new},
-                                    "describe": f"size {new} instead of {d} (more blocks "
-                                    f"of {b} than the {programs} programs the launch had)",
-                                    "slug": f"size_{new}",
-                                    "shrink_above": None,
-                                },
-                            )
-                        )
+    out = _more_rows_variants(call, dims, blocks)
     tensors = [s for s in _all_args(call) if s["kind"] == "tensor"]
     if any(math.prod(s["shape"]) > 1 for s in tensors):
         out.append(
@@ -849,6 +808,61 @@ def _trigger_variants(  # noqa: C901 - listed in tests/test_complexity.py
                 },
             )
         )
+    out += _int_variants(tensors, floats)
+    return out
+
+
+def _more_rows_variants(call: dict, dims: list[int], blocks: list[int]) -> list[tuple[str, dict]]:
+    """More rows (or blocks of a 1-D tensor) than the launch had programs: a grid-stride or
+    persistent loop then runs more than once per program."""
+    out: list[tuple[str, dict]] = []
+    programs = _programs(call)
+    # more rows than programs: a row count at most the grid's first axis grows past it
+    for d in _rows_dims(call):
+        if programs and d <= programs:
+            new = 2 * programs + 1
+            if _elements(call, {d: new}) <= SHRINK_ELEMENTS:
+                out.append(
+                    (
+                        "more-rows",
+                        {
+                            "sizes": {d: new},
+                            "describe": f"{new} rows instead of {d} (more rows than the "
+                            f"{programs} programs the launch had)",
+                            "slug": f"rows_{new}",
+                            "shrink_above": None,
+                        },
+                    )
+                )
+    # a 1-D tensor no longer than the launch's programs times a block: past that
+    if programs and blocks:
+        for d in dims:
+            if d > 1 and all(
+                len(s["shape"]) == 1 for s in _all_args(call) if s["kind"] == "tensor"
+            ):
+                b = blocks[-1]
+                if d <= programs * b:
+                    new = 2 * programs * b + 1
+                    if _elements(call, {d: new}) <= SHRINK_ELEMENTS:
+                        out.append(
+                            (
+                                "more-rows",
+                                {
+                                    "sizes": {d: new},
+                                    "describe": f"size {new} instead of {d} (more blocks "
+                                    f"of {b} than the {programs} programs the launch had)",
+                                    "slug": f"size_{new}",
+                                    "shrink_above": None,
+                                },
+                            )
+                        )
+    return out
+
+
+def _int_variants(tensors: list[dict], floats: list[str]) -> list[tuple[str, dict]]:
+    """Integer inputs over the whole range of their dtype or another width; float inputs
+    as int32."""
+    out: list[tuple[str, dict]] = []
     ints = sorted(
         {s["dtype"] for s in tensors if s["dtype"] not in FLOAT_DTYPES and s["dtype"] != "bool"}
     )
