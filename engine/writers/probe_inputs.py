@@ -15,8 +15,8 @@ Variations, each of a trigger kind (``Candidate.kind``, named in the report):
 - ``non-contiguous``: every input tensor a transposed or a sliced view (strides the
   own check's contiguous tensors never had); a wrapper that refuses them is dropped;
 - ``special-values``: one row (a 1-D tensor: all of it) all zero (first: a norm that only
-  an ``eps`` keeps finite there), all NaN, all +inf, all -inf, or of a magnitude whose
-  square overflows the dtype;
+  an ``eps`` keeps finite there), all -inf (a masked-out row), all NaN, all +inf, or of a
+  magnitude whose square overflows the dtype;
 - ``boundary-values``: values drawn only from the exact boundaries (0, the call's float
   scalars, the captured range's ends): ties and values on a comparison's threshold;
 - ``int-dtype``: integer inputs over the whole range of their dtype or of a wider or
@@ -113,9 +113,9 @@ INT_DTYPES = ("int8", "int16", "int32", "int64")
 #: (what a person tries first: a zero row, where an ``eps`` is all that keeps a norm finite)
 SPECIAL = (
     ("zero", "0.0", "all zero"),
+    ("neg_inf", 'float("-inf")', "all -inf"),  # a masked-out row of attention or softmax
     ("nan", 'float("nan")', "all NaN"),
     ("inf", 'float("inf")', "all +inf"),
-    ("neg_inf", 'float("-inf")', "all -inf"),
     ("huge", "torch.finfo({v}.dtype).max ** 0.5 * 2", "of a magnitude whose square overflows"),
 )
 HUGE = SPECIAL[-1]
