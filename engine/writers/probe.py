@@ -702,162 +702,227 @@ def _untried(search: _Search, unusable: dict) -> int:
     return last
 
 
-def _probe(  # noqa: C901 - listed in tests/test_complexity.py
+def _probe(
     ctx: StageContext, survivors: list[Mutant], summary: dict, spend: dict, meter: list[float]
 ) -> Iterator[Event]:
-    budget = max(1, ctx.settings.writers.probes)
-    limit, limit_text = _time_budget(ctx)
-    floor = ctx.settings.writers.probe_time or FLOOR_S
-    started = meter[0]
-    path_limit = None
-    if limit is not None:
-        spend["budget_s"] = round(spend.get("budget_s", 0.0) + limit, 3)
-        # as long on the wall clock as the mutants' phase: its rounds one after the other
-        # may take the budget's seconds over the workers (``JobRunner.metered``'s path)
-        path_limit = meter[1] + limit / max(1, ctx.workers)
-        limit += meter[0]  # the meter counts from the stage's start
-    share = ctx.settings.writers.probe_share
-    many = f"{len(survivors)} survivor" + ("s" if len(survivors) != 1 else "")
-    yield WriterNote("probe", f"probing {many} (up to {budget} inputs each)")
-    calls, note = capture(ctx)
-    yield WriterNote("probe", note, "info" if calls else "warning")
-    if not calls:
-        for m in survivors:
-            ctx.ledger.put_row(m.id, "probe", {"probes": 0, "result": note})
-        return
-    searches = {}
-    for m in survivors:
-        # Only calls that launch the mutated function (or a kernel calling it) can show it.
-        search = _search(ctx, m, calls)
-        if search is None:
-            launched = sorted({k for c in calls for k in c.get("kernels", ())})
-            calls_of = (
-                "the project tests' calls"
-                if ctx.kernel.project
-                else "the own check's wrapper calls"
-            )
-            text = (
-                f"{calls_of} never launch {m.function} "
-                f"(they launch {', '.join(launched) or 'nothing'}): nothing to vary"
-            )
-            ctx.ledger.put_row(m.id, "probe", {"probes": 0, "result": text})
-            yield WriterNote("probe", text, mutant_id=m.id)
-            continue
-        searches[m.id] = search
-        spend["planned"] += len(searches[m.id].queue)
-        searches[m.id].slow = _slowness(ctx, m)
-    summary["survivors"] = summary.get("survivors", 0) + len(survivors)
-    tried: dict[str, int] = summary.setdefault("probes_by_trigger", {})
-    kills: dict[str, int] = summary.setdefault("kills_by_trigger", {})
-    known: dict[str, dict] = {}  # the original's runs: candidate id -> digest, kept outputs
-    unusable: dict[str, str] = {}  # candidate id -> why no survivor runs it
-    clock = [0.0, 0.0]  # the probe's harness jobs: estimated seconds, measured seconds
-    refit = True  # off for the round right after the original ran its candidates
-    first = True  # the first round: the original's runs started ahead are taken there
-    while True:
+    yield from _Probing(ctx, survivors, summary, spend, meter).events()
+
+
+class _Probing:
+    """One run of the probe stage over its survivors: the rounds of inputs, the original's
+    runs they share, the budget they spend, the proofs of what they find."""
+
+    def __init__(
+        self,
+        ctx: StageContext,
+        survivors: list[Mutant],
+        summary: dict,
+        spend: dict,
+        meter: list[float],
+    ) -> None:
+        self.ctx, self.survivors, self.summary, self.spend, self.meter = (
+            ctx, survivors, summary, spend, meter,
+        )  # fmt: skip
+        self.budget = max(1, ctx.settings.writers.probes)
+        self.limit, self.limit_text = _time_budget(ctx)
+        #: below it (seconds of the probe's jobs), a round tries every kind never tried
+        self.floor = ctx.settings.writers.probe_time or FLOOR_S
+        self.started = meter[0]
+        self.path_limit: float | None = None
+        if self.limit is not None:
+            spend["budget_s"] = round(spend.get("budget_s", 0.0) + self.limit, 3)
+            # as long on the wall clock as the mutants' phase: its rounds one after the other
+            # may take the budget's seconds over the workers (``JobRunner.metered``'s path)
+            self.path_limit = meter[1] + self.limit / max(1, ctx.workers)
+            self.limit += meter[0]  # the meter counts from the stage's start
+        self.share = ctx.settings.writers.probe_share
+        self.searches: dict[str, _Search] = {}
+        self.tried: dict[str, int] = summary.setdefault("probes_by_trigger", {})
+        self.kills: dict[str, int] = summary.setdefault("kills_by_trigger", {})
+        self.known: dict[str, dict] = {}  # the original's runs: candidate id -> digest, outputs
+        self.unusable: dict[str, str] = {}  # candidate id -> why no survivor runs it
+        self.clock = [0.0, 0.0]  # the probe's harness jobs: estimated, measured seconds
+        self.refit = True  # off for the round right after the original ran its candidates
+        self.first = True  # the first round: the original's runs started ahead are taken there
+
+    def events(self) -> Iterator[Event]:
+        ctx, survivors = self.ctx, self.survivors
+        many = f"{len(survivors)} survivor" + ("s" if len(survivors) != 1 else "")
+        yield WriterNote("probe", f"probing {many} (up to {self.budget} inputs each)")
+        calls, note = capture(ctx)
+        yield WriterNote("probe", note, "info" if calls else "warning")
+        if not calls:
+            for m in survivors:
+                ctx.ledger.put_row(m.id, "probe", {"probes": 0, "result": note})
+            return
+        yield from self._plan(calls)
+        self.summary["survivors"] = self.summary.get("survivors", 0) + len(survivors)
+        while True:
+            active = self._active()
+            if not active:
+                break
+            if self.share:
+                ran = self._originals_first(active)
+                if ran is None:
+                    return  # cancelled
+                if ran:
+                    continue  # the batches again, without what the original rejects
+                groups, originals = self._groups(active)
+            else:
+                groups, originals = [[s] for s in active], {}
+            if not self._round(groups, originals):
+                return  # cancelled
+            yield from self._proofs()
+        yield from self._results()
+
+    def _plan(self, calls: list[dict]) -> Iterator[Event]:
+        """A search per survivor over the calls that launch its function (or a kernel that
+        calls it); a survivor no call reaches is said so."""
+        ctx = self.ctx
+        for m in self.survivors:
+            search = _search(ctx, m, calls)
+            if search is None:
+                launched = sorted({k for c in calls for k in c.get("kernels", ())})
+                calls_of = (
+                    "the project tests' calls"
+                    if ctx.kernel.project
+                    else "the own check's wrapper calls"
+                )
+                text = (
+                    f"{calls_of} never launch {m.function} "
+                    f"(they launch {', '.join(launched) or 'nothing'}): nothing to vary"
+                )
+                ctx.ledger.put_row(m.id, "probe", {"probes": 0, "result": text})
+                yield WriterNote("probe", text, mutant_id=m.id)
+                continue
+            self.searches[m.id] = search
+            self.spend["planned"] += len(search.queue)
+            search.slow = _slowness(ctx, m)
+
+    def _active(self) -> list[_Search]:
+        """The searches with inputs left to run this round, each round fitted to its share of
+        the time left (a survivor out of time says so and stops)."""
+        unusable, meter = self.unusable, self.meter
         active = [
             s
-            for s in searches.values()
+            for s in self.searches.values()
             if not s.done
             and s.hit is None
             and s.hang is None
-            and ctx.ledger.verdict(s.mutant.id) is Verdict.SURVIVED
+            and self.ctx.ledger.verdict(s.mutant.id) is Verdict.SURVIVED
             and s.batch(unusable)
         ]
-        if limit is not None and refit:
+        if self.limit is None:
+            return active
+        if self.refit:
+            clock = self.clock
             scale = min(50.0, max(0.5, clock[1] / clock[0])) if clock[0] else 1.0
-            assert path_limit is not None
+            assert self.path_limit is not None
             # a round takes its slowest job: plan it to a part of the path that is left
             # (``PATH_MARGIN``), the rest covers estimates that came out short
-            path_left = PATH_MARGIN * (path_limit - meter[1]) * ctx.workers
-            left = min(limit - meter[0], path_left)
-            _fit(active, left, scale, known, unusable, meter[0] - started < floor)
-        if limit is not None:
-            for s in active:
-                if not s.batch(unusable):
-                    s.out_of_time, s.done = limit_text, True
-            active = [s for s in active if not s.done]
-        if not active:
-            break
-        if share:
-            for s in active:
-                s.reorder(kills)
-            # the original first, once per candidate not run yet (all survivors share it)
-            needed = {c.id: c for s in active for c in s.batch(unusable) if c.id not in known}
-            if needed and refit:  # once a round: what a rejected one's place brings in runs
-                # in the compare job, beside the mutants
-                before = len(unusable)
-                originals = _taken_ahead(ctx) if first else {}
-                if not first or not originals:
-                    originals = _original_jobs(ctx, list(needed.values()), ship=first)
-                first = False
-                spend["ahead"] += sum(k.startswith("ahead-") for k in originals)
-                results = proving.run_all(ctx, {k: job for k, (job, _) in originals.items()})
-                if len(results) < len(originals):
-                    return  # cancelled
-                for key, (result, cached) in results.items():
-                    _spent(spend, result, cached)
-                    _clocked(clock, sum(c.est_s for c in originals[key][1]), result)
-                    spend["shipped"] += _read_original(result, originals[key][1], known, unusable)
-                ran = {c.id for _, chunk in originals.values() for c in chunk}
-                for cid in needed:
-                    if cid in ran and cid not in known:
-                        unusable.setdefault(cid, "the original's run on it was not recorded")
-                spend["unusable"] += len(unusable) - before
-                refit = False  # the shares stand: what it ran is part of them
-                continue  # the batches again, without what the original rejects
-            refit = True
-            groups = _groups(active, ctx.workers, {s.mutant.id: _work(s) for s in active})
-            # the original on the next batches too, beside this round's mutants (not in
-            # the first round: most survivors that die, die there)
-            ahead = {
-                c.id: c
-                for s in active
-                for c in s.pending[len(s.batch(unusable)) :][:BATCH]
-                if c.id not in known and c.id not in unusable and s.ran
-            }
-            originals = _original_jobs(ctx, list(ahead.values())) if ahead else {}
-        else:
-            groups, originals = [[s] for s in active], {}
+            path_left = PATH_MARGIN * (self.path_limit - meter[1]) * self.ctx.workers
+            left = min(self.limit - meter[0], path_left)
+            floor = meter[0] - self.started < self.floor
+            _fit(active, left, scale, self.known, unusable, floor)
+        for s in active:
+            if not s.batch(unusable):
+                s.out_of_time, s.done = self.limit_text, True
+        return [s for s in active if not s.done]
+
+    def _originals_first(self, active: list[_Search]) -> bool | None:
+        """The original first, once per candidate not run yet (all survivors share it): True
+        when it ran (the round's batches are planned again), False when nothing needed it,
+        None when the run was cancelled."""
+        ctx, spend, known, unusable = self.ctx, self.spend, self.known, self.unusable
+        for s in active:
+            s.reorder(self.kills)
+        needed = {c.id: c for s in active for c in s.batch(unusable) if c.id not in known}
+        if not needed or not self.refit:  # once a round: what a rejected one's place
+            self.refit = True  # brings in runs in the compare job, beside the mutants
+            return False
+        before = len(unusable)
+        originals = _taken_ahead(ctx) if self.first else {}
+        if not self.first or not originals:
+            originals = _original_jobs(ctx, list(needed.values()), ship=self.first)
+        self.first = False
+        spend["ahead"] += sum(k.startswith("ahead-") for k in originals)
+        results = proving.run_all(ctx, {k: job for k, (job, _) in originals.items()})
+        if len(results) < len(originals):
+            return None
+        for key, (result, cached) in results.items():
+            _spent(spend, result, cached)
+            _clocked(self.clock, sum(c.est_s for c in originals[key][1]), result)
+            spend["shipped"] += _read_original(result, originals[key][1], known, unusable)
+        ran = {c.id for _, chunk in originals.values() for c in chunk}
+        for cid in needed:
+            if cid in ran and cid not in known:
+                unusable.setdefault(cid, "the original's run on it was not recorded")
+        spend["unusable"] += len(unusable) - before
+        self.refit = False  # the shares stand: what it ran is part of them
+        return True
+
+    def _groups(self, active: list[_Search]) -> tuple[list[list[_Search]], dict]:
+        """The round's compare jobs' survivors, and the original's jobs on the next batches
+        beside them (not in the first round: most survivors that die, die there)."""
+        known, unusable = self.known, self.unusable
+        groups = _groups(active, self.ctx.workers, {s.mutant.id: _work(s) for s in active})
+        ahead = {
+            c.id: c
+            for s in active
+            for c in s.pending[len(s.batch(unusable)) :][:BATCH]
+            if c.id not in known and c.id not in unusable and s.ran
+        }
+        return groups, (_original_jobs(self.ctx, list(ahead.values())) if ahead else {})
+
+    def _round(self, groups: list[list[_Search]], originals: dict) -> bool:
+        """One round: the compare jobs and the original's beside them, read into the
+        searches; False when the run was cancelled."""
+        ctx, spend, known, unusable = self.ctx, self.spend, self.known, self.unusable
         entries = {str(i): [(s, s.batch(unusable)) for s in g] for i, g in enumerate(groups)}
         jobs = {
-            key: _compare_job(ctx, [(s.mutant, b) for s, b in group], known if share else {})
+            key: _compare_job(ctx, [(s.mutant, b) for s, b in group], known if self.share else {})
             for key, group in entries.items()
         }
         jobs.update({k: job for k, (job, _) in originals.items()})
         results = proving.run_all(ctx, jobs)
         if len(results) < len(jobs):
-            return  # cancelled
+            return False
         for key, (result, cached) in results.items():
             _spent(spend, result, cached)
+            before = len(unusable)
             if key in originals:
-                _clocked(clock, sum(c.est_s for c in originals[key][1]), result)
-            else:
-                _clocked(clock, _estimate(entries[key], known), result)
-            if key in originals:
-                before = len(unusable)
+                _clocked(self.clock, sum(c.est_s for c in originals[key][1]), result)
                 spend["shipped"] += _read_original(result, originals[key][1], known, unusable)
-                spend["unusable"] += len(unusable) - before
-                continue
-            data = _data(result)
-            if data is None:
-                before = len(unusable)
-                _failed_job(result, entries[key], unusable, spend)
-                spend["unusable"] += len(unusable) - before
-                continue
-            if share:
-                for cid, record in (data.get("originals") or {}).items():
-                    if record.get("status") in ("error", "unstable") and cid not in unusable:
-                        unusable[cid] = record.get("detail", "")
-                        spend["unusable"] += 1
-            for search, batch in entries[key]:
-                answer = (data.get("mutants") or {}).get(module_name(search.mutant)) or {
-                    "error": "the job's answer has no part for this mutant"
-                }
-                _read_mutant(search, batch, answer, ctx.kernel.name, tried)
+            else:
+                _clocked(self.clock, _estimate(entries[key], known), result)
+                self._compared(result, entries[key])
+            spend["unusable"] += len(unusable) - before
+        return True
+
+    def _compared(self, result: JobResult, entries: list[tuple[_Search, list[Candidate]]]):
+        """A compare job's answer into its survivors' searches."""
+        data = _data(result)
+        if data is None:
+            _failed_job(result, entries, self.unusable, self.spend)
+            return
+        if self.share:
+            for cid, record in (data.get("originals") or {}).items():
+                if record.get("status") in ("error", "unstable") and cid not in self.unusable:
+                    self.unusable[cid] = record.get("detail", "")
+        for search, batch in entries:
+            answer = (data.get("mutants") or {}).get(module_name(search.mutant)) or {
+                "error": "the job's answer has no part for this mutant"
+            }
+            _read_mutant(search, batch, answer, self.ctx.kernel.name, self.tried)
+
+    def _proofs(self) -> Iterator[Event]:
+        """What the round found, proved: a hang's golden outputs, a hit's written test."""
+        ctx, searches, meter = self.ctx, self.searches, self.meter
         for search in searches.values():
             if search.hang is not None and search.hit is None:
-                spent = limit is not None and (meter[0] >= limit or meter[1] >= path_limit)
+                spent = self.limit is not None and (
+                    meter[0] >= self.limit or meter[1] >= self.path_limit
+                )
                 if search.slow >= SLOW and spent:
                     # a mutant that is slower everywhere hangs where the inputs are big;
                     # proving it costs its whole time limit and the oracle's, and shows
@@ -865,7 +930,7 @@ def _probe(  # noqa: C901 - listed in tests/test_complexity.py
                     search.hang = None
                     search.unkept = (
                         f"it runs {search.slow:.0f}x the original's time on the own check, "
-                        f"and {limit_text} ran out before its hang was proved"
+                        f"and {self.limit_text} ran out before its hang was proved"
                     )
                     search.done = True
                     continue
@@ -877,18 +942,21 @@ def _probe(  # noqa: C901 - listed in tests/test_complexity.py
             # those that hung on an input, or run slower everywhere: the test may run
             # long on them (``proving.prove_killer``'s ``slow``)
             slow = {s.mutant.id for s in searches.values() if s.hung or s.slow >= SLOW}
-            others = [m for m in survivors if m.id not in searches or not searches[m.id].alike]
-            yield from _prove(ctx, search, others, likely, slow, kills)
-    for search in searches.values():
-        mid = search.mutant.id
-        if ctx.ledger.verdict(mid) is not Verdict.SURVIVED:
-            continue
-        text = search.result()
-        details = {"probes": search.probes, "result": text}
-        if search.differs:
-            details["differs"] = search.differs
-        ctx.ledger.put_row(mid, "probe", details)
-        yield WriterNote("probe", text, "warning" if search.differs else "info", mid)
+            others = [m for m in self.survivors if m.id not in searches or not searches[m.id].alike]
+            yield from _prove(ctx, search, others, likely, slow, self.kills)
+
+    def _results(self) -> Iterator[Event]:
+        """Each survivor still alive: what its search found, in its row and said."""
+        for search in self.searches.values():
+            mid = search.mutant.id
+            if self.ctx.ledger.verdict(mid) is not Verdict.SURVIVED:
+                continue
+            text = search.result()
+            details = {"probes": search.probes, "result": text}
+            if search.differs:
+                details["differs"] = search.differs
+            self.ctx.ledger.put_row(mid, "probe", details)
+            yield WriterNote("probe", text, "warning" if search.differs else "info", mid)
 
 
 def _clocked(clock: list[float], estimate: float, result: JobResult) -> None:
