@@ -19,7 +19,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from mutant_gate.cli.check_lines import counted
-from mutant_gate.engine import formats, library, session
+from mutant_gate.engine import formats, session
+from mutant_gate.engine import library as engine_library
 from mutant_gate.engine.errors import BadInput
 
 #: set to 1: each module starts once the one before has ended (for comparison:
@@ -30,7 +31,7 @@ SEQUENTIAL_ENV = "MUTANT_GATE_LIBRARY_SEQUENTIAL"
 def wanted(args: argparse.Namespace) -> bool:
     """Whether ``run``'s paths and flags ask for a library run."""
     paths = list(getattr(args, "paths", None) or [])
-    return library.is_library(paths, list(args.tests), getattr(args, "shard", None))
+    return engine_library.is_library(paths, list(args.tests), getattr(args, "shard", None))
 
 
 def require_paths(args: argparse.Namespace) -> None:
@@ -63,7 +64,7 @@ def cmd_merge(args: argparse.Namespace, console: Console) -> int:
 
     commands.check_report_paths(args)
     reports = [(path, session.read_report_file(path)) for path in args.reports]
-    report = library.merge(reports)
+    report = engine_library.merge(reports)
     with open(args.json, "w") as fh:
         json.dump(report, fh, indent=2)
     module_table(console, report)
@@ -83,7 +84,7 @@ def cmd_library(args: argparse.Namespace, console: Console) -> int:
     if library.modules:  # --changed-since may leave none
         drive(library, args, console)
     report = library.report()
-    if report["files"] and all(f["status"] == library.LEFT_OUT for f in report["files"]):
+    if report["files"] and all(f["status"] == engine_library.LEFT_OUT for f in report["files"]):
         raise BadInput(f"every kernel module was left out: {report['files'][0]['reason']}")
     if report["files"]:
         module_table(console, report)
@@ -121,7 +122,7 @@ def prepare(args: argparse.Namespace, console: Console):
     from mutant_gate.cli import commands
     from mutant_gate.cli.flags import run_settings
 
-    lib = library
+    lib = engine_library
     shard = lib.parse_shard(getattr(args, "shard", None))
     exclude = tuple(getattr(args, "exclude", None) or ())
     modules = lib.find_modules(list(args.paths), exclude)
@@ -171,7 +172,7 @@ def drive(library, args: argparse.Namespace, console: Console) -> None:
     settings = library.settings
     with session.Session(settings, warn=warn) as run:
         for number, (module, events) in enumerate(library.module_runs(run), 1):
-            shown = escape(library.shown(module.path))
+            shown = escape(engine_library.shown(module.path))
             console.print(f"[bold]module {number}/{total}: {shown}[/]", highlight=False)
             reporter = Reporter(console, quiet=args.quiet, verbose=getattr(args, "verbose", False))
             with reporter:
