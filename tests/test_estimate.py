@@ -116,3 +116,13 @@ def test_a_run_says_its_estimate_and_keeps_it(tmp_path):
     assert again.returncode == 0
     assert not any(line.match(ln) for ln in again.stdout.splitlines())
     assert json.loads((tmp_path / "r.json").read_text())["estimate"]["cached"] == n
+
+
+def test_a_selections_time_never_loses_its_cases_to_the_whole_runs_overlap():
+    """A mutant's limit and the phase's estimate come from the original's time on the cases
+    it runs: the time outside the cases is never below 0, so cases whose own times add up to
+    more than the original's whole time (a spread suite) still count in full."""
+    from mutant_gate.engine.stage import selection_seconds
+
+    assert selection_seconds(10.0, 4.0, 1.5) == 7.5  # 6 s outside the cases, 1.5 s of them
+    assert selection_seconds(671.6, 1400.0, 12.0) == 12.0  # was max(671.6 - 1400 + 12, 0) = 0
