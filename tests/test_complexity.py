@@ -59,7 +59,7 @@ def test_every_noqa_for_complexity_names_a_listed_function():
     marked = set()
     for path in ROOT.rglob("*.py"):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith(("tests/", ".")) or "/." in rel:
+        if rel.startswith(("tests/", "build/", ".")) or "/." in rel:
             continue
         for line in path.read_text().splitlines():
             if "noqa: C901" in line:
