@@ -42,8 +42,12 @@ OVERFLOW_OPERATORS = frozenset({"int64-cast-drop", "int-narrow"})
 NOT_JUDGED = "not judged by the big-index check"
 
 
-def _job(ctx: StageContext, source: str | None, plans: dict | None = None) -> Job:
-    request: dict = {"job": harness_jobs.checks_job(ctx, source).to_json()}
+def _job(
+    ctx: StageContext, source: str | None, function: str | None, plans: dict | None = None
+) -> Job:
+    """The replay of ``source`` (None: the original) on the test cases that launch
+    ``function`` (a survivor's), not a library's whole suite."""
+    request: dict = {"job": harness_jobs.checks_job(ctx, source, function).to_json()}
     if plans is not None:
         request["plans"] = plans
     return harness_jobs.harness_job(ctx, "bigindex:run", CHECK, request, ctx.settings.timeout_s * 2)
@@ -63,6 +67,27 @@ def _replays(result: JobResult) -> tuple[list[dict] | None, str | None]:
     return data["replays"], None
 
 
+def _original_replays(
+    ctx: StageContext, chosen: list[Mutant]
+) -> tuple[list[dict] | None, str | None]:
+    """The original's replays on the cases that launch the survivors' functions (one job
+    each, where they differ); None and why where one failed."""
+    functions: list[str | None] = [None]  # no record of which cases launch what: every case
+    if ctx.coverage is not None:
+        functions = sorted({harness_jobs.selected(m) for m in chosen}, key=lambda f: f or "")
+    jobs = {f or "": _job(ctx, None, f) for f in functions}
+    results = {e.key: e.result for e in ctx.run_jobs(jobs) if e.result is not None}
+    replays: list[dict] = []
+    for key in jobs:
+        if key not in results:
+            return None, "cancelled"
+        found, why = _replays(results[key])
+        if found is None:
+            return None, why
+        replays += [r for r in found if r not in replays]
+    return replays, None
+
+
 def big_index_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
     """Survivor stage: replay the original, then every overflow survivor, past 2^31."""
     chosen = [m for m in survivors if m.operator in OVERFLOW_OPERATORS]
@@ -80,8 +105,7 @@ def _big_index(ctx: StageContext, chosen: list[Mutant], summary: dict) -> Iterat
         yield from _not_judged(ctx, chosen, summary["skipped"])
         yield CheckFinished(None, CHECK, f"big-index check skipped: {summary['skipped']}", 0, 0)
         return
-    result, _ = ctx.execute(_job(ctx, None))
-    original, why = _replays(result)
+    original, why = _original_replays(ctx, chosen)
     if original is None:
         summary["skipped"] = f"the original's replay failed: {why}"
         yield from _not_judged(ctx, chosen, summary["skipped"])
@@ -108,7 +132,7 @@ def _big_index(ctx: StageContext, chosen: list[Mutant], summary: dict) -> Iterat
     for (kernel, axis), r in clean.items():
         plans.setdefault(kernel, {})[str(axis)] = r.get("scaled", [])
 
-    jobs = {m.id: _job(ctx, m.source, plans) for m in chosen}
+    jobs = {m.id: _job(ctx, m.source, harness_jobs.selected(m), plans) for m in chosen}
     by_id = {m.id: m for m in chosen}
     done = 0
     for event in ctx.run_jobs(jobs):

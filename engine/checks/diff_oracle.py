@@ -42,7 +42,10 @@ PER_JOB = 4
 
 
 def oracle_job(ctx: StageContext, mutant: Mutant, inner: Job | None = None) -> Job:
-    """Original and ``mutant`` side by side on ``inner`` (default: the run's checks)."""
+    """Original and ``mutant`` side by side on ``inner`` (default: the run's checks; in
+    project mode the cases that launch its function, as ``oracle_jobs`` builds it)."""
+    if inner is None and ctx.coverage is not None:
+        inner = harness_jobs.checks_job(ctx, None, harness_jobs.selected(mutant))
     return _job(ctx, [mutant], inner)
 
 
@@ -127,9 +130,25 @@ def oracle_jobs(
 ) -> OracleJobs:
     """The oracle's jobs for ``mutants``: at most ``per_job`` in one, and at least
     ``spread`` jobs where there are mutants enough (a job holds a worker as long as its
-    slowest variant runs). Those in ``alone`` (slow ones) come first, a job each. A job
+    slowest variant runs). In project mode each runs on the cases that launch its
+    mutants' function, not the whole suite. Those in ``alone`` (slow ones) come first, a job each. A job
     of one mutant is ``oracle_job``'s (keyed by its id), a job of several is keyed by
     theirs joined."""
+    if inner is None and ctx.coverage is not None:
+        # a library's suite: each mutant beside the original on the cases that launch its
+        # function only (the whole suite took minutes a module on a CPU), so a job holds
+        # mutants of one function
+        groups: dict[str | None, list[Mutant]] = {}
+        for m in mutants:
+            groups.setdefault(harness_jobs.selected(m), []).append(m)
+        jobs: dict[str, Job] = {}
+        members: dict[str, tuple[str, ...]] = {}
+        for function, group in groups.items():
+            inner_f = harness_jobs.checks_job(ctx, None, function)
+            part = oracle_jobs(ctx, group, inner_f, per_job, max(1, spread // len(groups)), alone)
+            jobs.update(part.jobs)
+            members.update(part.members)
+        return OracleJobs(jobs, members)
     chunks = [[m] for m in mutants if m.id in alone]
     rest = [m for m in mutants if m.id not in alone]
     count = max(math.ceil(len(rest) / max(1, per_job)), min(len(rest), spread - len(chunks)))

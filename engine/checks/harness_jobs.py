@@ -24,9 +24,16 @@ from ..verdicts import summarize_error
 REQUEST = "_mg_check.json"
 
 
-def checks_job(ctx: StageContext, source: str | None) -> Job:
-    """The job the own check (and every accepted test) runs in, for one variant."""
-    return ctx.job_for(source, ctx.settings.timeout_s)
+def checks_job(ctx: StageContext, source: str | None, function: str | None = None) -> Job:
+    """The job the own check (and every accepted test) runs in, for one variant; with
+    ``function``, only the test cases that launch it (a library's suite: the cases of its
+    module's kernel, not the whole suite)."""
+    return ctx.job_for(source, ctx.settings.timeout_s, function=function)
+
+
+def selected(mutant) -> str | None:
+    """The function whose test cases judge ``mutant`` (None, every case: a launcher's)."""
+    return None if mutant.in_launcher else mutant.function
 
 
 def harness_job(ctx: StageContext, entry: str, name: str, request: dict, timeout_s: float) -> Job:
