@@ -133,7 +133,10 @@ def test_kernel_lib_softmax_scores_apart(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     s = json.loads((tmp_path / "r.json").read_text())["score"]
     assert (s["killed"], s["total"], s["raw"]) == (12, 20, 60.0)
-    assert (s["with_written"]["killed"], s["with_written"]["raw"]) == (19, 95.0)
+    assert (s["with_written"]["killed"], s["with_written"]["raw"]) == (
+        20,
+        100.0,
+    )  # the probe's first tries (a zero row, float16 overflow) kill one more
     said = " ".join(out.stdout.split())
     assert "your tests: 12/20 killed, raw 60.0%" in said
     assert "with the tests mutant-gate wrote: 19/20 killed, raw 95.0%" in said
