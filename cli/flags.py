@@ -52,7 +52,7 @@ def writer_settings(args: argparse.Namespace) -> WriterSettings:
         raise BadInput("--test-budget-factor and --test-budget-min must not be negative")
     triggers: tuple[str, ...] = ()
     if getattr(args, "probe_triggers", None):
-        from mutant_gate.engine.writers.probe_inputs import TRIGGERS  # heavy: only when asked
+        from mutant_gate.engine.writers.probe.kinds import TRIGGERS  # only when asked
 
         triggers = tuple(t.strip() for t in args.probe_triggers.split(",") if t.strip())
         unknown = sorted(set(triggers) - TRIGGERS)

@@ -54,8 +54,9 @@ class Check:
     name: str
     select: tuple[str, ...] = ()
     #: a module of the job's files loaded before this check without its module-level
-    #: check (``harness/probe._definitions``): a probe test only calls the wrapper, and
-    #: importing a tutorial can cost its whole own check (18 s for the layer norm's)
+    #: check (``harness/probe/capturing._definitions``): a probe test only calls the
+    #: wrapper, and importing a tutorial can cost its whole own check (18 s for the layer
+    #: norm's)
     preload: str = ""
     #: pytest's own selection (``-k EXPR``, ``-m EXPR``) for a given test file
     keyword: str = ""
@@ -138,9 +139,9 @@ class Job:
     #: run, so mutants on lines no check executes need no job (harness/runner.py)
     trace_lines: bool = False
     #: interpreter: masked loads without ``other=`` read NaN / the integer maximum on
-    #: masked-off lanes instead of 0 (harness/bounds.py); a GPU leaves them undefined
+    #: masked-off lanes instead of 0 (harness/bounds_poison.py); a GPU leaves them undefined
     poison_undefined: bool = True
-    #: interpreter: keep which program stored to which address (``harness/bounds.py``),
+    #: interpreter: keep which program stored to which address (``harness/bounds_races.py``),
     #: for the race hint; the original's baseline job only
     trace_races: bool = False
     #: interpreter: who runs a launch's programs, "batched" (all at once,

@@ -26,6 +26,15 @@ from .sandbox import Sandbox
 from .versions import installed_version
 
 
+@dataclass
+class Meter:
+    """What ``JobRunner.metered`` counts: the jobs' seconds (at the seconds each took when it
+    ran) and their rounds one after the other (``path_s``)."""
+
+    job_s: float = 0.0
+    path_s: float = 0.0
+
+
 def toolchain(mode: str, sandbox: Sandbox | None = None) -> dict:
     """Versions that key the cache; read without importing torch/triton. A started
     remote sandbox knows the versions its image really runs: those win."""
@@ -87,35 +96,35 @@ class JobRunner:
         self._ahead_lock = threading.Lock()
 
     @contextmanager
-    def metered(self) -> Iterator[list[float]]:
-        """``[seconds, path]``: the jobs this thread runs or reads from the cache
+    def metered(self) -> Iterator[Meter]:
+        """A ``Meter``: the seconds of the jobs this thread runs or reads from the cache
         meanwhile, at the seconds each took when it ran (a run served from the cache costs
         what it did: a budget spent this way is spent alike on every rerun); and their
         rounds one after the other (``path``): each ``run_all`` call costs its longest
         job, or its jobs' seconds over the workers where that is more, as a phase of
         rounds takes on the wall clock."""
         outer = getattr(self._meters, "value", None)
-        meter = [0.0, 0.0]
+        meter = Meter()
         self._meters.value = meter
         try:
             yield meter
         finally:
             self._meters.value = outer
             if outer is not None:
-                outer[0] += meter[0]
-                outer[1] += meter[1]
+                outer.job_s += meter.job_s
+                outer.path_s += meter.path_s
 
     def _round(self, results: dict[str, tuple[JobResult, bool]]) -> None:
         meter = getattr(self._meters, "value", None)
         if meter is None or not results:
             return
         seconds = [r.duration_s for r, _ in results.values()]
-        meter[1] += max(max(seconds), sum(seconds) / self.workers)
+        meter.path_s += max(max(seconds), sum(seconds) / self.workers)
 
     def _metered(self, result: JobResult) -> None:
         meter = getattr(self._meters, "value", None)
         if meter is not None:
-            meter[0] += result.duration_s
+            meter.job_s += result.duration_s
 
     def cached(self, job: Job) -> JobResult | None:
         if self.store is None or self.fresh:

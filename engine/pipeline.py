@@ -559,7 +559,7 @@ class Run:
         if name in CHECKS:
             return CHECKS[name]
         if name == "probe":
-            from .writers.probe import probe_stage
+            from .writers.probe.stage import probe_stage
 
             return Stage("probe", probe_stage)
         if name == "stage2":

@@ -54,7 +54,7 @@ class WriterSettings:
     #: seconds they took when run): None, 0.8 of what the mutants' jobs took; 0, no limit
     #: but ``probes``. Every survivor's first round runs whatever the limit.
     probe_time: float | None = None
-    #: the probe's trigger kinds (``writers/probe_inputs.TRIGGERS``); empty: all of them
+    #: the probe's trigger kinds (``writers/probe/kinds.TRIGGERS``); empty: all of them
     probe_triggers: tuple[str, ...] = ()
     #: the probe shares the original's runs on a candidate among the survivors and batches
     #: several survivors per job (``writers/probe``); off: one job per survivor, the

@@ -14,6 +14,7 @@ order on the mutants whose verdict they apply to, after every mutant is judged.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
@@ -99,6 +100,10 @@ class StageContext:
         self._baseline_cases: frozenset[str] = frozenset()
         #: ``--all-configs``: how many autotune configs each mutant runs under
         self._configs = 1
+        #: what a stage hands to its own later part in this run (``hand_on``/``take``):
+        #: jobs its ``ahead`` started beside the mutant phase, for its run to take
+        self._handed: dict[str, object] = {}
+        self._handed_lock = threading.Lock()
 
     # -- the driver's (``pipeline``, ``baseline``, ``rerun``): never a stage's -------------
     def set_baseline(self, result: JobResult) -> None:
@@ -260,9 +265,20 @@ class StageContext:
             self.jobs.ahead(job, then)
 
     def metered(self):
-        """A context: ``[seconds]`` of the jobs this thread runs (or reads from the
-        cache) inside it (``JobRunner.metered``)."""
+        """A context: a ``Meter`` of the jobs this thread runs (or reads from the cache)
+        inside it (``JobRunner.metered``)."""
         return self.jobs.metered()
+
+    def hand_on(self, key: str, value: object) -> None:
+        """Keep ``value`` for this run's later ``take(key)`` (a stage's ``ahead`` hands its
+        started jobs to the stage's run; from any thread)."""
+        with self._handed_lock:
+            self._handed[key] = value
+
+    def take(self, key: str, default: object = None) -> object:
+        """What ``hand_on(key)`` kept, once (``default`` where nothing was)."""
+        with self._handed_lock:
+            return self._handed.pop(key, default)
 
     def mutant_job_seconds(self) -> float:
         """The mutants' jobs so far, at the seconds each took when it ran."""

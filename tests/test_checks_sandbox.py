@@ -488,10 +488,12 @@ def test_add_fresh_values():
 
 
 def test_a_probe_proof_runs_its_test_on_the_mutants_with_evidence_jobs_only_there(sandbox):
-    """The probe's proof (``prove_killer(expected_s=...)``): the proved mutant and the
+    """The probe's proof (``prove_killer`` with ``Asked.expected_s``): the proved mutant and the
     others seen to differ run the test inside their evidence (oracle) job, not in a job
     of their own; the kills it makes are those of their own jobs, with their messages.
     A survivor not seen to differ still runs the test in a job of its own."""
+    from dataclasses import replace
+
     from mutant_gate.engine.job import CheckKind, JobResult
     from mutant_gate.engine.jobs import JobRunner
     from mutant_gate.engine.kernel_file import TestFile
@@ -499,7 +501,7 @@ def test_a_probe_proof_runs_its_test_on_the_mutants_with_evidence_jobs_only_ther
     from mutant_gate.engine.sandbox import Sandbox
     from mutant_gate.engine.stage import StageContext
     from mutant_gate.engine.verdicts import Ledger
-    from mutant_gate.engine.writers.proving import job_with_test, kill_others, prove_killer
+    from mutant_gate.engine.writers.proving import Asked, job_with_test, kill_others, prove_killer
 
     class Counting(Sandbox):  # the real pool; every job it ran, kept
         name, mode = "counting", "interpret"
@@ -523,9 +525,8 @@ def test_a_probe_proof_runs_its_test_on_the_mutants_with_evidence_jobs_only_ther
     for m in (add_sub, one_block, other):
         ledger.judge(m.id, JobResult(JobStatus.PASSED), cached=False)
     test = TestFile("t.py", "test_vector_add_probe.py", VECTOR_ADD_TEST, origin="probe")
-    proof = prove_killer(
-        run, test, add_sub, expected_s=0.2, others=[one_block, other], likely={one_block.id}
-    )
+    asked = Asked(test, add_sub, 0.2, (one_block, other), frozenset({one_block.id}))
+    proof = prove_killer(run, asked)
     assert proof.ok, proof.why
     tests_run = [
         dict(j.files).get("vector_add.py")
@@ -553,15 +554,7 @@ def test_a_probe_proof_runs_its_test_on_the_mutants_with_evidence_jobs_only_ther
     # One expected to run long (it hung on the probe's input): it runs the test in a job
     # of its own, first after the original's, and its evidence job is its own.
     before = len(counting.jobs)
-    proof = prove_killer(
-        run,
-        test,
-        add_sub,
-        expected_s=0.2,
-        others=[one_block, other],
-        likely={one_block.id},
-        slow={one_block.id},
-    )
+    proof = prove_killer(run, replace(asked, slow=frozenset({one_block.id})))
     assert proof.ok, proof.why
     ran = counting.jobs[before:]
     tests_run = [

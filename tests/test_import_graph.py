@@ -185,7 +185,7 @@ def test_graph_sees_every_kind_of_import():
     engine = f"{TOP}.engine"
     assert f"{engine}.harness.trace" in graph[f"{engine}.harness.oracle"]  # from . import trace
     assert f"{engine}.job" in graph[f"{engine}.harness.runner"]  # absolute
-    assert f"{engine}.harness.probe" in graph[f"{engine}.harness.runner"]  # inside a function
+    assert f"{engine}.harness.probe.capturing" in graph[f"{engine}.harness.runner"]  # in a function
     assert f"{engine}.harness.runner" in graph[f"{engine}.harness.sanitized"]  # in a try
     assert not any(target == TOP for targets in graph.values() for target in targets)
 

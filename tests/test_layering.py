@@ -127,12 +127,13 @@ FACE_ALLOWLIST = frozenset(
         "mutant_gate.engine.predictions",
         # a library's run: its modules, shards and their merge
         "mutant_gate.engine.library",
+        "mutant_gate.engine.library_paths",  # its kernel modules and test files, found
         # reruns and studies
         "mutant_gate.engine.rerun",
         "mutant_gate.engine.study",
         # flags' meanings: --mode, --probe-triggers, the survivor checks a face toggles
         "mutant_gate.engine.modes",
-        "mutant_gate.engine.writers.probe_inputs",
+        "mutant_gate.engine.writers.probe.kinds",
         "mutant_gate.engine.checks",
     }
 )

@@ -17,7 +17,7 @@ HEAVY = ("torch", "triton", "libcst", "numpy")
 #: probe (22), the bar with -q (6.5), the report formats (4), the model client (3).
 CACHED_LAZY = (
     "importlib.metadata",
-    "mutant_gate.engine.writers.probe",
+    "mutant_gate.engine.writers.probe.stage",
     "rich.progress",
     "mutant_gate.engine.formats.html",
     "mutant_gate.engine.writers.llm",

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from mutant_gate.engine.harness.probe import MAX_GOLDEN_ELEMENTS
+from mutant_gate.engine.harness.probe.values import MAX_GOLDEN_ELEMENTS
 
 from .conftest import run_cli
 from .test_writers_llm import SUM_KERNEL

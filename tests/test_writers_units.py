@@ -16,7 +16,9 @@ from mutant_gate.engine.records import MutantOutcome, Verdict
 from mutant_gate.engine.settings import DEFAULT_MODEL, LLMSettings
 from mutant_gate.engine.testlist import report_tests
 from mutant_gate.engine.writers.llm import LLMClient, LLMError, names_model
-from mutant_gate.engine.writers.probe_inputs import SHRINK_ELEMENTS, build, candidates, render_test
+from mutant_gate.engine.writers.probe.inputs import SHRINK_ELEMENTS, build, candidates
+from mutant_gate.engine.writers.probe.kinds import Variant
+from mutant_gate.engine.writers.probe.text import render_test
 from mutant_gate.engine.writers.proving import extract_code, rename_taken, static_problem
 from mutant_gate.engine.writers.stage1 import drop_functions
 from mutant_gate.engine.writers.stage2 import equivalent_reason
@@ -108,7 +110,11 @@ LAYER_NORM_CALL = {
 
 
 def test_a_size_changes_everywhere_it_appears():
-    c = build(LAYER_NORM_CALL, "size", 0, sizes={300: 299})
+    c = build(
+        LAYER_NORM_CALL,
+        Variant("size", "size 299 instead of 300 (one off)", "size_299", {300: 299}),
+        0,
+    )
     assert c is not None
     assert c.call == "layer_norm(x, (299,), weight, bias, eps=1e-05)"
     assert "x = torch.empty((23, 299)).uniform_(-4.2, 0.5)" in c.setup
@@ -138,7 +144,7 @@ def test_candidates_follow_the_family_and_stay_distinct():
 
 
 def test_a_probe_test_is_plain_python():
-    c = build(LAYER_NORM_CALL, "size", 3, sizes={300: 299}, describe="size 299", slug="s")
+    c = build(LAYER_NORM_CALL, Variant("size", "size 299", "s", {300: 299}), 3)
     outputs = {"result": {"kind": "tensor", "dtype": "float32", "shape": [1], "values": [1.0]}}
     source = render_test(
         module="layer_norm",
@@ -165,7 +171,7 @@ def test_a_big_output_keeps_a_sample_that_still_tells_the_mutant_apart():
     seeded uniform sample; the written test's ``_check`` compares exactly those."""
     import torch
 
-    from mutant_gate.engine.harness.probe import golden
+    from mutant_gate.engine.harness.probe.values import golden
 
     torch.manual_seed(0)
     original = torch.rand(600, 500)
@@ -179,7 +185,11 @@ def test_a_big_output_keeps_a_sample_that_still_tells_the_mutant_apart():
     assert golden(original, mutant, budget=1000) == value  # seeded
     assert golden(original, budget=10**6)["kind"] == "tensor"  # under the budget: whole
 
-    c = build(LAYER_NORM_CALL, "base", 3)
+    c = build(
+        LAYER_NORM_CALL,
+        Variant("base", "the own check's shapes with fresh values", "fresh_values"),
+        3,
+    )
     source = render_test(
         module="m", kernel_name="m.py", candidate=c, outputs={"result": value},
         golden_name="g.json", test_name="test_m", why="",
@@ -540,7 +550,7 @@ def test_probe_wraps_public_callables_and_can_leave_the_module_check_out(tmp_pat
     only needs the definitions it leaves the module-level check out."""
     import torch
 
-    from mutant_gate.engine.harness import probe as harness
+    from mutant_gate.engine.harness.probe import capturing as harness
 
     path = tmp_path / "probed.py"
     path.write_text(PROBED_MODULE)
@@ -556,7 +566,7 @@ def test_probe_wraps_public_callables_and_can_leave_the_module_check_out(tmp_pat
 
 def test_probe_candidates_are_keyed_by_what_runs_and_reordered_by_the_run_kills():
     from mutant_gate.engine.records import Mutant
-    from mutant_gate.engine.writers.probe import _Search
+    from mutant_gate.engine.writers.probe.search import Search
 
     masks = candidates([LAYER_NORM_CALL], "masks", 12)
     arith = candidates([LAYER_NORM_CALL], "arith", 12)
@@ -566,7 +576,7 @@ def test_probe_candidates_are_keyed_by_what_runs_and_reordered_by_the_run_kills(
         a.setup == b.setup for a in masks for b in arith if a.id == b.id and a.id in shared
     )
     assert len({c.id for c in masks}) == len(masks)
-    search = _Search(Mutant.__new__(Mutant), masks)
+    search = Search(Mutant.__new__(Mutant), masks)
     assert [c.kind for c in search.pending][:2] == ["base", "size"]  # the family's prior
     search.reorder({"dtype": 1, "values": 2})
     kinds = [c.kind for c in search.pending]
@@ -581,28 +591,28 @@ def test_under_the_budgets_floor_a_round_tries_every_kind_a_survivor_never_tried
     while the probe has spent less than its floor, the round still runs the best input of
     every kind it never tried, and nothing past them."""
     from mutant_gate.engine.records import Mutant
-    from mutant_gate.engine.writers.probe import _fit, _Search
+    from mutant_gate.engine.writers.probe.search import Search, fit
 
     queue = candidates([LAYER_NORM_CALL], "arith", 24)
-    search = _Search(Mutant.__new__(Mutant), queue)
+    search = Search(Mutant.__new__(Mutant), queue)
     search.consume(search.batch({}))  # the first round: base and the next kind
     tried = {c.kind for c in search.ran}
     never = {c.kind for c in search.pending} - tried
     assert len(never) >= 5
-    _fit([search], 0.0, 1.0, {}, {})
+    fit([search], 0.0, 1.0, {}, {})
     assert search.batch({}) == []  # the budget is spent
-    _fit([search], 0.0, 1.0, {}, {}, floor=True)
+    fit([search], 0.0, 1.0, {}, {}, floor=True)
     batch = search.batch({})
     assert {c.kind for c in batch} == never and batch[-1].kind not in {c.kind for c in batch[:-1]}
     search.consume(batch)
-    _fit([search], 0.0, 1.0, {}, {}, floor=True)
+    fit([search], 0.0, 1.0, {}, {}, floor=True)
     assert search.batch({}) == []  # every kind tried: the floor asks for nothing more
 
 
 def test_probe_digest_is_exact():
     import torch
 
-    from mutant_gate.engine.harness.probe import digest
+    from mutant_gate.engine.harness.probe.values import digest
 
     x = torch.tensor([1.0, float("nan"), -0.0])
     assert digest({"result": x}) == digest({"result": x.clone()})
@@ -623,7 +633,8 @@ def test_the_originals_outputs_sent_whole_stand_for_its_run_only_as_their_digest
 
     import torch
 
-    from mutant_gate.engine.harness.probe import SHIP_JOB_BYTES, _against, _Originals, _ship
+    from mutant_gate.engine.harness.probe.comparing import _against, _Originals
+    from mutant_gate.engine.harness.probe.values import SHIP_JOB_BYTES, _ship
     from mutant_gate.engine.harness.worker import RESULT_LIMIT
 
     steady = types.ModuleType("steady")
@@ -679,7 +690,7 @@ def test_a_hit_on_a_gpu_is_believed_only_if_the_original_repeats_itself():
 
     import torch
 
-    from mutant_gate.engine.harness.probe import _against, _Originals
+    from mutant_gate.engine.harness.probe.comparing import _against, _Originals
 
     noisy = types.ModuleType("noisy")
     noisy.f = lambda x: x + torch.rand_like(x)  # what unwritten output elements look like

@@ -36,7 +36,7 @@ from .project import Coverage, launched, reached, record_launches
 
 TAIL_CHARS = 4000
 #: all of a job's failure messages together, in characters (``_fitted``); the answer may
-#: hold 1 MiB (``worker.RESULT_LIMIT``), its cases' names and coverage included
+#: hold 1 MiB (``job_process.RESULT_LIMIT``), its cases' names and coverage included
 MESSAGES_BYTES = 256 * 1024
 MESSAGE_FLOOR = 200
 #: Set by the sandbox for a job whose progress someone follows (the original's run):
@@ -278,7 +278,7 @@ def _run_pytest(
 
     collector = _PytestCollector(check.name)
     if check.preload and check.preload not in sys.modules:
-        from .probe import _definitions
+        from .probe.capturing import _definitions
 
         try:
             _definitions(check.preload, workdir)

@@ -16,12 +16,12 @@ so that it meets the kernel module as its proof in the sandbox did (``runner.pre
   apply only where the environment needs them;
 - in the interpreter, the bounds check and undefined-lane poison (``bounds``): a mutant
   the tool killed by an out-of-bounds access fails the test here too;
-- file mode: the kernel file loaded as a probe test's proof loads it (``probe._definitions``:
-  its module-level check, benchmark and ``__main__`` block left out), or imported as a
-  module (``checks=True``: a model's test, whose proof imported it so). The module comes
-  from ``sys.path`` where it is found there (``python -m pytest`` from the kernel's
-  directory, ``PYTHONPATH``, a sandbox job's files), else from the path recorded in the
-  test, relative to the test file;
+- file mode: the kernel file loaded as a probe test's proof loads it
+  (``probe/capturing._definitions``: its module-level check, benchmark and ``__main__``
+  block left out), or imported as a module (``checks=True``: a model's test, whose proof
+  imported it so). The module comes from ``sys.path`` where it is found there
+  (``python -m pytest`` from the kernel's directory, ``PYTHONPATH``, a sandbox job's
+  files), else from the path recorded in the test, relative to the test file;
 - project mode (``prepare``): the package imported as the project's tests import it; its
   import root (relative to the test file) is put on ``sys.path`` only when the package
   is not importable already.
@@ -100,6 +100,6 @@ def load_kernel(
         from .project import load_as
 
         return load_as(module, path)
-    from .probe import _definitions
+    from .probe.capturing import _definitions
 
     return _definitions(module, folder)

@@ -73,7 +73,7 @@ def writer_stages(ctx: StageContext, session: ModelSession) -> list[Stage]:
 def _probe(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
     """The probe writer, imported when there are survivors to probe: a run with none (a
     cached rerun of a file whose mutants all die) never loads its inputs or harness."""
-    from .probe import probe_stage
+    from .probe.stage import probe_stage
 
     yield from probe_stage(ctx, survivors)
 
@@ -81,7 +81,7 @@ def _probe(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
 def _probe_ahead(ctx: StageContext) -> None:
     """The probe's first jobs, which need only the original: learning the wrapper calls,
     then the original's runs on the first inputs of the survivors known by then."""
-    from .probe import capture_job, originals_ahead
+    from .probe.stage import capture_job, originals_ahead
 
     ctx.start_ahead([capture_job(ctx)], then=lambda result: originals_ahead(ctx, result))
 

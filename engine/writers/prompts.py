@@ -1,7 +1,7 @@
 """What the model reads. Kept together so a reviewer sees every word it is told.
 
 The import the model is told to use is the one the probe's tests use
-(``probe_inputs._import_line``): ``from module import f``, or, for a file whose name is
+(``probe.text.import_line``): ``from module import f``, or, for a file whose name is
 no identifier (the tutorials' ``01-vector-add.py``), ``importlib.import_module("...")``,
 which ``proving.static_problem`` accepts as importing the module.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 
 from ..kernel_file import KernelFile
-from .probe_inputs import _import_line
+from .probe.text import import_line
 from .proving import REFUSED_ATTRIBUTES
 
 RULES = """\
@@ -87,7 +87,7 @@ def import_snippet(kernel: KernelFile) -> str:
         return f"from {module} import {', '.join(functions)}" if functions else f"import {module}"
     lines = ["import importlib", ""]
     if functions:
-        lines += [_import_line(module, f) for f in functions]
+        lines += [import_line(module, f) for f in functions]
     else:
         lines.append(f"kernel = importlib.import_module({module!r})")
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ..checks.diff_oracle import CHECK as ORACLE_CHECK
@@ -256,7 +256,7 @@ class Proof:
     #: jobs run beside the original's (``prove_on_original``): key -> (result, cached)
     beside: dict[str, tuple[JobResult, bool]] = field(default_factory=dict)
     #: the test on other survivors and their diff-oracle evidence, run ahead in the
-    #: proof's round (``prove_killer(others=...)``) for ``kill_others``: key -> result
+    #: proof's round (``Asked.others``) for ``kill_others``: key -> result
     ahead: dict[str, tuple[JobResult, bool]] = field(default_factory=dict)
     ahead_limit_s: float = 0.0  # the limit the tests in ``ahead`` ran under
 
@@ -379,7 +379,7 @@ def seeds(ctx: StageContext, test: TestFile | None = None) -> list[int]:
     probe test seeds its own inputs, its expected values are the original's outputs on
     them (the probe's run), and the one run of the proof must agree with them: one run
     (where bits may vary between runs, the probe ran the original twice alike first,
-    ``harness/probe._Originals.confirm``)."""
+    ``harness/probe/comparing._Originals.confirm``)."""
     n = 1 if test is not None and test.origin == "probe" else max(1, ctx.settings.writers.runs)
     return [ctx.settings.seed + i for i in range(n)]
 
@@ -445,16 +445,22 @@ def mutant_limit(ctx: StageContext, original_s: float) -> float:
     return ctx.mutant_timeout(original_s)
 
 
-def prove_killer(
-    ctx: StageContext,
-    test: TestFile,
-    mutant: Mutant,
-    *,
-    expected_s: float | None = None,
-    others: Iterable[Mutant] = (),
-    likely: Collection[str] = (),
-    slow: Collection[str] = (),
-) -> Proof:
+@dataclass(frozen=True)
+class Asked:
+    """What a proof is asked: that ``test`` kills ``mutant`` (``prove_killer``); with
+    ``expected_s`` (the original's time on the test, known beforehand), the ``others``
+    (the other survivors) run it in the same round, ``likely`` (ids seen to differ) with
+    their evidence, ``slow`` (ids expected to run long) each alone."""
+
+    test: TestFile
+    mutant: Mutant
+    expected_s: float | None = None
+    others: tuple[Mutant, ...] = ()
+    likely: frozenset[str] = frozenset()
+    slow: frozenset[str] = frozenset()
+
+
+def prove_killer(ctx: StageContext, asked: Asked) -> Proof:
     """Passes the original (every seed) and fails the mutant, both run in the sandbox.
     ``expected_s``: the original's time on the test, known beforehand (the probe ran it
     and saw the mutant differ): the mutant's run, and the diff-oracle's on the test
@@ -470,6 +476,7 @@ def prove_killer(
     test in a job of its own, first in the round, and has an evidence job to itself (a
     run over the limit in the oracle job would send it to a second round after it, and
     its time would hold the others of a shared one)."""
+    test, mutant, expected_s, slow = asked.test, asked.mutant, asked.expected_s, asked.slow
     ran: dict[str, tuple[JobResult, bool]] = {}  # the mutant's evidence, made beside
     if expected_s is None:
         proof = prove_on_original(ctx, test)
@@ -480,7 +487,7 @@ def prove_killer(
         limit = mutant_limit(ctx, expected_s)
     job = job_with_test(ctx, test, mutant.source, ctx.settings.seed, limit)
     if expected_s is not None:
-        tests, evidence = _ahead_jobs(ctx, test, mutant, others, likely, expected_s, slow)
+        tests, evidence = _ahead_jobs(ctx, asked, expected_s)
         keyed = {f"evidence:{k}": j for k, j in evidence.jobs.items()}
         first = {k: j for k, j in tests.items() if k.removeprefix("other:") in slow}
         beside = {**first, **keyed, **tests}  # the long ones start first
@@ -536,20 +543,17 @@ def prove_killer(
 
 
 def _ahead_jobs(
-    ctx: StageContext,
-    test: TestFile,
-    mutant: Mutant,
-    others: Iterable[Mutant],
-    likely: Collection[str],
-    expected_s: float,
-    slow: Collection[str] = (),
+    ctx: StageContext, asked: Asked, expected_s: float
 ) -> tuple[dict[str, Job], OracleJobs]:
-    """The test's runs ``kill_others`` would make on ``others`` after the proof, built
-    ahead (their limits from ``expected_s``), and the evidence jobs: for ``mutant`` and
+    """The test's runs ``kill_others`` would make on the ``others`` after the proof, built
+    ahead (their limits from ``expected_s``), and the evidence jobs: for the mutant and
     for the others in ``likely``, several beside one run of the original (one in
     ``slow``: alone). A mutant the evidence jobs run needs no job of its own (they run
     the test on it), but one in ``slow``."""
-    others = [m for m in others if m.id != mutant.id and ctx.ledger.verdict(m.id) in RULES["kill"]]
+    test, mutant, likely, slow = asked.test, asked.mutant, asked.likely, asked.slow
+    others = [
+        m for m in asked.others if m.id != mutant.id and ctx.ledger.verdict(m.id) in RULES["kill"]
+    ]
     limit = mutant_limit(ctx, expected_s)
     compared = [mutant, *(m for m in others if m.id in likely)]
     shared = behaviour_jobs(ctx, test, [m for m in compared if m.id not in slow], expected_s)
@@ -650,7 +654,7 @@ def kill_others(
 ) -> list[tuple[Mutant, Kill]]:
     """Run an accepted killer test against the other survivors (and mutants claimed
     equivalent: a kill refutes the claim); the ones it fails. ``proof``: the test's,
-    with runs made in its round (``prove_killer(others=...)``), used where they are the
+    with runs made in its round (``Asked.others``), used where they are the
     runs these jobs would make (``_reusable``)."""
     others = [
         m for m in others if ctx.ledger.verdict(m.id) in RULES["kill"] and launches(ctx, test, m)

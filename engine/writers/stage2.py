@@ -113,7 +113,7 @@ def stage2(ctx: StageContext, w: ModelSession, survivors: list[Mutant]) -> Itera
                 continue
             code = proving.rename_taken(code, proving.taken_names(ctx))
             test = TestFile(path="", name=name, source=code, origin="stage2")
-            proof = proving.prove_killer(ctx, test, mutant)
+            proof = proving.prove_killer(ctx, proving.Asked(test, mutant))
             if not proof.ok:
                 _reject(ctx, mutant, attempt, proof.why, code)
                 yield TestRejected("stage2", attempt, proof.why, mutant.id)
@@ -137,7 +137,7 @@ def _probe_claimed(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event
     ]
     if not unprobed:
         return
-    from .probe import probe_stage
+    from .probe.stage import probe_stage
 
     yield WriterNote(
         "stage2", f"{len(unprobed)} equivalence claims need the probe's evidence: probing them"

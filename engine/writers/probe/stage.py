@@ -1,0 +1,487 @@
+"""The probe's stage: capture the calls, plan a search per survivor, run its rounds within
+the budget, prove each hit's test (``proving``) and say what each search found."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+from ...events import Event, TestAccepted, TestRejected, WriterNote
+from ...job import Job, JobResult
+from ...jobs import Meter
+from ...kernel_file import TestFile
+from ...records import Mutant, Verdict
+from ...stage import StageContext
+from ...verdicts import summarize_error
+from .. import proving
+from .budget import Budget, Spend
+from .inputs import Candidate, describe_call
+from .jobs import (
+    answer_of,
+    calls_of,
+    capture_job,
+    compare_job,
+    kernel_module,
+    module_name,
+    original_job,
+    original_jobs,
+)
+from .search import (
+    BATCH,
+    Search,
+    estimate,
+    failed_job,
+    fit,
+    into_jobs,
+    new_search,
+    read_mutant,
+    read_original,
+    slowness,
+    work,
+)
+from .text import golden_text, render_test
+
+#: a mutant this many times slower than the original on the own check: its hangs on
+#: bigger inputs are proved only while the probe's time lasts
+SLOW = 4.0
+
+
+def capture(ctx: StageContext) -> tuple[list[dict], str]:
+    """The own check's wrapper calls (replayable ones), and a note saying what was learned."""
+    kernel = ctx.kernel
+    result = proving.run_all(ctx, {"capture": capture_job(ctx)}).get("capture")
+    if result is None:
+        return [], "the run was cancelled"
+    data = answer_of(result[0])
+    if data is None:
+        why = summarize_error(result[0].error) or result[0].status.value
+        return [], f"could not capture the own check's calls: {why}"
+    calls = calls_of(data)
+    source, verb = (
+        ("the project's tests", "call")
+        if kernel.project is not None
+        else ("the own check", "calls")
+    )
+    if not calls:
+        functions = ", ".join(data.get("functions", [])) or "none"
+        errors = "; ".join(data.get("errors") or [])[:300]
+        return [], (
+            f"{source} {verb} no public function of the kernel module that launches a "
+            f"kernel (public functions: {functions}); nothing to vary"
+            + (f" ({errors})" if errors else "")
+        )
+    shown = "; ".join(describe_call(c) for c in calls[:4])
+    more = f" and {len(calls) - 4} more" if len(calls) > 4 else ""
+    cases = sorted({c["case"] for c in calls if c.get("case")})
+    came = f" (from {len(cases)} test cases: {', '.join(cases[:3])}" if cases else ""
+    came += (", ..." if len(cases) > 3 else "") + (")" if cases else "")
+    launches = sum(1 for c in calls if c.get("launch"))
+    what = f"{len(calls)} wrapper calls" + (
+        f" ({launches} of them kernel launches: no public function of the module was on their path)"
+        if launches
+        else ""
+    )
+    return calls, f"learned {what} from {source}: {shown}{more}{came}"
+
+
+#: what ``originals_ahead`` hands on to the probe's first round (``StageContext.hand_on``)
+AHEAD = "probe: the original's jobs started ahead"
+
+
+def originals_ahead(ctx: StageContext, captured: JobResult) -> None:
+    """With the capture's answer, beside the mutant phase: start the original's jobs on
+    the first round's inputs of the survivors known now (the first round's compare jobs
+    need them first). The probe's first round takes them (``_taken_ahead``)."""
+    data = answer_of(captured)
+    calls = calls_of(data) if data is not None else []
+    if not calls or not ctx.settings.writers.probe_share:
+        return
+    needed: dict[str, Candidate] = {}
+    for m in ctx.mutants:
+        if ctx.ledger.verdict(m.id) is not Verdict.SURVIVED:
+            continue
+        search = new_search(ctx, m, calls)
+        if search is not None:
+            needed.update((c.id, c) for c in search.batch({}) if c.id not in needed)
+    if not needed:
+        return
+    jobs = list(original_jobs(ctx, list(needed.values()), ship=True).values())
+    ctx.hand_on(AHEAD, jobs)
+    ctx.start_ahead([job for job, _ in jobs])
+
+
+def _taken_ahead(ctx: StageContext) -> dict[str, tuple[Job, list]]:
+    """The original's jobs started ahead for the first round (``originals_ahead``). The
+    first round's inputs they do not cover (survivors known only later) need no round
+    of their own: the compare jobs run the original on them, beside the mutants (most
+    survivors that die, die on the inputs covered, and never reach the others)."""
+    started = ctx.take(AHEAD, [])
+    return {f"ahead-{i}": (job, chunk) for i, (job, chunk) in enumerate(started)}
+
+
+def _test_for(ctx: StageContext, search: Search) -> TestFile:
+    assert search.hit is not None
+    candidate, outputs, why = search.hit
+    mutant = search.mutant
+    stem = f"{proving.file_stem(ctx)}_probe_{mutant.id}"
+    taken = proving.taken_names(ctx)
+    name = f"test_{candidate.function}_{candidate.slug}"
+    name = re.sub(r"\W", "_", name)
+    source = render_test(
+        module=kernel_module(ctx),
+        kernel_name=ctx.kernel.name,
+        candidate=candidate,
+        outputs=outputs,
+        golden_name=stem + ".json",
+        test_name=name,
+        why=(
+            f"Mutant {mutant.id} ({mutant.operator}, line {mutant.line}: "
+            f"`{mutant.before}` -> `{mutant.after}`) fails it: {why[:300]}"
+        ),
+    )
+    source = proving.rename_taken(source, taken)
+    return TestFile(
+        path="",
+        name=stem + ".py",
+        source=source,
+        origin="probe",
+        data=((stem + ".json", golden_text(outputs)),),
+    )
+
+
+def probe_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
+    """Separate each survivor from the original with an input the own check never tried."""
+    start = time.perf_counter()
+    summary = _summary(ctx)
+    spend = Spend.of(summary.get("spend"))
+    summary["spend"] = spend.to_json()  # its place in the record; filled in at the end
+    meter = None
+    try:
+        with ctx.metered() as meter:
+            yield from _Probing(ctx, survivors, summary, spend, meter).events()
+    finally:
+        spend.ended(time.perf_counter() - start, meter)
+        summary["spend"] = spend.to_json()
+        # the stage's own record of this run of it, into the run's ``writers.probe``
+        ctx.ledger.update_section("writers", lambda had: {**had, "probe": summary}, {"notes": []})
+
+
+class _Probing:
+    """One run of the probe stage over its survivors: the rounds of inputs, the original's
+    runs they share, the budget they spend, the proofs of what they find."""
+
+    def __init__(
+        self,
+        ctx: StageContext,
+        survivors: list[Mutant],
+        summary: dict,
+        spend: Spend,
+        meter: Meter,
+    ) -> None:
+        self.ctx, self.survivors, self.summary, self.spend = ctx, survivors, summary, spend
+        self.probes = max(1, ctx.settings.writers.probes)  # inputs a survivor may plan
+        self.budget = Budget(ctx, meter, spend)
+        self.share = ctx.settings.writers.probe_share
+        self.searches: dict[str, Search] = {}
+        self.tried: dict[str, int] = summary.setdefault("probes_by_trigger", {})
+        self.kills: dict[str, int] = summary.setdefault("kills_by_trigger", {})
+        self.known: dict[str, dict] = {}  # the original's runs: candidate id -> digest, outputs
+        self.unusable: dict[str, str] = {}  # candidate id -> why no survivor runs it
+        self.refit = True  # off for the round right after the original ran its candidates
+        self.first = True  # the first round: the original's runs started ahead are taken there
+
+    def events(self) -> Iterator[Event]:
+        ctx, survivors = self.ctx, self.survivors
+        many = f"{len(survivors)} survivor" + ("s" if len(survivors) != 1 else "")
+        yield WriterNote("probe", f"probing {many} (up to {self.probes} inputs each)")
+        calls, note = capture(ctx)
+        yield WriterNote("probe", note, "info" if calls else "warning")
+        if not calls:
+            for m in survivors:
+                ctx.ledger.put_row(m.id, "probe", {"probes": 0, "result": note})
+            return
+        yield from self._plan(calls)
+        self.summary["survivors"] = self.summary.get("survivors", 0) + len(survivors)
+        while True:
+            active = self._active()
+            if not active:
+                break
+            if self.share:
+                ran = self._originals_first(active)
+                if ran is None:
+                    return  # cancelled
+                if ran:
+                    continue  # the batches again, without what the original rejects
+                groups, originals = self._groups(active)
+            else:
+                groups, originals = [[s] for s in active], {}
+            if not self._round(groups, originals):
+                return  # cancelled
+            yield from self._proofs()
+        yield from self._results()
+
+    def _plan(self, calls: list[dict]) -> Iterator[Event]:
+        """A search per survivor over the calls that launch its function (or a kernel that
+        calls it); a survivor no call reaches is said so."""
+        ctx = self.ctx
+        for m in self.survivors:
+            search = new_search(ctx, m, calls)
+            if search is None:
+                launched = sorted({k for c in calls for k in c.get("kernels", ())})
+                calls_of = (
+                    "the project tests' calls"
+                    if ctx.kernel.project
+                    else "the own check's wrapper calls"
+                )
+                text = (
+                    f"{calls_of} never launch {m.function} "
+                    f"(they launch {', '.join(launched) or 'nothing'}): nothing to vary"
+                )
+                ctx.ledger.put_row(m.id, "probe", {"probes": 0, "result": text})
+                yield WriterNote("probe", text, mutant_id=m.id)
+                continue
+            self.searches[m.id] = search
+            self.spend.planned += len(search.queue)
+            search.slow = slowness(ctx, m)
+
+    def _active(self) -> list[Search]:
+        """The searches with inputs left to run this round, each round fitted to its share of
+        the time left (a survivor out of time says so and stops)."""
+        unusable, budget = self.unusable, self.budget
+        active = [
+            s
+            for s in self.searches.values()
+            if not s.done
+            and s.hit is None
+            and s.hang is None
+            and self.ctx.ledger.verdict(s.mutant.id) is Verdict.SURVIVED
+            and s.batch(unusable)
+        ]
+        if not budget.limited:
+            return active
+        if self.refit:
+            fit(active, budget.left(), budget.scale(), self.known, unusable, budget.under_floor())
+        for s in active:
+            if not s.batch(unusable):
+                s.out_of_time, s.done = budget.says, True
+        return [s for s in active if not s.done]
+
+    def _originals_first(self, active: list[Search]) -> bool | None:
+        """The original first, once per candidate not run yet (all survivors share it): True
+        when it ran (the round's batches are planned again), False when nothing needed it,
+        None when the run was cancelled."""
+        ctx, spend, known, unusable = self.ctx, self.spend, self.known, self.unusable
+        for s in active:
+            s.reorder(self.kills)
+        needed = {c.id: c for s in active for c in s.batch(unusable) if c.id not in known}
+        if not needed or not self.refit:  # once a round: what a rejected one's place
+            self.refit = True  # brings in runs in the compare job, beside the mutants
+            return False
+        before = len(unusable)
+        originals = _taken_ahead(ctx) if self.first else {}
+        if not self.first or not originals:
+            originals = original_jobs(ctx, list(needed.values()), ship=self.first)
+        self.first = False
+        spend.ahead += sum(k.startswith("ahead-") for k in originals)
+        results = proving.run_all(ctx, {k: job for k, (job, _) in originals.items()})
+        if len(results) < len(originals):
+            return None
+        for key, (result, cached) in results.items():
+            spend.job(result, cached)
+            self.budget.clocked(sum(c.est_s for c in originals[key][1]), result)
+            spend.shipped += read_original(result, originals[key][1], known, unusable)
+        ran = {c.id for _, chunk in originals.values() for c in chunk}
+        for cid in needed:
+            if cid in ran and cid not in known:
+                unusable.setdefault(cid, "the original's run on it was not recorded")
+        spend.unusable += len(unusable) - before
+        self.refit = False  # the shares stand: what it ran is part of them
+        return True
+
+    def _groups(self, active: list[Search]) -> tuple[list[list[Search]], dict]:
+        """The round's compare jobs' survivors, and the original's jobs on the next batches
+        beside them (not in the first round: most survivors that die, die there)."""
+        known, unusable = self.known, self.unusable
+        groups = into_jobs(active, self.ctx.workers, {s.mutant.id: work(s) for s in active})
+        ahead = {
+            c.id: c
+            for s in active
+            for c in s.pending[len(s.batch(unusable)) :][:BATCH]
+            if c.id not in known and c.id not in unusable and s.ran
+        }
+        return groups, (original_jobs(self.ctx, list(ahead.values())) if ahead else {})
+
+    def _round(self, groups: list[list[Search]], originals: dict) -> bool:
+        """One round: the compare jobs and the original's beside them, read into the
+        searches; False when the run was cancelled."""
+        ctx, spend, known, unusable = self.ctx, self.spend, self.known, self.unusable
+        entries = {str(i): [(s, s.batch(unusable)) for s in g] for i, g in enumerate(groups)}
+        jobs = {
+            key: compare_job(ctx, [(s.mutant, b) for s, b in group], known if self.share else {})
+            for key, group in entries.items()
+        }
+        jobs.update({k: job for k, (job, _) in originals.items()})
+        results = proving.run_all(ctx, jobs)
+        if len(results) < len(jobs):
+            return False
+        for key, (result, cached) in results.items():
+            spend.job(result, cached)
+            before = len(unusable)
+            if key in originals:
+                self.budget.clocked(sum(c.est_s for c in originals[key][1]), result)
+                spend.shipped += read_original(result, originals[key][1], known, unusable)
+            else:
+                self.budget.clocked(estimate(entries[key], known), result)
+                self._compared(result, entries[key])
+            spend.unusable += len(unusable) - before
+        return True
+
+    def _compared(self, result: JobResult, entries: list[tuple[Search, list[Candidate]]]):
+        """A compare job's answer into its survivors' searches."""
+        data = answer_of(result)
+        if data is None:
+            failed_job(result, entries, self.unusable, self.spend)
+            return
+        if self.share:
+            for cid, record in (data.get("originals") or {}).items():
+                if record.get("status") in ("error", "unstable") and cid not in self.unusable:
+                    self.unusable[cid] = record.get("detail", "")
+        for search, batch in entries:
+            answer = (data.get("mutants") or {}).get(module_name(search.mutant)) or {
+                "error": "the job's answer has no part for this mutant"
+            }
+            read_mutant(search, batch, answer, self.ctx.kernel.name, self.tried)
+
+    def _proofs(self) -> Iterator[Event]:
+        """What the round found, proved: a hang's golden outputs, a hit's written test."""
+        ctx, searches = self.ctx, self.searches
+        for search in searches.values():
+            if search.hang is not None and search.hit is None:
+                if search.slow >= SLOW and self.budget.spent():
+                    # a mutant that is slower everywhere hangs where the inputs are big;
+                    # proving it costs its whole time limit and the oracle's, and shows
+                    # a difference only if its outputs differ too
+                    search.hang = None
+                    search.unkept = (
+                        f"it runs {search.slow:.0f}x the original's time on the own check, "
+                        f"and {self.budget.says} ran out before its hang was proved"
+                    )
+                    search.done = True
+                    continue
+                yield from _golden_for_hang(ctx, search)
+            if search.hit is None or ctx.ledger.verdict(search.mutant.id) is not Verdict.SURVIVED:
+                continue
+            # the other survivors seen to differ: their evidence goes in the proof's round
+            likely = {s.mutant.id for s in searches.values() if s.differs or s.hit}
+            # those that hung on an input, or run slower everywhere: the test may run
+            # long on them (``proving.prove_killer``'s ``slow``)
+            slow = {s.mutant.id for s in searches.values() if s.hung or s.slow >= SLOW}
+            others = [m for m in self.survivors if m.id not in searches or not searches[m.id].alike]
+            yield from _prove(ctx, search, others, likely, slow, self.kills)
+
+    def _results(self) -> Iterator[Event]:
+        """Each survivor still alive: what its search found, in its row and said."""
+        for search in self.searches.values():
+            mid = search.mutant.id
+            if self.ctx.ledger.verdict(mid) is not Verdict.SURVIVED:
+                continue
+            text = search.result()
+            details = {"probes": search.probes, "result": text}
+            if search.differs:
+                details["differs"] = search.differs
+            self.ctx.ledger.put_row(mid, "probe", details)
+            yield WriterNote("probe", text, "warning" if search.differs else "info", mid)
+
+
+def _golden_for_hang(ctx: StageContext, search: Search) -> Iterator[Event]:
+    """The mutant hung or crashed on a candidate: get the original's outputs for it."""
+    assert search.hang is not None
+    candidate, why = search.hang
+    search.hang = None
+    job = original_job(ctx, [candidate], golden=True)
+    result = proving.run_all(ctx, {"golden": job}).get("golden")
+    data = answer_of(result[0]) if result else None
+    golden = (data or {}).get("golden") or {}
+    if golden.get("outputs"):
+        search.hit = (candidate, golden["outputs"], why)
+        search.hung = True
+    else:
+        search.unkept = "the original's outputs on that input could not be recorded"
+        yield WriterNote(
+            "probe",
+            f"{why}, but the original's outputs could not be recorded",
+            "warning",
+            search.mutant.id,
+        )
+
+
+def _prove(
+    ctx: StageContext,
+    search: Search,
+    survivors: list[Mutant],
+    likely: set[str],
+    slow: set[str],
+    kills: dict[str, int],
+) -> Iterator[Event]:
+    mutant = search.mutant
+    test = _test_for(ctx, search)
+    # the search ran the original on this input: its time is known, the mutant runs
+    # beside, and the test on the other survivors (evidence for those ``likely`` to die)
+    assert search.hit is not None
+    asked = proving.Asked(
+        test,
+        mutant,
+        expected_s=search.hit[0].est_s,
+        others=tuple(survivors),
+        likely=frozenset(likely),
+        slow=frozenset(slow),
+    )
+    proof = proving.prove_killer(ctx, asked)
+    if not proof.ok:
+        attempt = proving.add_attempt(
+            ctx,
+            mutant.id,
+            {"by": "probe", "file": test.name, "source": test.source, "why": proof.why},
+        )
+        yield TestRejected("probe", attempt, proof.why, mutant.id)
+        search.unkept = f"no test written from them passed the proof ({proof.why[:200]})"
+        search.hit = None  # search on with the next batch
+        search.alike = mutant.id in slow and proof.why.startswith("not a kill")
+        return
+    candidate = search.hit[0] if search.hit is not None else None
+    for event in proving.accept_killer(ctx, "probe", test, mutant, proof, survivors):
+        if isinstance(event, TestAccepted) and candidate is not None:
+            _record_trigger(ctx, event, candidate, search.probes, kills)
+        yield event
+
+
+def _record_trigger(
+    ctx: StageContext,
+    accepted: TestAccepted,
+    candidate: Candidate,
+    probes: int,
+    kills: dict[str, int],
+) -> None:
+    """Each mutant the probe's test killed: which trigger kind (and input) did it, in its
+    ``probe`` row and in the count by trigger kind (``kills``: ``writers.probe``'s)."""
+    test = f"{accepted.file}::{accepted.tests[0]}" if accepted.tests else accepted.file
+    for mid in accepted.kills:
+        row = {
+            "trigger": candidate.kind,
+            "input": candidate.describe,
+            "result": f"killed by {test} ({candidate.kind}: {candidate.describe})",
+        }
+        if mid == accepted.mutant_id:
+            row["probes"] = probes
+        else:
+            row["result"] += f", written for {accepted.mutant_id}"
+        ctx.ledger.put_row(mid, "probe", row)
+        kills[candidate.kind] = kills.get(candidate.kind, 0) + 1
+
+
+def _summary(ctx: StageContext) -> dict:
+    """A copy of the run's ``writers.probe`` (what the probe tried and what killed) for
+    this run of the stage to add to; ``probe_stage`` puts it back when it ends."""
+    writers = ctx.ledger.section("writers", {"notes": []})
+    return writers.get("probe") or {"survivors": 0, "kills_by_trigger": {}}
