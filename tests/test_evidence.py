@@ -432,7 +432,7 @@ def test_the_interpreters_front_end_errors_are_not_compilable_its_run_time_error
 
 
 def test_memchecks_first_error_is_kept_not_its_summary():
-    from mutant_gate.engine.harness.worker import first_memcheck_error
+    from mutant_gate.engine.harness.job_process import first_memcheck_error
 
     report = (
         "========= COMPUTE-SANITIZER\n"

@@ -1,4 +1,4 @@
-"""Undefined lanes poisoned in the interpreter (engine/harness/bounds.py), through the
+"""Undefined lanes poisoned in the interpreter (engine/harness/bounds_poison.py), through the
 real local sandbox and Triton's interpreter: a masked ``tl.load`` without ``other=``
 reads NaN (or the integer maximum) on masked-off lanes, unless the job turns it off."""
 

@@ -45,6 +45,10 @@ Checks are vectorised: per launch the argument ranges are merged into sorted
 interval arrays; per access the active addresses' min/max are tested against
 one interval (fast path), and only on failure is every lane located with
 ``np.searchsorted``.
+
+The launch context (argument ranges, host buffers, source locations) is in
+``bounds_launch.py``, the undefined lanes in ``bounds_poison.py``, the race hint in
+``bounds_races.py``; their public functions are reached here, as ``bounds.<name>``.
 """
 
 from __future__ import annotations
@@ -52,10 +56,37 @@ from __future__ import annotations
 import bisect
 import inspect
 import os
-import sys
 from typing import Any
 
 import numpy as np
+
+from . import bounds_launch
+from .bounds_launch import _STACK, _Arg, _collect, _frames, _interp, _itemsize, _Launch, _u8
+
+# What the undefined lanes and the race hint offer runner.py (in ``__all__``) and the batched
+# executor (``batched_checks.py``: the ``as`` names) is reached here, as ``bounds.<name>``.
+from .bounds_poison import (
+    _POISON,
+    UNDEFINED_LANES_ERROR,
+    _poison,
+    _stores_poison,
+    poison_stored,
+    poisoning,
+    set_poison,
+    undefined_lanes,
+    undefined_lanes_error,
+)
+from .bounds_poison import mark_poison_stored as mark_poison_stored
+from .bounds_poison import poison_fill as poison_fill
+from .bounds_poison import poison_hits as poison_hits
+from .bounds_poison import poison_read as poison_read
+from .bounds_poison import poison_stored_known as poison_stored_known
+from .bounds_poison import record_undefined as record_undefined
+from .bounds_poison import site_frames as site_frames
+from .bounds_races import _RACES, _find_race, _record_store, races, set_races
+from .bounds_races import add_program_stores as add_program_stores
+from .bounds_races import races_on as races_on
+from .bounds_races import store_site as store_site
 
 __all__ = [
     "BoundsViolation",
@@ -81,53 +112,10 @@ TESTED_TRITON = ("3.9",)  # hook points verified against these releases
 _GUARD_MIN = 64 * 1024  # bytes of guard on each side of a host buffer ...
 _GUARD_MAX = 16 * 1024 * 1024  # ... growing with the buffer up to this
 _MAX_RECORDS = 1000
-_MAX_UNDEFINED_SITES = 5  # poisoned loads recorded per job (kernel, line); lanes accumulate
-#: The exception-like name that starts the line added to a failing job's error text.
-UNDEFINED_LANES_ERROR = "UndefinedLanesError"
 
 _VIOLATIONS: list[dict] = []
 _INTERNAL_ERRORS: list[str] = []
-_STACK: list[_Launch] = []
 _ORIGINALS: dict[str, tuple[type, Any]] = {}  # "Class.method" -> (class, original)
-_TRITON_DIR = ""
-
-
-class _Poison:
-    """Undefined-lane poisoning: the setting and what the current job read."""
-
-    def __init__(self) -> None:
-        self.on = True
-        self.sites: dict[tuple, dict] = {}  # (code, line) -> record, first seen first
-        self.lanes = 0  # poisoned lanes read in all
-        self.stored = False  # a store wrote poison afterwards (see poison_stored)
-        self.sentinels: set[int] = set()  # integer / fp8 fills read
-
-    def clear(self) -> None:
-        self.sites.clear()
-        self.lanes = 0
-        self.stored = False
-        self.sentinels.clear()
-
-
-_POISON = _Poison()
-
-#: store lanes kept per launch for the race hint (beyond them the launch is checked in part)
-MAX_RACE_LANES = 1 << 22
-_MAX_RACES = 5  # race hints kept per job, one per (kernel, line)
-
-
-class _Races:
-    """The race hint: the setting and what the current job found."""
-
-    def __init__(self) -> None:
-        self.on = False
-        self.found: list[dict] = []
-
-    def clear(self) -> None:
-        self.found.clear()
-
-
-_RACES = _Races()
 
 
 class BoundsViolation(Exception):
@@ -172,155 +160,8 @@ def reset() -> None:
     _RACES.clear()
 
 
-def set_races(on: bool) -> None:
-    """Record which program stored to which address, for the race hint (``races``)."""
-    _RACES.on = on
-
-
-def races() -> list[dict]:
-    """Race hints found since the last ``reset()``: one per kernel and store line, each
-    the first address two programs of one launch stored to (copies)."""
-    return [dict(r) for r in _RACES.found]
-
-
-def set_poison(on: bool) -> None:
-    """Whether masked loads without ``other=`` get poison on masked-off lanes."""
-    _POISON.on = bool(on)
-
-
-def poisoning() -> bool:
-    return _POISON.on
-
-
-def undefined_lanes() -> list[dict]:
-    """Poisoned loads since the last ``reset()``: one record per load site (kernel,
-    function, file, line, lanes, fill, dtype), first read first, at most a few."""
-    return [dict(r) for r in _POISON.sites.values()]
-
-
-def poison_stored() -> bool:
-    """Whether, after poisoned lanes were read, a store wrote the poison itself on an
-    active lane: a NaN carrying the poison's payload, or an integer fill value. When it
-    did not, the poison may still have changed what was stored (a NaN through ``exp``,
-    an integer through arithmetic, a comparison): unknown, so not claimed."""
-    return _POISON.stored
-
-
-def undefined_lanes_error(records: list[dict] | None = None) -> str:
-    """One line naming the first poisoned load, for a failing check's error text."""
-    records = undefined_lanes() if records is None else records
-    if not records:
-        return ""
-    first = records[0]
-    where = f"{first['kernel']} line {first['line']}"
-    if first.get("function") and first["function"] != first["kernel"]:
-        where = f"{first['function']} line {first['line']} (called from {first['kernel']})"
-    more = len(records) - 1
-    also = f"; {more} more such load{'s' if more != 1 else ''}" if more > 0 else ""
-    return (
-        f"{UNDEFINED_LANES_ERROR}: reads undefined lanes: tl.load without other= at {where} "
-        f"({first['lanes']} masked-off lanes filled with {first['fill']}; on a GPU they are "
-        f"undefined: add other=){also}"
-    )
-
-
 def installed() -> bool:
     return bool(_ORIGINALS)
-
-
-# --------------------------------------------------------------------------
-# launch context
-
-
-class _Arg:
-    __slots__ = ("name", "start", "end", "numel", "dtype")
-
-    def __init__(self, name: str, start: int, end: int, numel: int, dtype: str) -> None:
-        self.name, self.start, self.end, self.numel, self.dtype = name, start, end, numel, dtype
-
-
-class _Launch:
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-        self.kernel = getattr(fn, "__name__", "?")
-        self.code = getattr(fn, "__code__", None)
-        #: the code objects the kernel runs as (the batched executor's rewrite beside Triton's)
-        self.codes = {self.code} if self.code is not None else set()
-        self.args: list[_Arg] = []
-        self.starts_l: list[int] = []  # merged ranges, sorted (python ints: fast path)
-        self.ends_l: list[int] = []
-        self.starts = np.zeros(0, dtype=np.uint64)  # same, as arrays (slow path)
-        self.ends = np.zeros(0, dtype=np.uint64)
-        # device storage data_ptr -> (device storage, host uint8 buffer, guard)
-        self.buffers: dict[int, tuple[Any, Any, int]] = {}
-        self.restored = False
-        # race hint: (unique active addresses, program id, itemsize, (file, line)) per store
-        self.stores: list[tuple[np.ndarray, tuple[int, ...], int, tuple]] = []
-        self.store_lanes = 0
-
-    def set_args(self, args: list[_Arg]) -> None:
-        self.args = args
-        spans = sorted((a.start, a.end) for a in args)
-        merged: list[list[int]] = []
-        for s, e in spans:
-            if merged and s <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], e)
-            else:
-                merged.append([s, e])
-        self.starts_l = [m[0] for m in merged]
-        self.ends_l = [m[1] for m in merged]
-        self.starts = np.array(self.starts_l, dtype=np.uint64)
-        self.ends = np.array(self.ends_l, dtype=np.uint64)
-
-    def restore(self) -> None:
-        if self.restored:
-            return
-        self.restored = True
-        import torch
-
-        for dev_storage, buf, guard in self.buffers.values():
-            n = dev_storage.nbytes()
-            if n:
-                _u8(dev_storage, torch).copy_(buf[guard : guard + n])
-
-
-def _u8(storage: Any, torch: Any) -> Any:
-    """A flat uint8 tensor over a whole untyped storage."""
-    return torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
-
-
-def _tensor_range(t: Any) -> tuple[int, int]:
-    """[start, end) byte range addressable through the view ``t``."""
-    el = t.element_size()
-    base = t.data_ptr()
-    if t.numel() == 0:
-        return base, base
-    lo = hi = 0
-    for size, stride in zip(t.shape, t.stride(), strict=True):
-        if stride > 0:
-            hi += stride * (size - 1)
-        else:
-            lo += stride * (size - 1)
-    return base + lo * el, base + (hi + 1) * el
-
-
-def _collect(name: str, value: Any, out: list[_Arg], mod: Any) -> None:
-    if isinstance(value, tuple):
-        for i, v in enumerate(value):
-            _collect(f"{name}[{i}]", v, out, mod)
-        return
-    if isinstance(value, mod.TensorDescriptor):
-        _collect(f"{name}.base", value.base, out, mod)
-        return
-    if not hasattr(value, "data_ptr"):
-        return
-    t = mod._unwrap_tensor(value)
-    try:
-        start, end = _tensor_range(t)
-    except Exception:  # noqa: BLE001 - exotic tensor types: skip
-        return
-    dtype = str(getattr(value, "dtype", t.dtype)).replace("torch.", "")
-    out.append(_Arg(name, start, end, int(t.numel()), dtype))
 
 
 # --------------------------------------------------------------------------
@@ -415,23 +256,6 @@ def _restore_args_dev(
 
 
 _min, _max = np.minimum.reduce, np.maximum.reduce
-_ITEMSIZE: dict[str, int] = {}
-
-
-def _itemsize(ptrs: Any) -> int:
-    """Bytes one lane accesses: the pointee size (int1 is stored as a byte)."""
-    ty = ptrs.dtype
-    key = getattr(ty, "name", None) or str(ty)
-    size = _ITEMSIZE.get(key)
-    if size is None:
-        ty = getattr(ty, "scalar", ty)
-        elt = getattr(ty, "element_ty", None)
-        if elt is None or getattr(elt, "is_ptr", lambda: False)():
-            size = 8
-        else:
-            size = max(1, int(getattr(elt, "primitive_bitwidth", 8)) // 8)
-        _ITEMSIZE[key] = size
-    return size
 
 
 def _check(ptrs: Any, mask: Any, op: str) -> None:
@@ -568,32 +392,6 @@ def report(record: dict) -> BoundsViolation:
     return BoundsViolation(record["message"], record)
 
 
-def _frames(launch: _Launch, mod: Any) -> tuple[Any, Any]:
-    """(innermost user jit frame, the kernel's frame) of the access in progress."""
-    jit_codes = set()
-    try:
-        for f in mod.InterpretedFunction.rewritten_fn.values():
-            c = getattr(f, "__code__", None)
-            if c is not None:
-                jit_codes.add(c)
-    except Exception:  # noqa: BLE001
-        pass
-    jit_codes |= launch.codes
-    inner = kernel_frame = None
-    frame = sys._getframe(2)
-    while frame is not None:
-        code = frame.f_code
-        if code in launch.codes:
-            kernel_frame = frame
-            if inner is None:
-                inner = frame
-            break
-        if inner is None and code in jit_codes and not code.co_filename.startswith(_TRITON_DIR):
-            inner = frame
-        frame = frame.f_back
-    return inner, kernel_frame
-
-
 def _locate(launch: _Launch, mod: Any) -> tuple[str | None, int | None, str]:
     """(file basename, line, text) of the innermost user jit frame, noting the
     kernel's own line when the access sits in a helper @jit function."""
@@ -666,229 +464,12 @@ def _plain_store(self: Any, ptr: Any, val: Any, cache_policy: Any) -> Any:
 
 
 # --------------------------------------------------------------------------
-# race hint
-
-
-def _record_store(launch: _Launch, ptrs: Any, mask: Any) -> None:
-    """Keep the addresses this store's active lanes write, with the program's id."""
-    if launch.store_lanes > MAX_RACE_LANES:
-        return
-    addr = np.asarray(ptrs.data)
-    if mask is not None:
-        m = np.asarray(mask.data)
-        if m.dtype != np.bool_:
-            m = m.astype(np.bool_)
-        if m.shape != addr.shape:
-            addr, m = np.broadcast_arrays(addr, m)
-        addr = addr[m]
-    mod = _interp()
-    pid = tuple(int(v) for v in getattr(mod.interpreter_builder, "grid_idx", (0, 0, 0)))
-    _add_store(launch, addr, pid, _itemsize(ptrs), None)
-
-
-def _store_site(launch: _Launch) -> tuple:
-    inner, _ = _frames(launch, _interp())
-    if inner is None:
-        return (None, None)
-    return (os.path.basename(inner.f_code.co_filename), inner.f_lineno)
-
-
-def _add_store(
-    launch: _Launch, addr: np.ndarray, pid: tuple[int, ...], isz: int, site: tuple | None
-) -> None:
-    """Keep one program's store: its active lanes' addresses (``site`` None: this frame's)."""
-    if launch.store_lanes > MAX_RACE_LANES:
-        return
-    active = np.unique(addr.reshape(-1).astype(np.uint64, copy=False))
-    if not active.size:
-        return
-    launch.store_lanes += int(active.size)
-    launch.stores.append((active, pid, isz, _store_site(launch) if site is None else site))
-
-
-def _find_race(launch: _Launch) -> None:
-    """After a launch: the first address that two of its programs stored to, if any."""
-    if len(_RACES.found) >= _MAX_RACES:
-        return
-    chunks = launch.stores
-    addrs = np.concatenate([c[0] for c in chunks])
-    ordered = np.sort(addrs)  # no address stored twice (the usual launch): no race, and
-    if not (ordered[1:] == ordered[:-1]).any():  # a sort is a tenth of the search below
-        return
-    index = np.repeat(np.arange(len(chunks)), [c[0].size for c in chunks])
-    keys: dict[tuple[int, ...], int] = {}
-    pids = np.array([keys.setdefault(c[1], len(keys)) for c in chunks])[index]
-    if len(keys) < 2:
-        return
-    order = np.lexsort((index, addrs))  # by address, then in store order
-    a, p = addrs[order], pids[order]
-    both = (a[1:] == a[:-1]) & (p[1:] != p[:-1])
-    if not both.any():
-        return
-    shared = int(np.unique(a[1:][both]).size)
-    j = int(np.argmax(both))
-    first, second = chunks[index[order[j]]], chunks[index[order[j + 1]]]
-    file, line = second[3]
-    if any(r["kernel"] == launch.kernel and r["line"] == line for r in _RACES.found):
-        return
-    address = int(a[j])
-    argument, element = None, None
-    for arg in launch.args:
-        if arg.start <= address < arg.end:
-            argument, element = arg.name, (address - arg.start) // max(1, second[2])
-            break
-    where = f"element {element} of {argument}" if argument is not None else hex(address)
-    at = f" ({file}:{line})" if line is not None else ""
-    count = "1 address" if shared == 1 else f"{shared} addresses"
-    message = (
-        f"kernel {launch.kernel}: programs {first[1]} and {second[1]} both store to "
-        f"{where}{at}; {count} stored by more than one program of one launch"
-    )
-    _RACES.found.append(
-        {
-            "kernel": launch.kernel,
-            "file": file,
-            "line": line,
-            "argument": argument,
-            "element": element,
-            "programs": [list(first[1]), list(second[1])],
-            "addresses": shared,
-            "partial": launch.store_lanes > MAX_RACE_LANES,
-            "message": message,
-        }
-    )
-
-
-# --------------------------------------------------------------------------
-# undefined lanes
-
-
-#: The poison NaN of each float width: quiet, with the payload 0x2D in the top mantissa
-#: bits that every width keeps (bf16 has 7), so it survives widening, narrowing and
-#: arithmetic (which pass a NaN operand's payload on) -- but not ``exp``/``log``/``tanh``
-#: (numpy returns its own NaN), after which a poisoned value no longer says it is one.
-#: name -> (unsigned view, bits, shift and mask of exponent + top 7 mantissa bits)
-_NAN_BITS = {
-    "float16": (np.uint16, 0x7F6D, 3, 0xFFF),
-    "float32": (np.uint32, 0x7FEDA5A5, 16, 0x7FFF),
-    "float64": (np.uint64, 0x7FFDA000A5A5A5A5, 45, 0x3FFFF),
-}
-_BF16_NAN = 0x7FED  # bf16 is held as uint16 by the interpreter
-
-
-def _fill(dtype_tt: Any, dtype_np: np.dtype) -> tuple[Any, str] | None:
-    """(value in the interpreter's numpy dtype, how to say it) for a masked-off lane
-    of a load of ``dtype_tt``; None for types left alone."""
-    name = str(getattr(dtype_tt, "name", dtype_tt))
-    if name == "int1" or dtype_np.kind == "b":
-        return True, "True"
-    if dtype_tt.is_floating():
-        if dtype_np.name in _NAN_BITS:
-            utype, bits, _, _ = _NAN_BITS[dtype_np.name]
-            return np.array(bits, dtype=utype).view(dtype_np)[()], "NaN"
-        if name == "bf16":
-            return _BF16_NAN, "NaN"
-        if name.startswith("fp8"):  # held as uint8; the fnuz kinds' NaN is 0x80
-            return (0x80 if name.endswith(("b8", "b16")) else 0x7F), "NaN"
-        return None
-    if dtype_np.kind in "iu":
-        return np.iinfo(dtype_np).max, f"{np.iinfo(dtype_np).max} (the {name} maximum)"
-    return None
-
-
-def _poison(ptrs: Any, mask: Any) -> Any:
-    """The ``other`` to load with: poison on every lane (only masked-off ones are
-    read), or None when every lane is active or the type is not poisoned."""
-    shape = np.shape(ptrs.data)
-    m = np.asarray(mask.data)
-    if m.dtype != np.bool_:
-        m = m.astype(np.bool_)
-    if m.shape != shape:
-        m = np.broadcast_to(m, shape)
-    off = int(m.size - np.count_nonzero(m))
-    if not off:
-        return None
-    mod = _interp()
-    dtype_tt = ptrs.get_element_ty()
-    dtype_np = mod._get_np_dtype(dtype_tt)
-    fill = _fill(dtype_tt, dtype_np)
-    if fill is None:
-        return None
-    if dtype_np.kind in "iu" and not str(dtype_tt).startswith("bf16"):
-        _POISON.sentinels.add(int(fill[0]))  # ints and fp8: known by value once stored
-    _record_undefined(off, fill[1], str(dtype_tt), mod)
-    return mod.TensorHandle(np.full(shape, fill[0], dtype=dtype_np), dtype_tt)
-
-
-def _record_undefined(
-    lanes: int, fill: str, dtype: str, mod: Any, frames: tuple[Any, Any] | None = None
-) -> None:
-    _POISON.lanes += lanes
-    launch = _STACK[-1] if _STACK else None
-    inner = kernel_frame = None
-    if frames is not None:
-        inner, kernel_frame = frames
-    elif launch is not None:
-        inner, kernel_frame = _frames(launch, mod)
-    if inner is None:
-        key: tuple = (launch.kernel if launch else "?", None)
-    else:  # by name: the batched executor runs a kernel as a code object of its own
-        key = (inner.f_code.co_filename, inner.f_code.co_name, inner.f_lineno)
-    record = _POISON.sites.get(key)
-    if record is not None:
-        record["lanes"] += lanes
-        return
-    if len(_POISON.sites) >= _MAX_UNDEFINED_SITES:
-        return
-    _POISON.sites[key] = {
-        "kernel": launch.kernel if launch is not None else "?",
-        "function": inner.f_code.co_name if inner is not None else None,
-        "file": os.path.basename(inner.f_code.co_filename) if inner is not None else None,
-        "line": inner.f_lineno if inner is not None else None,
-        "kernel_line": kernel_frame.f_lineno if kernel_frame is not None else None,
-        "lanes": lanes,
-        "fill": fill,
-        "dtype": dtype,
-    }
-
-
-def _poison_hit(values: np.ndarray, ptrs: Any) -> np.ndarray | None:
-    """Per element of a store's ``values``: poison itself (None: a type never poisoned)."""
-    if values.dtype.name in _NAN_BITS:
-        utype, bits, shift, top = _NAN_BITS[values.dtype.name]
-        return ((values.view(utype) >> shift) & top) == ((bits >> shift) & top)
-    if str(getattr(ptrs.get_element_ty(), "name", "")) == "bf16":
-        return (values & 0x7FFF) == _BF16_NAN
-    if values.dtype.kind in "iu":
-        limit = int(np.iinfo(values.dtype).max)
-        fills = [v for v in _POISON.sentinels if v <= limit]
-        if not fills:
-            return None
-        return np.isin(values, np.array(fills, dtype=values.dtype))
-    return None
-
-
-def _stores_poison(ptrs: Any, value: Any, mask: Any) -> bool:
-    """Whether an active lane of this store writes poison: a NaN with the poison's
-    payload, or (integers, fp8) a value filled in by a poisoned load."""
-    values = np.asarray(value.data)
-    hit = _poison_hit(values, ptrs)
-    if hit is None or not np.any(hit):
-        return False
-    if mask is None:
-        return True
-    m = np.asarray(mask.data)
-    if m.dtype != np.bool_:
-        m = m.astype(np.bool_)
-    hit, m = np.broadcast_arrays(hit, m)
-    return bool((hit & m).any())
-
-
-# --------------------------------------------------------------------------
 # every program of a launch at once (``batched.py`` through ``batched_checks.py``)
 #
 # The batched executor runs a launch's programs together; it calls these with all programs'
 # data, (programs, lanes) arrays, and records what it finds in the order Triton's loop would.
+# The undefined lanes' and the race hint's functions of this kind are in ``bounds_poison.py``
+# and ``bounds_races.py`` (imported above, so ``bounds.<name>`` reaches them too).
 
 
 def current(fn: Any) -> _Launch | None:
@@ -913,99 +494,6 @@ def out_of_bounds(launch: _Launch, addr: np.ndarray, active: np.ndarray, isz: in
     lim = launch.ends[np.maximum(idx, 0)] - np.uint64(isz)
     bad = active & ~((idx >= 0) & (addr <= lim))
     return bad if bad.any() else None
-
-
-def poison_fill(dtype_tt: Any) -> tuple[Any, str] | None:
-    """A poisoned load's fill (value, how to say it), its integer kept as a sentinel; None
-    for types left alone or with poisoning off."""
-    if not _POISON.on:
-        return None
-    mod = _interp()
-    dtype_np = mod._get_np_dtype(dtype_tt)
-    fill = _fill(dtype_tt, dtype_np)
-    if fill is not None and dtype_np.kind in "iu" and not str(dtype_tt).startswith("bf16"):
-        _POISON.sentinels.add(int(fill[0]))
-    return fill
-
-
-class _Where:
-    """A frame's code and line as they are now (a frame's line moves on as it runs)."""
-
-    __slots__ = ("f_code", "f_lineno")
-
-    def __init__(self, frame: Any) -> None:
-        self.f_code, self.f_lineno = frame.f_code, frame.f_lineno
-
-
-def site_frames(launch: _Launch) -> tuple[Any, Any]:
-    """(innermost user jit frame, the kernel's frame) of the access in progress, as they
-    stand now: code and line."""
-    inner, kernel_frame = _frames(launch, _interp())
-    return tuple(None if f is None else _Where(f) for f in (inner, kernel_frame))
-
-
-def record_undefined(lanes: int, fill: str, dtype: str, frames: tuple[Any, Any]) -> None:
-    """A poisoned load's lanes, at the site ``frames`` named when it ran."""
-    _record_undefined(lanes, fill, dtype, _interp(), frames)
-
-
-def poison_read() -> bool:
-    """Whether poisoned lanes were read (so a store is checked for writing poison)."""
-    return _POISON.lanes > 0
-
-
-def poison_hits(ptrs: Any, values: np.ndarray, active: np.ndarray) -> np.ndarray | None:
-    """Per program (rows): whether an active lane of this store writes poison itself."""
-    hit = _poison_hit(values, ptrs)
-    if hit is None:
-        return None
-    hit = np.broadcast_to(hit, active.shape) & active
-    return hit.reshape(hit.shape[0], -1).any(axis=1)
-
-
-def mark_poison_stored() -> None:
-    _POISON.stored = True
-
-
-def poison_stored_known() -> bool:
-    return _POISON.stored
-
-
-def races_on() -> bool:
-    return _RACES.on
-
-
-def store_site(launch: _Launch) -> tuple:
-    """(file, line) of the store in progress, as the race hint names it."""
-    return _store_site(launch)
-
-
-def add_program_stores(launch: _Launch, stores: list[tuple], pids: list[tuple]) -> None:
-    """The stores of programs 0..len(pids)-1 of a batched chunk for the race hint, in the
-    loop's order (program by program, each program's stores in order), as ``_add_store`` one
-    at a time would keep them. ``stores``: (addresses, active lanes, itemsize, site), each
-    with the program axis first."""
-    n = len(pids)
-    kept = []
-    for addr, active, isz, site in stores:
-        a = np.asarray(addr)[:n].reshape(n, -1)
-        m = np.broadcast_to(np.asarray(active)[:n], np.asarray(addr)[:n].shape).reshape(n, -1)
-        prog, lane = np.nonzero(m)
-        vals = a[prog, lane].astype(np.uint64, copy=False)
-        order = np.lexsort((vals, prog))
-        prog, vals = prog[order], vals[order]
-        first = np.ones(vals.size, dtype=bool)
-        first[1:] = (vals[1:] != vals[:-1]) | (prog[1:] != prog[:-1])
-        prog, vals = prog[first], vals[first]
-        kept.append((vals, np.searchsorted(prog, np.arange(n + 1)), isz, site))
-    for i in range(n):
-        for vals, edges, isz, site in kept:
-            if launch.store_lanes > MAX_RACE_LANES:
-                return
-            lo, hi = int(edges[i]), int(edges[i + 1])
-            if hi > lo:
-                launch.store_lanes += hi - lo
-                launch.stores.append((vals[lo:hi], pids[i], isz, site))
 
 
 def itemsize(ptrs: Any) -> int:
@@ -1051,12 +539,6 @@ def swap_launch(inner: Any) -> Any:
 # install / uninstall
 
 
-def _interp() -> Any:
-    import triton.runtime.interpreter as mod
-
-    return mod
-
-
 def _orig(key: str) -> Any:
     return _ORIGINALS[key][1]
 
@@ -1070,13 +552,12 @@ def _delegates(fn: Any, target: str) -> bool:
 
 def install() -> None:
     """Patch the Triton interpreter (idempotent)."""
-    global _TRITON_DIR
     if _ORIGINALS:
         return
     import triton
 
     mod = _interp()
-    _TRITON_DIR = os.path.dirname(os.path.abspath(triton.__file__)) + os.sep
+    bounds_launch._TRITON_DIR = os.path.dirname(os.path.abspath(triton.__file__)) + os.sep
     builder, grid = mod.InterpreterBuilder, mod.GridExecutor
     patches: list[tuple[type, str, Any]] = [
         (grid, "__call__", _grid_call),

@@ -2,7 +2,7 @@
 
 Each worker imports torch/triton once (with ``TRITON_INTERPRET=1`` unless compiled)
 and runs the jobs of the file's own code in one hardened runner process of its own
-(``worker.run_warm``); any other job (a generated or project test, --sanitize) gets a
+(``warm.run_warm``); any other job (a generated or project test, --sanitize) gets a
 freshly forked child. A job costs no 3-second import, and (compiled) no new CUDA
 context. The workers are started with a scrubbed environment: no key or token ever reaches
 them, let alone the code they run. A worker that dies or stops answering is
@@ -206,7 +206,7 @@ class LocalSandbox(Sandbox):
         self.size = max(1, workers or os.cpu_count() or 1)
         self.mode = mode
         #: jobs of the file's own code run in each worker's long-lived runner (see
-        #: ``worker.run_warm``): in compiled mode a process per job pays a CUDA context
+        #: ``warm.run_warm``): in compiled mode a process per job pays a CUDA context
         #: and Triton's driver builds, in the interpreter a fork and the hardening
         self.warm = True if warm is None else warm
         #: compiled mode: the warm runners share one Triton cache (see

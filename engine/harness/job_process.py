@@ -1,0 +1,199 @@
+"""A job's process, seen from the sandbox worker (``worker.py``): a forked child and the warm
+runner (``warm.py``) alike. Hardening it (a private filesystem, an unprivileged uid), the tool
+hanging up while it runs (``ParentGone``), its log, and what it left (its answer, at most
+``RESULT_LIMIT`` bytes, its exit status, its output; under --sanitize memcheck's report)
+turned into a result.
+
+Runs in the worker; imports only the stdlib (and ``mutant_gate.engine.job`` where used).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+
+RESULT_LIMIT = 1 << 20
+
+
+def _harden(
+    isolation, keep: tuple[str, ...], max_processes: int, shared: tuple[str, ...] = ()
+) -> dict:
+    """As root: private scratch dirs and home (``keep``: project directories that stay
+    visible, through a writable view of the job's own: ``isolation.project_views``;
+    ``shared``: the warm runners' Triton cache, writable by their group), then an
+    unprivileged uid of this worker's own."""
+    state = {"filesystem": "shared", "user": "unchanged"}
+    if os.geteuid() != 0:
+        return state
+    try:
+        state["workdir"] = isolation.private_filesystem(
+            os.path.expanduser("~root"), project=keep, shared=shared
+        )
+        state["filesystem"] = "private"
+    except OSError as exc:
+        state["filesystem_error"] = str(exc)
+        return state
+    uid = isolation.sandbox_uid(os.getppid())
+    if keep:
+        state["project_view"] = isolation.project_views(keep, uid)
+    os.chown(state["workdir"], uid, uid)
+    try:
+        isolation.name_user(uid)
+    except OSError as exc:  # the job still runs; a library asking its name may not
+        state["user_name_error"] = str(exc)
+    groups = (isolation.SHARED_CACHE_GID,) if shared else ()
+    isolation.drop_privileges(uid, nproc=max_processes, groups=groups)
+    state["user"] = f"uid {uid}"
+    return state
+
+
+class ParentGone(Exception):
+    """The tool that started this worker is gone (its end of our stdin closed)."""
+
+
+def _hung_up(fd: int | None) -> bool:
+    """Whether the other end of pipe ``fd`` is closed (without reading from it)."""
+    if fd is None:
+        return False
+    poller = select.poll()
+    poller.register(fd, 0)  # POLLHUP and POLLERR are always reported
+    return any(ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, ev in poller.poll(0))
+
+
+def _read_tail(path: str, limit: int = 4000) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - limit))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return ("..." if size > limit else "") + text.strip()
+
+
+def _read_head(path: str, limit: int = 16000) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+_MEMCHECK_KIND = re.compile(
+    r"^=+\s+((?:Invalid|Out-of-range|Misaligned|Program hit|Malloc|Cuda API)\b.*)$"
+)
+#: Errors of the kernel's own accesses; the others (``Program hit cudaError...`` on a
+#: later API call) are their consequences.
+_MEMCHECK_ACCESS = ("Invalid", "Out-of-range", "Misaligned")
+
+
+def first_memcheck_error(text: str) -> str | None:
+    """memcheck's first error in one line: kind, kernel, thread/block, address.
+
+    ``========= Invalid __global__ write of size 4 bytes`` /
+    ``=========     at add_kernel+0x1b0`` / ``=========     by thread (1,0,0) in block (3,0,0)``
+    / ``=========     Address 0x7f3c00000400 is out of bounds`` ->
+    ``Invalid __global__ write of size 4 bytes at add_kernel+0x1b0 by thread (1,0,0) in
+    block (3,0,0): Address 0x7f3c00000400 is out of bounds``. An error of the kernel's own
+    accesses comes before the API errors that follow from it."""
+    lines = [ln.rstrip() for ln in text.splitlines()]
+    found = []
+    for i, line in enumerate(lines):
+        match = _MEMCHECK_KIND.match(line)
+        if match is None:
+            continue
+        parts, address = [match.group(1).strip()], ""
+        for follow in lines[i + 1 : i + 8]:
+            body = follow.lstrip("= ").strip()
+            if not follow.startswith("=") or not body or _MEMCHECK_KIND.match(follow):
+                break
+            if body.startswith(("at ", "by thread")):
+                parts.append(body.split(" in /", 1)[0])
+            elif body.startswith("Address") or "out of bounds" in body:
+                address = body
+        found.append(" ".join(parts) + (f": {address}" if address else ""))
+    access = [f for f in found if f.startswith(_MEMCHECK_ACCESS)]
+    return (access or found or [None])[0]
+
+
+#: memcheck's exit code when it found errors (chosen to be unlike any check's).
+SANITIZER_ERROR_EXIT = 86
+
+
+def _too_big(size: int, output: str, duration: float) -> dict:
+    """A job whose answer passed ``RESULT_LIMIT``: the harness's fault, not the code's.
+    Never a crash (a crash blames whichever side of a probe printed its marker last)."""
+    from mutant_gate.engine.job import TOO_BIG_WORDS
+
+    return {
+        "status": "error",
+        "error": f"the job's answer ({size} bytes and more) is over the {RESULT_LIMIT} "
+        f"{TOO_BIG_WORDS}\n{output}".strip(),
+        "duration_s": duration,
+    }
+
+
+def _result(
+    job_data: dict,
+    timed_out: bool,
+    status: int | None,
+    answer: bytes,
+    output: str,
+    head: str,
+    duration: float,
+) -> dict:
+    """What a job's process left (its answer, its exit status, its output) as a result."""
+    timeout = float(job_data["timeout_s"])
+    if timed_out:
+        return {
+            "status": "timeout",
+            "error": f"timed out after {timeout:.1f} s\n{output}".strip(),
+            "duration_s": duration,
+        }
+    summary = re.search(r"ERROR SUMMARY: (\d+) error", output) if job_data.get("sanitize") else None
+    if job_data.get("sanitize"):
+        exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+        if exit_code == SANITIZER_ERROR_EXIT or (summary and int(summary.group(1)) > 0):
+            first = first_memcheck_error(head) or first_memcheck_error(output)
+            count = int(summary.group(1)) if summary else 1
+            message = f"compute-sanitizer memcheck: {count} errors; first: {first or output[-300:]}"
+            return {
+                "status": "bounds",
+                "error": message,
+                "bounds": {"message": message},
+                "duration_s": duration,
+                "extra": {"sanitizer": {"errors": count, "caching_allocator": "off"}},
+            }
+    if answer:
+        try:
+            result = json.loads(answer)
+            result["duration_s"] = duration
+            if result.get("status") == "error" and output:
+                result["error"] = f"{result.get('error', '')}\n--- output ---\n{output}"
+            return result
+        except ValueError:
+            pass
+    status = status or 0
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        why = {
+            signal.SIGXFSZ: f"output exceeded {job_data['output_limit_bytes']} bytes",
+            signal.SIGXCPU: "CPU time limit exceeded",
+        }.get(sig, f"killed by {name}")
+        return {
+            "status": "crash",
+            "signal": sig,
+            "error": f"{why}\n{output}".strip(),
+            "duration_s": duration,
+        }
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+    return {
+        "status": "crash",
+        "error": f"process exited with code {code} before reporting a result\n{output}".strip(),
+        "duration_s": duration,
+    }
