@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mutant_gate.cli.check_lines import counted
-from mutant_gate.engine import formats, session
+from mutant_gate.engine import formats, library_paths, session
 from mutant_gate.engine import library as engine_library
 from mutant_gate.engine.errors import BadInput
 
@@ -31,7 +31,7 @@ SEQUENTIAL_ENV = "MUTANT_GATE_LIBRARY_SEQUENTIAL"
 def wanted(args: argparse.Namespace) -> bool:
     """Whether ``run``'s paths and flags ask for a library run."""
     paths = list(getattr(args, "paths", None) or [])
-    return engine_library.is_library(paths, list(args.tests), getattr(args, "shard", None))
+    return library_paths.is_library(paths, list(args.tests), getattr(args, "shard", None))
 
 
 def require_paths(args: argparse.Namespace) -> None:
@@ -125,8 +125,8 @@ def prepare(args: argparse.Namespace, console: Console):
     lib = engine_library
     shard = lib.parse_shard(getattr(args, "shard", None))
     exclude = tuple(getattr(args, "exclude", None) or ())
-    modules = lib.find_modules(list(args.paths), exclude)
-    tests = lib.find_tests(list(args.tests), args.project_root)
+    modules = library_paths.find_modules(list(args.paths), exclude)
+    tests = library_paths.find_tests(list(args.tests), args.project_root)
     args.file = modules[0]  # the settings every module's run starts from
     settings = run_settings(args)
     commands.check_report_paths(args)
@@ -134,14 +134,14 @@ def prepare(args: argparse.Namespace, console: Console):
         console.print(f"[dim]configuration: {args.config}[/]", highlight=False)
     unchanged: list[str] = []
     if settings.changed_since is not None:
-        modules, unchanged = lib.changed_modules(modules, settings.changed_since)
+        modules, unchanged = library_paths.changed_modules(modules, settings.changed_since)
     shards = f", shard {shard[0]}/{shard[1]}" if shard else ""
     console.print(
         f"library: {counted(len(modules), 'kernel module')}, {counted(len(tests), 'test file')}{shards}",
         highlight=False,
     )
     if unchanged:
-        said = lib.unchanged_line(unchanged, modules, settings.changed_since)
+        said = library_paths.unchanged_line(unchanged, modules, settings.changed_since)
         console.print(escape(said), highlight=False)
     return lib.Library(
         settings,
@@ -172,7 +172,7 @@ def drive(library, args: argparse.Namespace, console: Console) -> None:
     settings = library.settings
     with session.Session(settings, warn=warn) as run:
         for number, (module, events) in enumerate(library.module_runs(run), 1):
-            shown = escape(engine_library.shown(module.path))
+            shown = escape(library_paths.shown(module.path))
             console.print(f"[bold]module {number}/{total}: {shown}[/]", highlight=False)
             reporter = Reporter(console, quiet=args.quiet, verbose=getattr(args, "verbose", False))
             with reporter:

@@ -3,7 +3,8 @@ project's test suite, in one report.
 
 ``mutant-gate run src/kernel_lib --tests tests``: ``find_modules`` walks the paths for
 ``.py`` files with a ``@triton.jit`` function (less ``--exclude`` globs), ``find_tests``
-walks the test paths for the files ``pytest PATH`` would collect. ``Library`` then drives
+walks the test paths for the files ``pytest PATH`` would collect (both in
+``library_paths``). ``Library`` then drives
 one project-mode run per module over the session's one sandbox pool and one cache (an
 interrupted library run resumes from the cache), each module given the whole suite; the
 runs overlap (the next module starts in the tail of the one before, so no worker idles
@@ -27,7 +28,6 @@ the library's ``score`` (``report.score``: your tests, and ``with_written``).
 
 from __future__ import annotations
 
-import ast
 import fnmatch
 import hashlib
 import os
@@ -35,9 +35,7 @@ import queue
 import re
 import threading
 import time
-import tomllib
 from collections.abc import Iterator
-from configparser import ConfigParser
 from dataclasses import dataclass, field, replace
 
 from .baseline import left_out_line
@@ -45,218 +43,21 @@ from .errors import BadInput
 from .events import Event, MutantFinished, RunFinished
 from .job import JobResult
 from .jobs import toolchain
-from .kernel_file import GIVEN, split_node_id
+from .kernel_file import GIVEN
+from .library_paths import shown
 from .pipeline import Plan
-from .project import find_root, module_path
+from .project import module_path
 from .records import Mutant
 from .report import SCHEMA_VERSION, score, written_names
 from .settings import RunSettings
 from .stage import StageContext
 from .vocabulary import Verdict
 
-#: pytest's defaults for the files a directory collects, and the folders it never enters
-PYTHON_FILES = ("test_*.py", "*_test.py")
-NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
-SKIP_DIRS = ("__pycache__", "site-packages")
-
 JUDGED, NOT_REACHED, LEFT_OUT = "judged", "not_reached", "left_out"
 #: how often the module being shown looks whether the newest module reached its tail
 POLL_S = 0.5
 #: how an original whose test paths collect no case fails (pytest's exit code 5)
 NO_CASE = "no tests ran (pytest exit code 5)"
-
-
-# -- what the paths hold -------------------------------------------------------------------
-def is_library(paths: list[str], tests: list[str], shard: str | None = None) -> bool:
-    """Whether a run is a library's: several paths, a directory (of kernels or of tests),
-    or a shard. One kernel file with test files runs as it always has."""
-    if len(paths) != 1 or os.path.isdir(paths[0]) or shard:
-        return True
-    return any(os.path.isdir(split_node_id(t)[0]) for t in tests)
-
-
-def has_jit(path: str) -> bool:
-    """A ``.py`` file with a function decorated ``@triton.jit`` / ``@jit`` (called or not).
-    A file that does not parse counts where its text names ``triton.jit``: its run then
-    says what is wrong with it."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError):
-        return False
-    if "jit" not in text:
-        return False
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return "triton.jit" in text
-    return any(
-        _is_jit(d)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef)
-        for d in node.decorator_list
-    )
-
-
-def _is_jit(decorator: ast.expr) -> bool:
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    if isinstance(target, ast.Attribute):
-        return target.attr == "jit"
-    return isinstance(target, ast.Name) and target.id == "jit"
-
-
-def _excluded(path: str, base: str, exclude: tuple[str, ...]) -> bool:
-    """``--exclude GLOB``: matched against the path below the directory given, the path
-    as shown from here, and the file's name."""
-    names = {os.path.relpath(path, base), shown(path), os.path.basename(path)}
-    return any(fnmatch.fnmatch(n, glob) for n in names for glob in exclude)
-
-
-def _walk(directory: str, norecurse: tuple[str, ...] = NORECURSE) -> Iterator[str]:
-    for here, dirs, files in os.walk(directory):
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if d not in SKIP_DIRS and not any(fnmatch.fnmatch(d, g) for g in norecurse)
-        )
-        for name in sorted(files):
-            yield os.path.join(here, name)
-
-
-def find_modules(paths: list[str], exclude: tuple[str, ...] = ()) -> list[str]:
-    """Every kernel module the paths name: a file as given (it must hold a jit function),
-    a directory's ``.py`` files below it that do; each once, in the order found."""
-    found: list[str] = []
-    for path in paths:
-        if not os.path.exists(path):
-            raise BadInput(f"kernel file not found: {path}")
-        if os.path.isfile(path):
-            if not has_jit(path):
-                raise BadInput(f"{path}: no @triton.jit function found")
-            mine = [os.path.abspath(path)]
-        else:
-            mine = [
-                os.path.abspath(p)
-                for p in _walk(path)
-                if p.endswith(".py") and not _excluded(p, path, exclude) and has_jit(p)
-            ]
-            if not mine:
-                left = f" (less --exclude {' '.join(exclude)})" if exclude else ""
-                raise BadInput(f"{path}: no .py file with a @triton.jit function below it{left}")
-        found += [p for p in mine if p not in found]
-    return found
-
-
-def jit_names(path: str) -> list[str]:
-    """The names of a module's ``@triton.jit`` functions, read from its source."""
-    with open(path, encoding="utf-8") as fh:
-        tree = ast.parse(fh.read())
-    return [
-        node.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef) and any(_is_jit(d) for d in node.decorator_list)
-    ]
-
-
-def changed_modules(modules: list[str], ref: str) -> tuple[list[str], list[str]]:
-    """``--changed-since REF`` over a library: (the modules with a jit function whose
-    lines changed since REF, the others), each in the order given. A module that does
-    not parse counts as changed: its run says what is wrong with it."""
-    from .changes import changed_functions  # git: only for --changed-since
-
-    changed, unchanged = [], []
-    for path in modules:
-        try:
-            names = jit_names(path)
-            with open(path, encoding="utf-8") as fh:
-                source = fh.read()
-        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
-            changed.append(path)
-            continue
-        (changed if changed_functions(path, source, names, ref) else unchanged).append(path)
-    return changed, unchanged
-
-
-def unchanged_line(unchanged: list[str], changed: list[str], ref: str) -> str:
-    """The line for ``--changed-since``: "12 modules unchanged since REF", once a run."""
-    n = len(unchanged)
-    names = f" ({', '.join(shown(p) for p in unchanged)})" if n <= 3 else ""
-    head = f"{n} module{'s' if n != 1 else ''} unchanged since {ref}{names}, not run"
-    return head if changed else f"{head}: no kernel module changed, nothing to judge"
-
-
-def pytest_config(root: str) -> dict[str, list[str]]:
-    """``python_files`` and ``norecursedirs`` from the project's pytest configuration
-    (pytest.ini, pyproject.toml's ``[tool.pytest.ini_options]``, tox.ini, setup.cfg, in
-    pytest's order); pytest's defaults where it says nothing."""
-    found: dict[str, object] = {}
-    for name in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"):
-        path = os.path.join(root, name)
-        if not os.path.isfile(path):
-            continue
-        if name == "pyproject.toml":
-            try:
-                with open(path, "rb") as fh:
-                    table = tomllib.load(fh).get("tool", {}).get("pytest", {}).get("ini_options")
-            except (OSError, tomllib.TOMLDecodeError):
-                table = None
-            if table is None:
-                continue
-            found = dict(table)
-            break
-        parser = ConfigParser()
-        try:
-            parser.read(path, encoding="utf-8")
-        except Exception:  # noqa: BLE001 - an unreadable file: pytest's defaults
-            continue
-        section = "tool:pytest" if name == "setup.cfg" else "pytest"
-        if parser.has_section(section):
-            found = dict(parser.items(section))
-            break
-
-    def words(key: str, default: tuple[str, ...]) -> list[str]:
-        value = found.get(key)
-        if value is None:
-            return list(default)
-        return value.split() if isinstance(value, str) else [str(v) for v in value]
-
-    return {
-        "python_files": words("python_files", PYTHON_FILES),
-        "norecursedirs": words("norecursedirs", NORECURSE),
-    }
-
-
-def find_tests(tests: list[str], root: str | None) -> list[str]:
-    """The test files the paths name: a file (or node id) as given, a directory's files
-    that ``pytest DIR`` collects (the project's ``python_files``, less its
-    ``norecursedirs``). A path that collects no file is bad input."""
-    found: list[str] = []
-    for arg in tests:
-        path, _ = split_node_id(arg)
-        if not os.path.exists(path):
-            raise BadInput(f"test file not found: {path}")
-        if not os.path.isdir(path):
-            found.append(arg)
-            continue
-        config = pytest_config(root or find_root(path) or os.getcwd())
-        patterns = config["python_files"]
-        mine = [
-            p
-            for p in _walk(path, tuple(config["norecursedirs"]))
-            if p.endswith(".py") and any(fnmatch.fnmatch(os.path.basename(p), g) for g in patterns)
-        ]
-        if not mine:
-            raise BadInput(
-                f"--tests {arg}: collects no test file (pytest collects {' '.join(patterns)})"
-            )
-        found += [p for p in mine if p not in found]
-    return found
-
-
-def shown(path: str) -> str:
-    """A path as a user would type it: relative to the working directory when under it."""
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
 
 
 # -- shards ------------------------------------------------------------------------------
@@ -506,41 +307,11 @@ class Library:
         """The library's report as the module runs left it."""
         reports = [r.report for r in self.runs if r.report is not None]
         first = reports[0] if reports else None
-        files = [
-            {**file_record(r.path, r.report, r.reason), "started_s": r.started_s,
-             "finished_s": r.finished_s}
-            for r in self.runs
-        ]  # fmt: skip
-        rows = [
-            {**row, "file": shown(r.path)}
-            for r in self.runs
-            if r.report is not None
-            for row in r.report["mutants"]
-        ]
-        settings = dict(first["settings"] if first else self.settings.to_json())
-        settings["kernel_path"] = None  # one per module: ``files``
-        settings["tests"] = [shown(t) for t in self.tests]
-        sandbox = {
-            "backend": first["sandbox"]["backend"] if first else self.settings.backend,
-            "workers": first["sandbox"]["workers"] if first else (self.settings.workers or 1),
-            "original_s": round(sum(r["sandbox"].get("original_s", 0.0) for r in reports), 4),
-            "mutants_wall_s": round(
-                sum(r["sandbox"].get("mutants_wall_s", 0.0) for r in reports), 2
-            ),
-            "wall_s": round(time.perf_counter() - self.started, 2),
-        }
-        library = {
-            "paths": list(self.paths),
-            "tests": list(self.given_tests),
-            "exclude": list(self.exclude),
-            "test_files": [shown(t) for t in self.tests],
-            "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
-            "originals_run": self.shared.ran,
-            "originals_shared": self.shared.shared,
-        }
-        if self.settings.changed_since is not None:
-            library["changed_since"] = self.settings.changed_since
-            library["unchanged"] = [shown(p) for p in self.unchanged]
+        files = self._files()
+        rows = self._rows()
+        settings = self._settings(first)
+        sandbox = self._sandbox(first, reports)
+        library = self._library()
         return library_report(
             run_id=_library_id(files),
             library=library,
@@ -554,6 +325,62 @@ class Library:
             complete=all(r.get("complete") for r in reports),
             left_out_cases=_joined_left_out([r.get("left_out_cases") or [] for r in reports]),
         )
+
+    def _files(self) -> list[dict]:
+        """Each module's ``files`` entry before its counts, with when its run began and
+        ended."""
+        return [
+            {**file_record(r.path, r.report, r.reason), "started_s": r.started_s,
+             "finished_s": r.finished_s}
+            for r in self.runs
+        ]  # fmt: skip
+
+    def _rows(self) -> list[dict]:
+        """The rows of every module that has a report, each naming its module's file."""
+        return [
+            {**row, "file": shown(r.path)}
+            for r in self.runs
+            if r.report is not None
+            for row in r.report["mutants"]
+        ]
+
+    def _settings(self, first: dict | None) -> dict:
+        """The first module's settings (the run's, with no module), less its kernel
+        path (one per module: ``files``), with the suite's test files."""
+        settings = dict(first["settings"] if first else self.settings.to_json())
+        settings["kernel_path"] = None  # one per module: ``files``
+        settings["tests"] = [shown(t) for t in self.tests]
+        return settings
+
+    def _sandbox(self, first: dict | None, reports: list[dict]) -> dict:
+        """The pool the modules shared: the originals' and the mutants' times summed over
+        the modules, the wall time the library's run's own."""
+        return {
+            "backend": first["sandbox"]["backend"] if first else self.settings.backend,
+            "workers": first["sandbox"]["workers"] if first else (self.settings.workers or 1),
+            "original_s": round(sum(r["sandbox"].get("original_s", 0.0) for r in reports), 4),
+            "mutants_wall_s": round(
+                sum(r["sandbox"].get("mutants_wall_s", 0.0) for r in reports), 2
+            ),
+            "wall_s": round(time.perf_counter() - self.started, 2),
+        }
+
+    def _library(self) -> dict:
+        """The report's ``library`` section: the paths, tests and flags given, the test
+        files found, how many modules ran the suite's original and how many shared it."""
+        library = {
+            "paths": list(self.paths),
+            "tests": list(self.given_tests),
+            "exclude": list(self.exclude),
+            "test_files": [shown(t) for t in self.tests],
+            "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
+            "originals_run": self.shared.ran,
+            "originals_shared": self.shared.shared,
+        }
+        if self.settings.changed_since is not None:
+            library["changed_since"] = self.settings.changed_since
+            library["unchanged"] = [shown(p) for p in self.unchanged]
+        return library
 
 
 def _joined_left_out(lists: list[list[dict]]) -> list[dict]:
@@ -748,36 +575,13 @@ def merge(reports: list[tuple[str, dict]]) -> dict:
     """Shards' reports (``(path, report)``) joined into the report an unsharded run of
     the same library writes. Reports of other files, other settings, a shard twice or
     one missing are bad input (one line)."""
-    if not reports:
-        raise BadInput("merge: no report given")
-    for path, report in reports:
-        if not isinstance(report.get("files"), list) or "library" not in report:
-            raise BadInput(f"{path}: not a library run's report (no files section)")
+    _check_libraries(reports)
     _check_shards(reports)
     _check_alike(reports)
     first = reports[0][1]
-    records = []
-    for number, record in enumerate(first["files"]):
-        left = [r["files"][number] for _, r in reports if r["files"][number]["status"] == LEFT_OUT]
-        keep = {k: record[k] for k in ("path", "module", "sha256", "jit_functions", "run_id")}
-        if left:
-            keep.update(status=LEFT_OUT, reason=left[0]["reason"])
-        records.append(keep)
-    library = {
-        **first["library"],
-        "shard": None,
-        "originals_run": sum(r["library"].get("originals_run", 0) for _, r in reports),
-        "originals_shared": sum(r["library"].get("originals_shared", 0) for _, r in reports),
-        "merged": [r["run_id"] for _, r in reports],
-    }
-    sandboxes = [r["sandbox"] for _, r in reports]
-    sandbox = {
-        "backend": sandboxes[0]["backend"],
-        "workers": sandboxes[0]["workers"],
-        "original_s": round(sum(s.get("original_s", 0.0) for s in sandboxes), 4),
-        "mutants_wall_s": round(sum(s.get("mutants_wall_s", 0.0) for s in sandboxes), 2),
-        "wall_s": round(max(s.get("wall_s", 0.0) for s in sandboxes), 2),  # the longest job
-    }
+    records = _merged_files(reports)
+    library = _merged_library(reports)
+    sandbox = _merged_sandbox([r["sandbox"] for _, r in reports])
     return library_report(
         run_id=_library_id(records),
         library=library,
@@ -791,6 +595,52 @@ def merge(reports: list[tuple[str, dict]]) -> dict:
         complete=all(r.get("complete") for _, r in reports),
         left_out_cases=_joined_left_out([r.get("left_out_cases") or [] for _, r in reports]),
     )
+
+
+def _merged_files(reports: list[tuple[str, dict]]) -> list[dict]:
+    """Each module's ``files`` entry before its counts, as the first shard names it;
+    left out where any shard left it out, with the first such shard's reason."""
+    records = []
+    for number, record in enumerate(reports[0][1]["files"]):
+        left = [r["files"][number] for _, r in reports if r["files"][number]["status"] == LEFT_OUT]
+        keep = {k: record[k] for k in ("path", "module", "sha256", "jit_functions", "run_id")}
+        if left:
+            keep.update(status=LEFT_OUT, reason=left[0]["reason"])
+        records.append(keep)
+    return records
+
+
+def _merged_library(reports: list[tuple[str, dict]]) -> dict:
+    """The first shard's ``library`` section as an unsharded run's: no shard, the
+    originals counted over every shard, and the run ids merged."""
+    return {
+        **reports[0][1]["library"],
+        "shard": None,
+        "originals_run": sum(r["library"].get("originals_run", 0) for _, r in reports),
+        "originals_shared": sum(r["library"].get("originals_shared", 0) for _, r in reports),
+        "merged": [r["run_id"] for _, r in reports],
+    }
+
+
+def _merged_sandbox(sandboxes: list[dict]) -> dict:
+    """The shards' ``sandbox`` sections as one: the first shard's pool, the times summed,
+    the wall time the longest shard's (the shards run side by side)."""
+    return {
+        "backend": sandboxes[0]["backend"],
+        "workers": sandboxes[0]["workers"],
+        "original_s": round(sum(s.get("original_s", 0.0) for s in sandboxes), 4),
+        "mutants_wall_s": round(sum(s.get("mutants_wall_s", 0.0) for s in sandboxes), 2),
+        "wall_s": round(max(s.get("wall_s", 0.0) for s in sandboxes), 2),  # the longest job
+    }
+
+
+def _check_libraries(reports: list[tuple[str, dict]]) -> None:
+    """At least one report, each a library run's."""
+    if not reports:
+        raise BadInput("merge: no report given")
+    for path, report in reports:
+        if not isinstance(report.get("files"), list) or "library" not in report:
+            raise BadInput(f"{path}: not a library run's report (no files section)")
 
 
 def _check_shards(reports: list[tuple[str, dict]]) -> None:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mutant_gate.engine.library import changed_modules, find_modules
+from mutant_gate.engine.library_paths import changed_modules, find_modules
 
 from .conftest import run_cli
 from .test_changed_since import git

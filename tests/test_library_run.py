@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mutant_gate.engine.library import find_modules, find_tests, has_jit, is_library
+from mutant_gate.engine.library_paths import find_modules, find_tests, has_jit, is_library
 
 from .conftest import EXAMPLES, run_cli
 from .test_report_schema import validate
@@ -36,6 +36,23 @@ def test_a_directory_holds_the_modules_with_jit_functions(tmp_path):
     assert [Path(p).name for p in left] == ["rms_norm.py"]
     # a file named twice, as a file and inside a directory, is judged once
     assert len(find_modules([str(ops / "scale.py"), str(ops)])) == 3
+
+
+def test_only_tritons_jit_makes_a_kernel_module(tmp_path):
+    """Another library's ``@cute.jit`` or ``@numba.jit`` is not a Triton kernel (a real
+    library's CuTe DSL files were reported left out, "no @triton.jit function found");
+    ``triton.jit`` under an alias or imported by name is."""
+    spellings = {
+        "cute.py": "import cutlass.cute as cute\n@cute.jit\ndef k(x):\n    pass\n",
+        "numba_op.py": "import numba\n@numba.jit(nopython=True)\ndef k(x):\n    return x\n",
+        "alias.py": "import triton as tr\n@tr.jit\ndef k(x):\n    pass\n",
+        "by_name.py": "from triton import jit\n@jit\ndef k(x):\n    pass\n",
+        "stacked.py": "import triton\n@triton.autotune(configs=[], key=[])\n@triton.jit\ndef k(x):\n    pass\n",
+    }
+    for name, text in spellings.items():
+        (tmp_path / name).write_text(text)
+    found = sorted(Path(p).name for p in find_modules([str(tmp_path)]))
+    assert found == ["alias.py", "by_name.py", "stacked.py"]
 
 
 def test_a_tests_directory_collects_what_pytest_collects(tmp_path):
