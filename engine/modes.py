@@ -14,7 +14,7 @@ from .records import Mutant
 from .sandbox import Sandbox
 from .stage import Stage, StageContext
 from .verdicts import decide, summarize_error
-from .vocabulary import ORDER
+from .vocabulary import ORDER, By
 
 
 def compare_modes_stage(other_sandbox: Sandbox) -> Stage:
@@ -133,7 +133,7 @@ def auto_recheck_stage(interpreter: Sandbox) -> Stage:
             if verdict.value == "killed":
                 outcome = ctx.ledger.kill(
                     mutant_id,
-                    by=by or "own-check",
+                    by=by or By.OWN_CHECK,
                     reason=f"{reason} [{judge}; passed compiled]",
                     duration_s=result.duration_s,
                     cached=event.cached,

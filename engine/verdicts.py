@@ -23,15 +23,16 @@ from .job import JobResult, JobStatus
 from .kernel_file import EXTRA_TESTS, OWN_CHECK
 from .limits import describe
 from .records import MutantOutcome, Verdict
+from .vocabulary import TEST_PREFIX, By
 
 
 def attribute(check_name: str) -> str:
     """``own-check`` for the kernel's own check, ``test:NAME`` for an extra test."""
     if check_name.startswith(EXTRA_TESTS + "::"):
-        return "test:" + check_name.split("::", 1)[1]
+        return TEST_PREFIX + check_name.split("::", 1)[1]
     if check_name.startswith(OWN_CHECK):
-        return OWN_CHECK
-    return "test:" + check_name
+        return By.OWN_CHECK
+    return TEST_PREFIX + check_name
 
 
 _EXCEPTION_LINE = re.compile(
@@ -153,13 +154,13 @@ def _decide(result: JobResult) -> tuple[Verdict, str | None, str]:
     if status is JobStatus.BOUNDS:
         return (
             Verdict.KILLED,
-            "bounds",
+            By.BOUNDS,
             (result.bounds or {}).get("message", summarize_error(result.error)),
         )
     if status is JobStatus.CRASH:
-        return Verdict.KILLED, "crash", crash_reason(result.error)
+        return Verdict.KILLED, By.CRASH, crash_reason(result.error)
     if status is JobStatus.TIMEOUT:
-        return Verdict.KILLED, "timeout", result.error.strip().splitlines()[0]
+        return Verdict.KILLED, By.TIMEOUT, result.error.strip().splitlines()[0]
     return Verdict.ERROR, None, summarize_error(result.error) or "harness error"
 
 

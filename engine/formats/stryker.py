@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 
-from ..vocabulary import by_words
+from ..vocabulary import By, by_words
 from .modules import is_library, module_report
 from .words import (
     claim_lines,
@@ -50,7 +50,7 @@ SCHEMA_VERSION = "2"
 def status_of(row: dict) -> str:
     verdict, by = row.get("verdict"), row.get("by")
     if verdict == "killed":
-        return "Timeout" if by == "timeout" else "Killed"
+        return "Timeout" if by == By.TIMEOUT else "Killed"
     return {
         "survived": "Survived",
         "equivalent": "Ignored",

@@ -13,7 +13,7 @@ import os
 import re
 
 from ..versions import installed_version
-from ..vocabulary import REPORT_STATES
+from ..vocabulary import REPORT_STATES, TEST_PREFIX, By
 
 
 def tool_version() -> str:
@@ -81,10 +81,10 @@ def killing_tests(report: dict, row: dict) -> list[dict]:
         return []
     tests = [t for t in report.get("tests", []) if row["id"] in (t.get("kills") or [])]
     by = row.get("by") or ""
-    if not tests and by == "own-check":
+    if not tests and by == By.OWN_CHECK:
         tests = [t for t in report.get("tests", []) if t.get("origin") == "own"][:1]
-    if not tests and by.startswith("test:"):
-        name = by[5:]
+    if not tests and by.startswith(TEST_PREFIX):
+        name = by.removeprefix(TEST_PREFIX)
         tests = [t for t in report.get("tests", []) if t.get("name", "").split("::")[-1] == name][
             :1
         ]
