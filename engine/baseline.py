@@ -263,31 +263,64 @@ def leave_out_cases(ctx: StageContext, result: JobResult) -> JobResult:
     original whose failure is not a case's (an import, a collection error, a limit), or
     with no per-case record, is returned as it came; one with no passing case left
     raises ``BadInput``."""
-    coverage = result.extra.get("coverage")
-    case_time = ctx.settings.case_time_s
-    failing = _case_failures(ctx.kernel, result)
-    if coverage is None or (failing is None and result.status is not JobStatus.PASSED):
-        return result  # nothing recorded per case, or a failure that is not a case's
-    if failing is None and case_time is None and not result.extra.get(LEFT_OUT_CASES):
+    if not _may_leave_out(ctx, result):
         return result
+    coverage = result.extra["coverage"]
+    case_time = ctx.settings.case_time_s
     own = ctx.kernel.name if ctx.kernel.project is None else None
     left = {r["case"]: r for r in result.extra.get(LEFT_OUT_CASES) or []}
-    kept_out: set[int] = set()  # outcomes of the test files that failed to collect
     nodeids = _case_nodeids(result.outcomes, coverage, own)
     failed = {n for n, o in enumerate(result.outcomes) if o.status == "failed"}
     uncollected = {n: f for n in failed if (f := _uncollected(result.outcomes[n])) is not None}
     if not failed - set(uncollected) <= set(nodeids):
         return result  # a failure not matched to a recorded case: said as it is
-    for index, path in uncollected.items():  # a test file pytest could not collect
-        said = _case_reason(result.outcomes[index].message)
+    _leave_out_uncollected(result.outcomes, uncollected, left)
+    _leave_out_failed(result.outcomes, failed - set(uncollected), nodeids, coverage, left)
+    if case_time is not None:
+        _leave_out_slow(coverage, case_time, own, left)
+    if not left:
+        return result
+    _check_cases_stay(ctx, result, nodeids, left)
+    return _without_cases(result, left, failed, coverage)
+
+
+def _may_leave_out(ctx: StageContext, result: JobResult) -> bool:
+    """Whether the original has a per-case record and a case may be left out of it: it
+    failed only in test cases, or passed with a ``--case-time`` or cases already left out
+    (not a failure that is not a case's)."""
+    failing = _case_failures(ctx.kernel, result)
+    if result.extra.get("coverage") is None:
+        return False  # nothing recorded per case
+    if failing is None and result.status is not JobStatus.PASSED:
+        return False  # a failure that is not a case's
+    case_time = ctx.settings.case_time_s
+    return failing is not None or case_time is not None or bool(result.extra.get(LEFT_OUT_CASES))
+
+
+def _leave_out_uncollected(
+    outcomes: tuple[CheckOutcome, ...], uncollected: dict[int, str], left: dict[str, dict]
+) -> None:
+    """Adds to ``left`` each test file pytest could not collect (outcome index -> its
+    node id), with pytest's reason."""
+    for index, path in uncollected.items():
+        said = _case_reason(outcomes[index].message)
         reason = f"failed to collect on the original: {said}"
         left.setdefault(path, {"case": path, "why": UNCOLLECTED_WHY, "reason": reason,
                                "duration_s": 0.0, "functions": []})  # fmt: skip
-        failed.discard(index)
-        kept_out.add(index)
+
+
+def _leave_out_failed(
+    outcomes: tuple[CheckOutcome, ...],
+    failed: set[int],
+    nodeids: dict[int, str],
+    coverage: dict[str, dict],
+    left: dict[str, dict],
+) -> None:
+    """Adds to ``left`` each case the original failed (by outcome index): as slow where
+    the case's clock stopped it, else as failing, with its one line."""
     for index in sorted(failed):
         nodeid = nodeids[index]
-        said = _case_reason(result.outcomes[index].message)
+        said = _case_reason(outcomes[index].message)
         if CASE_TIME_WORDS in said:  # stopped by the clock (``case_clock``): slow, not failing
             left.setdefault(
                 nodeid, _left(nodeid, SLOW, said[said.index(CASE_TIME_WORDS) :], coverage)
@@ -296,16 +329,26 @@ def leave_out_cases(ctx: StageContext, result: JobResult) -> JobResult:
             left.setdefault(
                 nodeid, _left(nodeid, FAILED, f"failed on the original: {said}", coverage)
             )
-    if case_time is not None:
-        for nodeid, info in coverage.items():
-            seconds = float(info.get("duration_s") or 0.0)
-            if nodeid not in left and seconds > case_time and nodeid.split("::")[0] != own:
-                reason = f"took {seconds:.2f} s on the original, over --case-time {case_time:g} s"
-                left[nodeid] = _left(nodeid, SLOW, reason, coverage)
-    if not left:
-        return result
+
+
+def _leave_out_slow(
+    coverage: dict[str, dict], case_time: float, own: str | None, left: dict[str, dict]
+) -> None:
+    """Adds to ``left`` each case (of the tests, not the own check ``own``) slower than
+    ``--case-time`` on the original."""
+    for nodeid, info in coverage.items():
+        seconds = float(info.get("duration_s") or 0.0)
+        if nodeid not in left and seconds > case_time and nodeid.split("::")[0] != own:
+            reason = f"took {seconds:.2f} s on the original, over --case-time {case_time:g} s"
+            left[nodeid] = _left(nodeid, SLOW, reason, coverage)
+
+
+def _check_cases_stay(
+    ctx: StageContext, result: JobResult, nodeids: dict[int, str], left: dict[str, dict]
+) -> None:
+    """Bad input where the cases left out leave no passing case to judge a mutant, or
+    where ``--no-select`` would run them for every mutant anyway."""
     records = list(left.values())
-    kept = [o for n, o in enumerate(result.outcomes) if n not in failed | kept_out]
     staying = [
         n
         for n, o in enumerate(result.outcomes)
@@ -321,6 +364,16 @@ def leave_out_cases(ctx: StageContext, result: JobResult) -> JobResult:
             f"{ctx.kernel.path}: {left_out_line(records)}, and with --no-select every mutant "
             "would run them: drop --no-select, or leave them out with -k or --tests FILE::CASE"
         )
+
+
+def _without_cases(
+    result: JobResult, left: dict[str, dict], failed: set[int], coverage: dict[str, dict]
+) -> JobResult:
+    """The original's result, passed, less the cases left out: their failed outcomes
+    (``failed``: by index) dropped, their per-case records marked (no kernel launched,
+    ``left_out``: why), the launch record less what only they launched, and
+    ``extra["left_out_cases"]`` naming them."""
+    kept = [o for n, o in enumerate(result.outcomes) if n not in failed]
     marked = {  # a case deselected on a rerun (``_without_slow_cases``) has no record
         n: {**coverage[n], "functions": [], "reaches": [], "left_out": r["why"]}
         for n, r in left.items()
@@ -330,7 +383,7 @@ def leave_out_cases(ctx: StageContext, result: JobResult) -> JobResult:
         **result.extra,
         **_launches_kept(result.extra, coverage, set(left) & set(coverage)),
         "coverage": {**coverage, **marked},
-        LEFT_OUT_CASES: records,
+        LEFT_OUT_CASES: list(left.values()),
     }
     return replace(
         result, status=JobStatus.PASSED, outcomes=tuple(kept), error="", bounds=None, extra=extra

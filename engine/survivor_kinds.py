@@ -112,49 +112,50 @@ def classify(verdict: str, oracle: object) -> dict | None:
         return None
     if not isinstance(oracle, dict):
         return _not_checked("the diff-oracle did not run on it")
-    launches = oracle.get("launches") or 0
-    if oracle.get("divergence"):
-        return {
-            "kind": DIFFERS,
-            "why": f"the launches diverge: {oracle['divergence']}",
-            "reason": "divergence",
-            "launches": launches,
-            "outputs": outputs(oracle.get("diffs") or []),
-            "evidence": ["oracle"],
-        }
-    if oracle.get("identical") is None:
+    if not oracle.get("divergence") and oracle.get("identical") is None:
         return _not_checked(str(oracle.get("sentence") or "the diff-oracle could not compare"))
-    if oracle["identical"] is False:
+    return _differs(oracle) or _identical(oracle)
+
+
+def _poisoned(oracle: dict) -> dict | None:
+    """The oracle's run with undefined lanes poisoned, where it made one."""
+    return oracle.get("poisoned") if isinstance(oracle.get("poisoned"), dict) else None
+
+
+def _differs(oracle: dict) -> dict | None:
+    """The ``differs`` kind where the oracle saw the mutant differ: its launches diverge,
+    its outputs differ, or they differ once undefined lanes are poisoned; else None."""
+    poisoned = _poisoned(oracle)
+    if oracle.get("divergence"):
+        why = f"the launches diverge: {oracle['divergence']}"
+        reason, found = "divergence", outputs(oracle.get("diffs") or [])
+    elif oracle["identical"] is False:
         found = outputs(oracle.get("diffs") or [])
-        return {
-            "kind": DIFFERS,
-            "why": _differs_why(oracle, found, False)
+        why = (
+            _differs_why(oracle, found, False)
             if found
-            else "its launches fail where the original's pass, and the checks pass",
-            "reason": "outputs",
-            "launches": launches,
-            "outputs": found,
-            "evidence": ["oracle"],
-        }
-    poisoned = oracle.get("poisoned") if isinstance(oracle.get("poisoned"), dict) else None
-    if poisoned and poisoned.get("identical") is False and poisoned.get("diffs"):
+            else "its launches fail where the original's pass, and the checks pass"
+        )
+        reason = "outputs"
+    elif poisoned and poisoned.get("identical") is False and poisoned.get("diffs"):
         found = outputs(poisoned["diffs"])
-        return {
-            "kind": DIFFERS,
-            "why": _differs_why(oracle, found, True),
-            "reason": "poisoned",
-            "launches": launches,
-            "outputs": found,
-            "evidence": ["oracle"],
-        }
-    if oracle.get("masked_only") or (poisoned or {}).get("masked_only"):
-        reason = "masked_lanes"
-    elif oracle.get("active_lanes_differ"):
-        reason = "never_stored"
-    elif oracle.get("active_lanes_differ") is False and not oracle.get("masked_lanes_differ"):
-        reason = "same_values"
-    else:  # a report from before the oracle recorded its lanes
-        reason = "identical"
+        why, reason = _differs_why(oracle, found, True), "poisoned"
+    else:
+        return None
+    return {
+        "kind": DIFFERS,
+        "why": why,
+        "reason": reason,
+        "launches": oracle.get("launches") or 0,
+        "outputs": found,
+        "evidence": ["oracle"],
+    }
+
+
+def _identical(oracle: dict) -> dict:
+    """The ``identical`` kind: the oracle saw no difference, and what kind of none."""
+    launches = oracle.get("launches") or 0
+    reason = _identical_reason(oracle)
     return {
         "kind": IDENTICAL,
         "why": f"identical on {_launches(launches)}: {REASONS[reason]}",
@@ -162,6 +163,18 @@ def classify(verdict: str, oracle: object) -> dict | None:
         "launches": launches,
         "evidence": ["oracle"],
     }
+
+
+def _identical_reason(oracle: dict) -> str:
+    """The strongest hint the oracle's lanes give that no test could tell the mutant
+    apart (a key of ``REASONS``)."""
+    if oracle.get("masked_only") or (_poisoned(oracle) or {}).get("masked_only"):
+        return "masked_lanes"
+    if oracle.get("active_lanes_differ"):
+        return "never_stored"
+    if oracle.get("active_lanes_differ") is False and not oracle.get("masked_lanes_differ"):
+        return "same_values"
+    return "identical"  # a report from before the oracle recorded its lanes
 
 
 def counts(rows: Iterable[dict]) -> dict[str, int]:

@@ -246,6 +246,33 @@ def in_words(value: object) -> str:
 def detail_section(report: dict, row: dict, test_ids: dict[str, str], prefix: str = "") -> str:
     """One mutant's panel; ``prefix`` keeps ids apart when one page holds several runs."""
     verdict = row.get("verdict", "pending")
+    parts = _verdict_part(row, verdict, prefix)
+    parts += survivor_kind(row)
+    parts += _killing_part(report, row, verdict, test_ids)
+    parts += _oracle_part(row)
+    parts += _listed("Compile-check", [esc(c) for c in compile_lines(row)])
+    probe = probe_text(row)
+    if probe:
+        parts.append(f"<h3>Probe</h3><p>{esc(probe)}</p>")
+    parts += _listed("Claims", [esc(c) for c in claim_lines(row)])
+    attempts = row.get("attempts") or []
+    parts += _listed(
+        f"Rejected tests ({len(attempts)})",
+        [
+            f"{esc(a.get('by'))} attempt {esc(a.get('attempt'))}: {esc(a.get('why'))}"
+            for a in attempts
+        ],
+    )
+    parts += _listed("Evidence", [esc(e) for e in evidence_lines(row)])
+    parts.append("<h3>Diff</h3>")
+    parts.append(diff_block(row.get("diff") or ""))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _verdict_part(row: dict, verdict: str, prefix: str) -> list[str]:
+    """The panel's opening: the mutant (what changed, where), its verdict and by what,
+    the reason, and whether the survivor is accepted."""
     parts = [
         f'<section class="detail" id="m-{esc(prefix + row["id"])}">',
         f"<h2>{verdict_tag(verdict)} <code>{esc(row['id'])}</code> {esc(row.get('operator'))}</h2>",
@@ -264,71 +291,84 @@ def detail_section(report: dict, row: dict, test_ids: dict[str, str], prefix: st
             f"<p><b>accepted</b> in the baseline file: {esc(row['accepted'].get('reason'))} "
             "(left out of the adjusted score, not killed)</p>"
         )
-    parts += survivor_kind(row)
+    return parts
+
+
+def _killing_part(report: dict, row: dict, verdict: str, test_ids: dict[str, str]) -> list[str]:
+    """A killed mutant's killing tests, each with a slot for its source (written once,
+    at the bottom of the page), or what killed it while the checks ran."""
+    if verdict != "killed":
+        return []
+    parts = ["<h3>Killing test</h3>"]
     killers = killing_tests(report, row)
-    if verdict == "killed":
-        parts.append("<h3>Killing test</h3>")
-        if killers:
-            for test in killers:
-                tid = test_ids.get(test.get("name", ""), "")
-                parts.append(
-                    f"<p><code>{esc(test.get('name'))}</code> ({esc(origin_words(test))}, "
-                    f'{esc(test.get("file"))}) <a href="#{tid}">source</a></p>'
-                    f'<div data-test="{tid}-src"></div>'
-                )
-        else:
-            parts.append(f"<p>{esc(by_words(row.get('by')))}, while the checks ran</p>")
+    if not killers:
+        parts.append(f"<p>{esc(by_words(row.get('by')))}, while the checks ran</p>")
+    for test in killers:
+        tid = test_ids.get(test.get("name", ""), "")
+        parts.append(
+            f"<p><code>{esc(test.get('name'))}</code> ({esc(origin_words(test))}, "
+            f'{esc(test.get("file"))}) <a href="#{tid}">source</a></p>'
+            f'<div data-test="{tid}-src"></div>'
+        )
+    return parts
+
+
+def _oracle_part(row: dict) -> list[str]:
+    """The diff-oracle's sentence, or a hint that it did not run on this mutant."""
     sentence = oracle_sentence(row)
-    parts.append("<h3>Diff-oracle</h3>")
-    parts.append(
+    return [
+        "<h3>Diff-oracle</h3>",
         f"<p>{esc(sentence)}</p>"
         if sentence
         else '<p class="hint">not run on this mutant (<code>--diff-oracle</code> runs it '
-        "on survivors)</p>"
-    )
-    compiled = compile_lines(row)
-    if compiled:
-        parts.append("<h3>Compile-check</h3><ul>")
-        parts += [f"<li>{esc(c)}</li>" for c in compiled]
-        parts.append("</ul>")
-    probe = probe_text(row)
-    if probe:
-        parts.append(f"<h3>Probe</h3><p>{esc(probe)}</p>")
-    claims = claim_lines(row)
-    if claims:
-        parts.append("<h3>Claims</h3><ul>")
-        parts += [f"<li>{esc(c)}</li>" for c in claims]
-        parts.append("</ul>")
-    attempts = row.get("attempts") or []
-    if attempts:
-        parts.append(f"<h3>Rejected tests ({len(attempts)})</h3><ul>")
-        parts += [
-            f"<li>{esc(a.get('by'))} attempt {esc(a.get('attempt'))}: {esc(a.get('why'))}</li>"
-            for a in attempts
-        ]
-        parts.append("</ul>")
-    evidence = evidence_lines(row)
-    if evidence:
-        parts.append("<h3>Evidence</h3><ul>")
-        parts += [f"<li>{esc(e)}</li>" for e in evidence]
-        parts.append("</ul>")
-    parts.append("<h3>Diff</h3>")
-    parts.append(diff_block(row.get("diff") or ""))
-    parts.append("</section>")
-    return "\n".join(parts)
+        "on survivors)</p>",
+    ]
+
+
+def _listed(heading: str, items: list[str]) -> list[str]:
+    """A heading and its items (HTML already) as a list; nothing without items."""
+    if not items:
+        return []
+    return [f"<h3>{heading}</h3><ul>", *(f"<li>{item}</li>" for item in items), "</ul>"]
 
 
 def html_page(report: dict) -> str:
     """The report as one self-contained HTML page (text)."""
-    name = kernel_name(report)
-    score = report.get("score") or {}
-    per_verdict = counts(report)
     rows = report.get("mutants", [])
-    passed, sentence = gate(report)
-    toolchain = report.get("toolchain") or {}
+    per_verdict = counts(report)
     tests = report.get("tests", [])
     test_ids = {t.get("name", ""): f"t-{i}" for i, t in enumerate(tests)}
+    out = _page_header(report, rows)
+    out.append('</header><main><div class="grid-pane">')
+    out += _filters(rows, per_verdict)
+    if is_library(report):
+        out += module_list(report)
+        out += module_grids(report)
+    else:
+        out += function_groups(rows)
+    out += survivor_list(rows)
+    out += _operator_table(rows, per_verdict)
+    out += _tests_part(tests, test_ids)
+    out.append("</div></div>")
+    out.append('<div class="detail-pane">')
+    out.append(
+        '<p class="hint" id="hint">Click a cell to see its mutant: the diff, the verdict, '
+        "the killing test and the diff-oracle's sentence. Arrow keys or h/j/k/l move.</p>"
+    )
+    out += [detail_section(report, row, test_ids) for row in rows]
+    out.append("</div></main>")
+    out.append(f"<script>{SCRIPT}</script></body></html>")
+    return "\n".join(out) + "\n"
 
+
+def _page_header(report: dict, rows: list[dict]) -> list[str]:
+    """The page's head and its header, left open: the title, the score and the gate,
+    the mutants out of the adjusted score, the run's notes, the survivors' kinds, and
+    the run (id, what it judged, the toolchain)."""
+    name = kernel_name(report)
+    score = report.get("score") or {}
+    passed, sentence = gate(report)
+    toolchain = report.get("toolchain") or {}
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -360,8 +400,12 @@ def html_page(report: dict) -> str:
         f" · mutant-gate {esc(tool_version())} · triton {esc(toolchain.get('triton'))} · torch "
         f"{esc(toolchain.get('torch'))} · {esc(toolchain.get('mode', 'interpret'))} mode</p>"
     )
-    out.append('</header><main><div class="grid-pane">')
-    out.append('<nav class="filters">')
+    return out
+
+
+def _filters(rows: list[dict], per_verdict: dict[str, int]) -> list[str]:
+    """The verdict filters: all, then each verdict some mutant has."""
+    out = ['<nav class="filters">']
     out.append(f'<button type="button" class="active" data-verdict="all">all {len(rows)}</button>')
     for v in VERDICTS:
         if per_verdict[v]:
@@ -369,13 +413,12 @@ def html_page(report: dict) -> str:
                 f'<button type="button" data-verdict="{v}">{GLYPHS[v]} {v} {per_verdict[v]}</button>'
             )
     out.append("</nav>")
-    if is_library(report):
-        out += module_list(report)
-        out += module_grids(report)
-    else:
-        out += function_groups(rows)
-    out += survivor_list(rows)
-    out.append("<h2>By operator</h2><table><tr><th>family</th><th>operator</th>")
+    return out
+
+
+def _operator_table(rows: list[dict], per_verdict: dict[str, int]) -> list[str]:
+    """Mutants per family and operator, a column for each verdict some mutant has."""
+    out = ["<h2>By operator</h2><table><tr><th>family</th><th>operator</th>"]
     out.append("".join(f"<th>{GLYPHS[v]}</th>" for v in VERDICTS if per_verdict[v]) + "</tr>")
     table: dict[tuple[str, str], dict[str, int]] = {}
     for row in rows:
@@ -389,7 +432,13 @@ def html_page(report: dict) -> str:
             + "</tr>"
         )
     out.append("</table>")
-    out.append('<div class="tests"><h2>Checks and tests</h2>')
+    return out
+
+
+def _tests_part(tests: list[dict], test_ids: dict[str, str]) -> list[str]:
+    """Every check and test: its origin, file, kills and source (the source a killed
+    mutant's panel shows)."""
+    out = ['<div class="tests"><h2>Checks and tests</h2>']
     for test in tests:
         tid = test_ids.get(test.get("name", ""), "")
         kills = test.get("kills") or []
@@ -399,16 +448,7 @@ def html_page(report: dict) -> str:
             f'<pre id="{tid}-src">{esc(test.get("source") or "(no source recorded)")}</pre>'
             "</section>"
         )
-    out.append("</div></div>")
-    out.append('<div class="detail-pane">')
-    out.append(
-        '<p class="hint" id="hint">Click a cell to see its mutant: the diff, the verdict, '
-        "the killing test and the diff-oracle's sentence. Arrow keys or h/j/k/l move.</p>"
-    )
-    out += [detail_section(report, row, test_ids) for row in rows]
-    out.append("</div></main>")
-    out.append(f"<script>{SCRIPT}</script></body></html>")
-    return "\n".join(out) + "\n"
+    return out
 
 
 def function_groups(rows: list[dict], prefix: str = "", heading: str = "h2") -> list[str]:

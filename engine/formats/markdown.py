@@ -186,6 +186,34 @@ def modules_part(report: dict, max_rows: int) -> list[str]:
 
 
 def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> str:
+    """The summary, part by part in the order a reviewer reads it; past GitHub's comment
+    limit, again with half the diffs (then, with none left, half the rows), and cut at
+    the limit as a last resort."""
+    out = _head(report)
+    out += modules_part(report, max_rows)
+    rows = report.get("mutants", [])
+    survivors = [r for r in rows if r.get("verdict") == "survived" and not r.get("accepted")]
+    out += _survivors_part(survivors, max_diffs, max_rows)
+    out += _accepted_part(rows)
+    out += _written_part(report, max_rows)
+    out += _predictions_part(report)
+    out += _excluded_part(rows)
+    out += _cases_part(report)
+    out += _errors_part(rows)
+    out += _probe_part(report)
+    out += _footer(report)
+    text = "\n".join(out)
+    if len(text) > COMMENT_LIMIT and (max_diffs > 0 or max_rows > 10):
+        return markdown_summary(report, max_diffs // 2, max_rows if max_diffs else max_rows // 2)
+    if len(text) > COMMENT_LIMIT:
+        note = "\n\n… cut to fit a comment: the full report has everything.\n"
+        return text[: COMMENT_LIMIT - len(note) - 1] + note
+    return text
+
+
+def _head(report: dict) -> list[str]:
+    """The title, the gate and the score; the written tests' score, an incomplete run,
+    the functions ``--changed-since`` kept; the count of each verdict."""
     score = report.get("score") or {}
     per_verdict = counts(report)
     name = kernel_name(report)
@@ -210,83 +238,109 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
         out += ["", f"Only jit functions changed since `{changed.get('ref')}`: {functions}."]
     out += ["", "| verdict | mutants |", "|---|---:|"]
     out += [f"| {GLYPHS[v]} {v} | {per_verdict[v]} |" for v in VERDICTS if per_verdict[v]]
+    return out
 
-    out += modules_part(report, max_rows)
-    rows = report.get("mutants", [])
-    survivors = [r for r in rows if r.get("verdict") == "survived" and not r.get("accepted")]
-    out += _survivors_part(survivors, max_diffs, max_rows)
+
+def _accepted_part(rows: list[dict]) -> list[str]:
+    """The survivors accepted in the baseline file, each with its reason."""
     accepted = [r for r in rows if r.get("verdict") == "survived" and r.get("accepted")]
-    if accepted:
-        out += [
-            "",
-            f"### Accepted survivors ({len(accepted)}, not counted, never killed)",
-            "",
-        ]
-        out += [
-            f"- `{r['id']}` {r.get('operator')} in `{r.get('function')}` line "
-            f"{r.get('line')}: {(r.get('accepted') or {}).get('reason', '')}"
-            for r in accepted
-        ]
+    if not accepted:
+        return []
+    out = ["", f"### Accepted survivors ({len(accepted)}, not counted, never killed)", ""]
+    out += [
+        f"- `{r['id']}` {r.get('operator')} in `{r.get('function')}` line "
+        f"{r.get('line')}: {(r.get('accepted') or {}).get('reason', '')}"
+        for r in accepted
+    ]
+    return out
+
+
+def _written_part(report: dict, max_rows: int) -> list[str]:
+    """The tests the writers added, each with its time on the original and its kills."""
     written = [
         t for t in report.get("tests", []) if t.get("origin") in ("stage1", "stage2", "probe")
     ]
-    if written:
-        out += ["", f"### Tests the writers added ({len(written)}, proved in the sandbox)", ""]
-        for t in written[:max_rows]:
-            took = f", {t['original_s']:.2f} s on the original" if "original_s" in t else ""
-            kills = ", ".join(f"`{k}`" for k in t.get("kills", [])) or "nothing"
-            out.append(
-                f"- `{t.get('file')}::{str(t.get('name', '')).split('::')[-1]}` "
-                f"({t.get('origin')}{took}): kills {kills}"
-            )
+    if not written:
+        return []
+    out = ["", f"### Tests the writers added ({len(written)}, proved in the sandbox)", ""]
+    for t in written[:max_rows]:
+        took = f", {t['original_s']:.2f} s on the original" if "original_s" in t else ""
+        kills = ", ".join(f"`{k}`" for k in t.get("kills", [])) or "nothing"
+        out.append(
+            f"- `{t.get('file')}::{str(t.get('name', '')).split('::')[-1]}` "
+            f"({t.get('origin')}{took}): kills {kills}"
+        )
+    return out
+
+
+def _predictions_part(report: dict) -> list[str]:
     predicted = predictions.lines(report.get("predictions"))
-    if predicted:
-        out += ["", "### Predictions", ""] + [f"- {line}" for line in predicted]
+    if not predicted:
+        return []
+    return ["", "### Predictions", ""] + [f"- {line}" for line in predicted]
+
+
+def _excluded_part(rows: list[dict]) -> list[str]:
+    """The mutants out of the adjusted score (equivalent, not compilable), each with
+    why and the claims behind it."""
     excluded = [r for r in rows if r.get("verdict") in ("equivalent", "not_compilable")]
-    if excluded:
-        out += ["", f"### Excluded from the adjusted score ({len(excluded)})", ""]
-        for r in excluded:
-            why = r.get("reason") or ""
-            claims = "; ".join(claim_lines(r))
-            out.append(
-                f"- `{r['id']}` {r.get('operator')} line {r.get('line')}: **{r['verdict']}**"
-                + (f": {why}" if why else "")
-                + (f" ({claims})" if claims and claims not in why else "")
-            )
+    if not excluded:
+        return []
+    out = ["", f"### Excluded from the adjusted score ({len(excluded)})", ""]
+    for r in excluded:
+        why = r.get("reason") or ""
+        claims = "; ".join(claim_lines(r))
+        out.append(
+            f"- `{r['id']}` {r.get('operator')} line {r.get('line')}: **{r['verdict']}**"
+            + (f": {why}" if why else "")
+            + (f" ({claims})" if claims and claims not in why else "")
+        )
+    return out
+
+
+def _cases_part(report: dict) -> list[str]:
+    """The test cases that judge each kernel, the first ``MAX_CASES`` named."""
     judged = report.get("judged_by")
-    if isinstance(judged, dict) and judged:
-        out += ["", "### Test cases per kernel", ""]
-        out += [
-            f"- `{function}`: {len(cases)} case{'s' if len(cases) != 1 else ''}"
-            + (": " + ", ".join(f"`{c}`" for c in cases[:MAX_CASES]) if cases else "")
-            + (f", … {len(cases) - MAX_CASES} more" if len(cases) > MAX_CASES else "")
-            for function, cases in judged.items()
-        ]
+    if not isinstance(judged, dict) or not judged:
+        return []
+    return ["", "### Test cases per kernel", ""] + [
+        f"- `{function}`: {len(cases)} case{'s' if len(cases) != 1 else ''}"
+        + (": " + ", ".join(f"`{c}`" for c in cases[:MAX_CASES]) if cases else "")
+        + (f", … {len(cases) - MAX_CASES} more" if len(cases) > MAX_CASES else "")
+        for function, cases in judged.items()
+    ]
+
+
+def _errors_part(rows: list[dict]) -> list[str]:
     errors = [r for r in rows if r.get("verdict") == "error"]
-    if errors:
-        out += ["", f"### Harness errors ({len(errors)}, never counted as killed)", ""]
-        out += [f"- `{r['id']}` {r.get('operator')}: {r.get('reason', '')}" for r in errors]
+    if not errors:
+        return []
+    return ["", f"### Harness errors ({len(errors)}, never counted as killed)", ""] + [
+        f"- `{r['id']}` {r.get('operator')}: {r.get('reason', '')}" for r in errors
+    ]
+
+
+def _probe_part(report: dict) -> list[str]:
+    """The probe writer's kills of the survivors it took, and what it spent."""
     probe = (report.get("writers") or {}).get("probe") or {}
-    if probe.get("survivors"):
-        killed = sum((probe.get("kills_by_trigger") or {}).values())
-        spend = probe_spend(probe.get("spend"))
-        out += [
-            "",
-            f"Probe writer: {killed} of {probe['survivors']} survivors killed"
-            + (f"; spend: {spend}." if spend else "."),
-        ]
+    if not probe.get("survivors"):
+        return []
+    killed = sum((probe.get("kills_by_trigger") or {}).values())
+    spend = probe_spend(probe.get("spend"))
+    return [
+        "",
+        f"Probe writer: {killed} of {probe['survivors']} survivors killed"
+        + (f"; spend: {spend}." if spend else "."),
+    ]
+
+
+def _footer(report: dict) -> list[str]:
+    """The run id and the toolchain, in small print."""
     toolchain = report.get("toolchain") or {}
-    out += [
+    return [
         "",
         f"<sub>run `{report.get('run_id')}` · mutant-gate {tool_version()} · "
         f"triton {toolchain.get('triton', '?')} · torch {toolchain.get('torch', '?')} · "
         f"{toolchain.get('mode', 'interpret')} mode</sub>",
         "",
     ]
-    text = "\n".join(out)
-    if len(text) > COMMENT_LIMIT and (max_diffs > 0 or max_rows > 10):
-        return markdown_summary(report, max_diffs // 2, max_rows if max_diffs else max_rows // 2)
-    if len(text) > COMMENT_LIMIT:
-        note = "\n\n… cut to fit a comment: the full report has everything.\n"
-        return text[: COMMENT_LIMIT - len(note) - 1] + note
-    return text

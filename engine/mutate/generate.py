@@ -74,6 +74,8 @@ def _needs_parens(site: Site, new: cst.CSTNode) -> bool:
 
 
 _ALL_FIELDS: dict[type, tuple[str, ...]] = {}
+#: a field that differs in a way no descent can narrow (``_field_change``)
+_STOP = object()
 
 
 def _changed_part(old: cst.CSTNode, new: cst.CSTNode) -> tuple[cst.CSTNode, cst.CSTNode]:
@@ -83,32 +85,54 @@ def _changed_part(old: cst.CSTNode, new: cst.CSTNode) -> tuple[cst.CSTNode, cst.
     not touch is the very same object as in the original tree. Descend while
     exactly one child differs."""
     while type(old) is type(new):
-        names = _ALL_FIELDS.get(type(old))
-        if names is None:
-            names = _ALL_FIELDS[type(old)] = tuple(f.name for f in dataclasses.fields(old))
-        pair = None
-        for name in names:
-            a, b = getattr(old, name), getattr(new, name)
-            if a is b:
-                continue
-            if isinstance(a, cst.CSTNode) and isinstance(b, cst.CSTNode):
-                found = (a, b)
-            elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
-                differing = [(x, y) for x, y in zip(a, b, strict=True) if x is not y]
-                if len(differing) != 1 or not isinstance(differing[0][0], cst.CSTNode):
-                    return old, new
-                found = differing[0]
-            elif type(a) is type(b) and not isinstance(a, cst.CSTNode) and a == b:
-                continue
-            else:
-                return old, new
-            if pair is not None:
-                return old, new
-            pair = found
-        if pair is None or not isinstance(pair[1], cst.CSTNode):
+        pair = _changed_child(old, new)
+        if pair is None:
             return old, new
         old, new = pair
     return old, new
+
+
+def _changed_child(old: cst.CSTNode, new: cst.CSTNode) -> tuple[cst.CSTNode, cst.CSTNode] | None:
+    """The one pair of child nodes in which two nodes of one type differ; None where no
+    field differs, several do, or one differs in a way that is not a child node's."""
+    names = _ALL_FIELDS.get(type(old))
+    if names is None:
+        names = _ALL_FIELDS[type(old)] = tuple(f.name for f in dataclasses.fields(old))
+    pair = None
+    for name in names:
+        change = _field_change(getattr(old, name), getattr(new, name))
+        if change is None:
+            continue
+        if change is _STOP or pair is not None:
+            return None
+        pair = change
+    if pair is None or not isinstance(pair[1], cst.CSTNode):
+        return None
+    return pair
+
+
+def _field_change(a: object, b: object) -> tuple | object | None:
+    """How one field differs between a node and its replacement: None (the same), the
+    pair of children that differ (a child node, or the one element of a sequence of
+    the same length), or ``_STOP``."""
+    if a is b:
+        return None
+    if isinstance(a, cst.CSTNode) and isinstance(b, cst.CSTNode):
+        return a, b
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+        return _element_change(a, b)
+    if type(a) is type(b) and not isinstance(a, cst.CSTNode) and a == b:
+        return None
+    return _STOP
+
+
+def _element_change(a: Sequence, b: Sequence) -> tuple | object:
+    """The one pair of elements that differs between two sequences of the same length,
+    where the original's is a node; else ``_STOP``."""
+    differing = [(x, y) for x, y in zip(a, b, strict=True) if x is not y]
+    if len(differing) != 1 or not isinstance(differing[0][0], cst.CSTNode):
+        return _STOP
+    return differing[0]
 
 
 # Swapping one token of these groups for another of the same group cannot
