@@ -18,7 +18,6 @@ from configparser import ConfigParser
 
 from .errors import BadInput
 from .kernel_file import split_node_id
-from .mutate.jit import ast_jit_functions
 from .project import find_root
 
 #: pytest's defaults for the files a directory collects, and the folders it never enters
@@ -51,6 +50,8 @@ def has_jit(path: str) -> bool:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return "triton.jit" in text
+    from .mutate.jit import ast_jit_functions  # libcst: not for --help (test_startup)
+
     return next(ast_jit_functions(tree), None) is not None
 
 
@@ -100,6 +101,8 @@ def jit_names(path: str) -> list[str]:
     """The names of a module's ``@triton.jit`` functions, read from its source."""
     with open(path, encoding="utf-8") as fh:
         tree = ast.parse(fh.read())
+    from .mutate.jit import ast_jit_functions  # libcst: not for --help (test_startup)
+
     return [node.name for node in ast_jit_functions(tree)]
 
 
