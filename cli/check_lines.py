@@ -1,5 +1,5 @@
-"""How the command line shows the compile-check, the claims' evidence and the diff-oracle
-(rich markup)."""
+"""How the command line shows the compile-check, the claims' evidence, the diff-oracle and
+the tolerance check (rich markup)."""
 
 from __future__ import annotations
 
@@ -75,14 +75,9 @@ def summary_lines(report: dict, verbose: bool = False) -> list[str]:
             + (f", [bold]{claims['refused']} refused[/]" if claims["refused"] else "")
         )
         lines += _refused_claims(rows)
-    if compiled is not None:
-        checked = compiled["survivors"]
-    elif oracle is not None:
-        checked = oracle["mutants"]
-    else:
-        checked = claims["claims"] if claims is not None else 0
+    counts += _tolerance_counts(checks.get("tolerance"), verbose)
     if counts:
-        lines.append(f"checks on {counted(checked, 'survivor')}: " + "; ".join(counts))
+        lines.append(f"checks on {counted(_checked(checks), 'survivor')}: " + "; ".join(counts))
     timing = []
     if compiled is not None and compiled.get("seconds_per_survivor") is not None:
         timing.append(f"compile {compiled['seconds_per_survivor']:.2f} s")
@@ -91,6 +86,31 @@ def summary_lines(report: dict, verbose: bool = False) -> list[str]:
     if timing and verbose:
         lines.append(f"[dim]check time per survivor: {', '.join(timing)}[/]")
     return lines
+
+
+def _checked(checks: dict) -> int:
+    """How many survivors the checks looked at: the compile-check's, else the oracle's,
+    else the claims', else the tolerance check's count."""
+    compiled, oracle, claims = checks.get("compile"), checks.get("oracle"), checks.get("claims")
+    if compiled is not None:
+        return compiled["survivors"]
+    if oracle is not None:
+        return oracle["mutants"]
+    if claims is not None:
+        return claims["claims"]
+    return (checks.get("tolerance") or {}).get("mutants", 0)
+
+
+def _tolerance_counts(tolerance: dict | None, verbose: bool) -> list[str]:
+    """The tolerance check's part of the counts line: how many survivors a checked
+    tighter tolerance kills, of those it looked at, and how many proposals it checked;
+    by default only where it checked one (the survivor lines say which)."""
+    if tolerance is None or not (verbose or tolerance.get("proposals")):
+        return []
+    return [
+        f"{tolerance['hidden']} hidden by tolerance "
+        f"({counted(tolerance['proposals'], 'tighter tolerance')} checked)"
+    ]
 
 
 def _mutant_lines(rows: list[dict], verbose: bool) -> list[str]:

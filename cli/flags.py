@@ -187,6 +187,7 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
             else DEFAULT_TARGETS
         ),
         diff_oracle=args.diff_oracle,
+        tolerance=getattr(args, "tolerance", False),
         poison_undefined=not args.no_poison,
         interpreter=getattr(args, "interpreter", "batched"),
     )

@@ -361,6 +361,22 @@ def build_parser() -> argparse.ArgumentParser:
         "argument after every launch, sorting survivors into outputs differ (a test "
         "gap) and no difference observed (on by default)",
     )
+    checks.add_argument(
+        "--no-tolerance",
+        dest="tolerance",
+        action="store_false",
+        help="do not name the closeness assertion that let each survivor through",
+    )
+    # after --no-tolerance: the configuration's key `tolerance` is this on/off flag
+    checks.add_argument(
+        "--tolerance",
+        action="store_true",
+        default=True,
+        help="name the closeness assertion (assert_close, allclose, approx, ...) that let each "
+        "survivor through, and check a tighter tolerance by running the test with it on the "
+        "original and the survivor: hidden by tolerance (on by default; never changes a "
+        "verdict)",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     run.add_argument(
         "-v",

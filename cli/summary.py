@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mutant_gate.cli.check_lines import counted
-from mutant_gate.cli.survivors import survivor_lines
+from mutant_gate.cli.survivors import survivor_lines, tolerance_lines
 from mutant_gate.engine import predictions
 from mutant_gate.engine.formats.words import percent, probe_spend, shown_claims
 from mutant_gate.engine.prices import price_words
@@ -90,7 +90,7 @@ def summary(console: Console, report: dict, verbose: bool = False) -> None:
             *(str(row.get(v, 0) or "") for v in verdicts),
         )
     console.print(table)
-    for line in survivor_lines(report):
+    for line in survivor_lines(report) + tolerance_lines(report):
         console.print(line, highlight=False)
     for m in report["mutants"]:
         if m["verdict"] == Verdict.ERROR:
@@ -204,22 +204,32 @@ def interpreter_note(report: dict) -> str:
     return f"[dim]interpreter ({section.get('mode', '?')}): {escape('; '.join(parts))}[/]"
 
 
+#: the survivor kinds that are test gaps, the first said first
+GAPS = ("hidden_by_tolerance", "differs")
+
+
 def next_step(report: dict, tests_dir: str | None = None) -> str | None:
-    """The one thing to do next, in one line: kill the first survivor whose outputs
-    differ (a test gap the oracle measured), else commit the tests mutant-gate wrote
+    """The one thing to do next, in one line: tighten the assertion that hid the first
+    survivor a checked tolerance kills, else kill the first survivor whose outputs
+    differ (test gaps the checks measured), else commit the tests mutant-gate wrote
     where they kill more, else look at the survivors in the explorer; None when nothing
     is left to do."""
     left = [
         m for m in report["mutants"] if m["verdict"] == Verdict.SURVIVED and not m.get("accepted")
     ]
-    gaps = [m for m in left if (m.get("survivor") or {}).get("kind") == "differs"]
+    gaps = [m for kind in GAPS for m in left if (m.get("survivor") or {}).get("kind") == kind]
     run = report.get("run_id")
-    if gaps:
-        m = gaps[0]
+    lines = ((report.get("checks") or {}).get("tolerance") or {}).get("lines") or []
+    best = next((x for x in lines if x.get("killed") and x.get("atol_checked")), None)
+    if best is not None:  # the test line whose tightest checked tolerance kills the most
+        n = len(best["killed"])
         return (
-            f"next: a test that checks what {m['id']} ({m['operator']}, line {m['line']}) "
-            f"changes; `mutant-gate replay {run}` shows each survivor's evidence"
+            f"next: tighten the assertion at {best['where']} to atol {best['atol_checked']:g}: "
+            f"it kills {n} survivor{'s' if n != 1 else ''}; `mutant-gate replay {run}` shows "
+            "each survivor's evidence"
         )
+    if gaps:
+        return _gap_step(gaps[0], run)
     written = (report.get("score") or {}).get("with_written") or {}
     if written.get("added") and tests_dir:
         rel = os.path.relpath(os.path.abspath(tests_dir))
@@ -228,6 +238,19 @@ def next_step(report: dict, tests_dir: str | None = None) -> str | None:
     if left:
         return f"next: `mutant-gate replay {run}` shows each survivor's diff and evidence"
     return None
+
+
+def _gap_step(m: dict, run: object) -> str:
+    """The next step for a test gap: tighten the assertion that hid ``m`` (where a
+    checked tolerance kills it), else a test that checks what it changes."""
+    replay = f"`mutant-gate replay {run}` shows each survivor's evidence"
+    where = f"{m['id']} ({m['operator']}, line {m['line']})"
+    if m["survivor"]["kind"] != "hidden_by_tolerance":
+        return f"next: a test that checks what {where} changes; {replay}"
+    proposal = ((m.get("tolerance") or {}).get("proposal") or {}).get("atol")
+    tighter = f" to atol {proposal:g}" if isinstance(proposal, int | float) else ""
+    at = m["survivor"].get("where") or "its test line"
+    return f"next: tighten the assertion at {at}{tighter}: it kills {where}; {replay}"
 
 
 def score_line(report: dict) -> str:

@@ -1,12 +1,17 @@
 """The console's survivor lines: one line for each survivor the run leaves the user,
-sorted by what the diff-oracle showed (the row's ``survivor``): outputs that differ
-first (a test gap: which output, by how much), then no difference observed, grouped by
-why. A survivor the oracle did not check is said as before, with nothing new."""
+sorted by what execution showed (the row's ``survivor``): hidden by tolerance first (a
+tighter tolerance at a test line kills it: the line says which and how tight), then
+outputs that differ (a test gap: which output, by how much), then no difference
+observed, grouped by why. A survivor no check explained is said as before, with nothing
+new. After them, the per-test-line view: the assertions whose tolerance hid the most."""
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.markup import escape
 
+from mutant_gate.engine.formats.words import tolerance_view
 from mutant_gate.engine.vocabulary import Verdict
 
 #: the widest a survivor line gets, in characters on screen
@@ -16,10 +21,16 @@ INDENT = "  "
 
 #: each kind's header (``{n}``: how many)
 HEADERS = {
+    "hidden_by_tolerance": "[red]hidden by tolerance[/]: {n} (a test gap: tighten the assertion "
+    "named under each)",
     "differs": "[red]outputs differ[/], the checks pass: {n} (a test gap: check those outputs)",
     "identical": "[yellow]no difference observed[/]: {n} (still survivors: no proof)",
     "not_checked": "[dim]not checked by the diff-oracle[/]: {n}",
 }
+#: the kinds in the order they are listed: test gaps first
+KINDS = tuple(HEADERS)
+#: the kinds some check explained (a run where none did lists its survivors plainly)
+EXPLAINED = ("hidden_by_tolerance", "differs", "identical")
 #: an identical survivor's why, shortly, by its ``reason`` (the JSON has it in full)
 SHORT = {
     "masked_lanes": "masked-off lanes only, which a GPU never stores",
@@ -159,24 +170,28 @@ def _line(row: dict, functions: int, why: str, indent: str, lead: bool = False) 
 
 def survivor_lines(report: dict) -> list[str]:
     """Rich markup lines for each survivor not accepted in the baseline file: a header
-    per kind (outputs differ, then no difference observed by why, then not checked),
-    each survivor on one line under it. Where the oracle checked none, the plain lines:
+    per kind (hidden by tolerance, outputs differ, then no difference observed by why,
+    then not checked), each survivor on one line under it (a hidden one with its
+    tolerance line under that). Where no check explained any, the plain lines:
     ``survived ID operator line N: before -> after``."""
     rows = [
         m for m in report["mutants"] if m["verdict"] == Verdict.SURVIVED and not m.get("accepted")
     ]
     functions = len((report.get("kernel") or {}).get("jit_functions") or [])
     kinds = {m["id"]: m.get("survivor") or {"kind": "not_checked"} for m in rows}
-    if all(k.get("kind") not in ("differs", "identical") for k in kinds.values()):
+    if all(k.get("kind") not in EXPLAINED for k in kinds.values()):
         return [_line(m, functions, "", "", lead=True) for m in rows]
     lines = []
-    for name in ("differs", "identical", "not_checked"):
+    for name in KINDS:
         members = [m for m in rows if kinds[m["id"]].get("kind") == name]
         if not members:
             continue
         lines.append(HEADERS[name].format(n=len(members)))
         if name == "identical":  # grouped by why: the why is the group's
             lines += _identical(members, kinds, functions)
+            continue
+        if name == "hidden_by_tolerance":  # the change, then the line that hid it
+            lines += _hidden(members, kinds, functions)
             continue
         for m in members:
             why = short_why(kinds[m["id"]]) if name == "differs" else ""
@@ -193,4 +208,34 @@ def _identical(members: list[dict], kinds: dict, functions: int) -> list[str]:
     for why, group in groups.items():
         lines.append(f"{INDENT}[dim]{escape(why)}:[/]")
         lines += [_line(m, functions, "", INDENT * 2) for m in group]
+    return lines
+
+
+def _hidden(members: list[dict], kinds: dict, functions: int) -> list[str]:
+    """Hidden by tolerance: each survivor's line, then its tolerance line under it in
+    full (which assertion, the errors seen, the tolerance that kills it), wrapped to
+    ``WIDTH`` rather than cut: it is the change to make."""
+    lines = []
+    for m in members:
+        lines.append(_line(m, functions, "", INDENT))
+        why = str(kinds[m["id"]].get("why") or "")
+        lines += [
+            f"{INDENT * 2}[dim]{escape(part)}[/]"
+            for part in textwrap.wrap(why, WIDTH - len(INDENT * 2))
+        ]
+    return lines
+
+
+def tolerance_lines(report: dict) -> list[str]:
+    """The per-test-line view after the survivors (rich markup): the test lines whose
+    tighter tolerance, checked, kills survivors, most kills first; nothing where the
+    tolerance check hid none."""
+    view = tolerance_view(report)
+    if not view:
+        return []
+    lines = ["[bold]what the tolerance hid[/], per test line:"]
+    for line in view:  # wrapped to ``WIDTH``, each test line's words indented as one
+        parts = textwrap.wrap(line, WIDTH - len(INDENT * 2))
+        lines.append(f"{INDENT}{escape(parts[0])}")
+        lines += [f"{INDENT * 2}{escape(part)}" for part in parts[1:]]
     return lines

@@ -15,10 +15,11 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 #: Bump when the harness changes in a way that can change a result.
-HARNESS_VERSION = "6"  # 2: private filesystem and unprivileged user; 3: interpreter parity;
+HARNESS_VERSION = "7"  # 2: private filesystem and unprivileged user; 3: interpreter parity;
 #: 4: a writable view of the project, and the jit functions each launch reaches; 5: the
 #: original's case clock (--case-time), a collection failure names its file; 6: a bounds
-#: violation names the test case that made it, which fails with it
+#: violation names the test case that made it, which fails with it; 7: results carry the
+#: closeness assertions the checks made (``harness/closeness.py``), and ``Job.tighten``
 
 
 class CheckKind(StrEnum):
@@ -147,6 +148,10 @@ class Job:
     #: interpreter: who runs a launch's programs, "batched" (all at once,
     #: harness/batched.py) or "triton" (Triton's own loop)
     interpreter: str = "batched"
+    #: test line ("path.py:LINE", as ``harness/closeness.py`` attributes calls) -> {"atol":
+    #: float, "rtol": float}: the closeness calls made there run with these tolerances
+    #: instead (the tolerance check runs a test with a proposed tolerance)
+    tighten: dict | None = None
 
     def to_json(self) -> dict:
         data = {
@@ -172,6 +177,8 @@ class Job:
             data["trace_races"] = True
         if self.interpreter != "batched":  # likewise: the default keeps every job's key
             data["interpreter"] = self.interpreter
+        if self.tighten:  # likewise
+            data["tighten"] = self.tighten
         return data
 
     @staticmethod
@@ -194,6 +201,7 @@ class Job:
             poison_undefined=data.get("poison_undefined", True),
             trace_races=data.get("trace_races", False),
             interpreter=data.get("interpreter", "batched"),
+            tighten=data.get("tighten"),
         )
 
     def cache_key(self, toolchain: dict) -> str:

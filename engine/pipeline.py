@@ -216,6 +216,7 @@ class Run:
             "big-index": True,  # always: it runs only on overflow survivors
             "claims": True,  # always: a claim excludes nothing without evidence
             "diff-oracle": settings.diff_oracle,
+            "tolerance": settings.tolerance,
         }
         self.ctx: StageContext | None = None
         self.session: ModelSession | None = None

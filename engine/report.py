@@ -162,8 +162,14 @@ def mutant_row(mutant: Mutant, outcome: MutantOutcome | None, details: dict | No
 
 
 def _kind(outcome: MutantOutcome | None, details: dict | None) -> dict:
-    """A survivor's ``survivor`` field: what the diff-oracle showed of it."""
-    kind = classify(outcome.verdict.value, (details or {}).get("oracle")) if outcome else None
+    """A survivor's ``survivor`` field: what the diff-oracle and the tolerance check
+    showed of it."""
+    details = details or {}
+    kind = (
+        classify(outcome.verdict.value, details.get("oracle"), details.get("tolerance"))
+        if outcome
+        else None
+    )
     return {"survivor": kind} if kind is not None else {}
 
 

@@ -159,6 +159,8 @@ class RunSettings:
     compile_check: bool = False
     compile_targets: tuple[str, ...] = DEFAULT_TARGETS
     diff_oracle: bool = True  # on survivors: sorts them by what execution showed
+    #: the closeness assertion that let each survivor through (``checks/tolerance.py``)
+    tolerance: bool = True
     #: interpreter: masked loads without ``other=`` read NaN / the integer maximum on
     #: masked-off lanes (a GPU leaves them undefined); ``--no-poison`` turns it off
     poison_undefined: bool = True

@@ -1,5 +1,8 @@
 """A survivor's kind: what running it showed, read off the diff-oracle's evidence.
 
+- ``hidden_by_tolerance``: a closeness assertion of the tests let it through, and a
+  tighter tolerance at that line, run on the original (several seeds) and on the mutant,
+  passes the one and fails the other (``checks/tolerance.py``). A test gap with its fix.
 - ``differs``: the oracle saw the mutant's outputs differ from the original's and the
   checks passed anyway. A test gap: ``outputs`` names which tensor, by how much.
 - ``identical``: the oracle saw no difference, and ``reason`` says what kind of none
@@ -20,13 +23,15 @@ from collections.abc import Iterable
 
 from .vocabulary import Verdict
 
+HIDDEN = "hidden_by_tolerance"
 DIFFERS = "differs"
 IDENTICAL = "identical"
 NOT_CHECKED = "not_checked"
 #: The order the faces list survivors in: test gaps first.
-KINDS: tuple[str, ...] = (DIFFERS, IDENTICAL, NOT_CHECKED)
+KINDS: tuple[str, ...] = (HIDDEN, DIFFERS, IDENTICAL, NOT_CHECKED)
 #: Each kind in words, as every face heads it.
 KIND_WORDS: dict[str, str] = {
+    HIDDEN: "hidden by tolerance",
     DIFFERS: "outputs differ",
     IDENTICAL: "no difference observed",
     NOT_CHECKED: "not checked",
@@ -103,13 +108,22 @@ def _not_checked(why: str) -> dict:
     return {"kind": NOT_CHECKED, "why": why, "evidence": []}
 
 
-def classify(verdict: str, oracle: object) -> dict | None:
+def classify(verdict: str, oracle: object, tolerance: object = None) -> dict | None:
     """A survivor's kind (None for any other verdict): ``kind``, ``why`` (words),
     ``reason`` (a key of ``REASONS`` for ``identical``, ``outputs`` or ``divergence``
     for ``differs``), ``launches``, ``outputs`` (``differs``: which tensor, by how much)
-    and ``evidence`` (the row sections it rests on)."""
+    and ``evidence`` (the row sections it rests on). A checked tighter tolerance
+    (``tolerance``: the row's section) makes it ``hidden_by_tolerance``."""
     if str(verdict) != Verdict.SURVIVED.value:
         return None
+    if isinstance(tolerance, dict) and tolerance.get("hidden"):
+        return {
+            "kind": HIDDEN,
+            "why": str(tolerance.get("line") or ""),
+            "reason": "tolerance",
+            "where": tolerance.get("where"),
+            "evidence": ["tolerance"],
+        }
     if not isinstance(oracle, dict):
         return _not_checked("the diff-oracle did not run on it")
     if not oracle.get("divergence") and oracle.get("identical") is None:

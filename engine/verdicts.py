@@ -228,6 +228,7 @@ ROW_SECTIONS = frozenset(
         "compile",  # compile-check: per target
         "big_index",  # big-index check: the replays past 2^31 elements
         "oracle",  # diff-oracle: the sentence and the numbers
+        "tolerance",  # tolerance check: the closeness assertion that let it through
         "survivor",  # a survivor's kind: what the oracle showed (report.mutant_row derives it)
         "races",  # claims check: a claimed survivor's store trace (two programs, one address)
         "modes",  # --compare-modes: both modes' verdicts

@@ -101,6 +101,7 @@ CHECK_NAMES: dict[str, str] = {
     "diff-oracle": "oracle",
     "big-index": "big_index",
     "claims": "claims",
+    "tolerance": "tolerance",
 }
 #: A report key (or an event's ``check``) -> the check's name.
 CHECK_OF_KEY: dict[str, str] = {key: name for name, key in CHECK_NAMES.items()}

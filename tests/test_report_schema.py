@@ -53,12 +53,20 @@ def test_a_report_that_breaks_the_contract_is_refused():
 def test_each_check_has_one_name_and_one_report_key():
     """One table (``vocabulary.CHECK_NAMES``) names every survivor check and its key in a
     report; the engine's registry, the checks' sections and the explorer use it."""
-    from mutant_gate.engine.checks import CHECKS, big_index, claims, compile_check, diff_oracle
+    from mutant_gate.engine.checks import (
+        CHECKS,
+        big_index,
+        claims,
+        compile_check,
+        diff_oracle,
+        tolerance,
+    )
     from mutant_gate.engine.vocabulary import CHECK_NAMES, check_name
 
     assert set(CHECKS) == set(CHECK_NAMES)
     modules = {"big-index": big_index, "claims": claims, "compile-check": compile_check}
     modules["diff-oracle"] = diff_oracle
+    modules["tolerance"] = tolerance
     for name, module in modules.items():
         assert module.CHECK == CHECK_NAMES[name] and check_name(module.CHECK) == name
     assert set(CHECK_NAMES.values()) <= ROW_SECTIONS | {"claims"}

@@ -56,7 +56,12 @@ def test_classify_reads_the_oracle():
     assert "y_ptr differs by up to 2" in kinds["7d8d478b9dd7"]["why"]
     assert kinds["8dee00b9d232"]["kind"] == "identical"
     assert kinds["8dee00b9d232"]["reason"] == "masked_lanes"
-    assert report["survivor_kinds"] == {"differs": 2, "identical": 2, "not_checked": 0}
+    assert report["survivor_kinds"] == {
+        "hidden_by_tolerance": 0,
+        "differs": 2,
+        "identical": 2,
+        "not_checked": 0,
+    }
     # only survivors have a kind; no oracle: not checked
     assert classify("killed", {"identical": False}) is None
     assert classify("survived", None)["kind"] == "not_checked"

@@ -171,6 +171,7 @@ class EngineBridge:
         self.checks = {
             "compile-check": bool(getattr(settings, "compile_check", False)),
             "diff-oracle": bool(getattr(settings, "diff_oracle", False)),
+            "tolerance": bool(getattr(settings, "tolerance", False)),
         }
         self._stopping = threading.Event()
         self._lock = threading.Lock()

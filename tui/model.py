@@ -12,6 +12,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from mutant_gate.engine.formats.words import tolerance_line_words, tolerance_view
 from mutant_gate.engine.report import score, written_kill, written_names
 from mutant_gate.engine.vocabulary import EXCLUDED, ORDER, PENDING, RUNNING, Verdict
 
@@ -21,13 +22,18 @@ _EXCLUDED = frozenset(v.value for v in EXCLUDED)
 GROUPINGS = ("function", "family")
 #: a library's report (rows that name their ``file``): its modules first
 LIBRARY_GROUPINGS = ("module", "function", "family")
-#: a survivor's kind (the report row's ``survivor``), in words; "not checked" says nothing
-KIND_WORDS = {"differs": "outputs differ", "identical": "no difference observed"}
+#: a survivor's kind (the report row's ``survivor``), in words, in the order the kinds are
+#: counted (test gaps first); "not checked" says nothing
+KIND_WORDS = {
+    "hidden_by_tolerance": "hidden by tolerance",
+    "differs": "outputs differ",
+    "identical": "no difference observed",
+}
 
 
 def survivor_kind(row: dict) -> str | None:
-    """``differs`` or ``identical``: what the diff-oracle showed of a survivor (None where
-    it did not check it, or the mutant is no survivor)."""
+    """``hidden_by_tolerance``, ``differs`` or ``identical``: what the checks showed of
+    a survivor (None where none did, or the mutant is no survivor)."""
     kind = row.get("survivor")
     name = kind.get("kind") if isinstance(kind, dict) else None
     return name if name in KIND_WORDS and row.get("verdict") == "survived" else None
@@ -282,7 +288,7 @@ class RunModel:
             if row.get("accepted"):
                 text += f" accepted {row['accepted'].get('reason', '')}"
             kind = survivor_kind(row)
-            if kind is not None:  # "differ", "identical", "masked" find survivors by kind
+            if kind is not None:  # "tolerance", "differ", "masked" find survivors by kind
                 text += f" {kind} {KIND_WORDS[kind]} {row['survivor'].get('why', '')}"
             text = f"{text} line {row.get('line')} {self.states[i]}".lower()
             self._haystack[i] = text
@@ -340,6 +346,20 @@ class RunModel:
             for t in self.tests()
             if row["id"] in (t.get("kills") or []) and t is not killer and t.get("source")
         ]
+
+    # -- the tolerance check -------------------------------------------------
+    def tolerance_view(self) -> list[str]:
+        """The per-test-line view: the test lines whose checked tighter tolerance kills
+        survivors, most kills first, in words (nothing before the run's report)."""
+        return tolerance_view(self.report)
+
+    def tolerance_test_line(self, row: dict) -> str:
+        """What the test line that let ``row`` through lets through in all, in words
+        ("" where the report's per-line view has no such line)."""
+        where = (row.get("tolerance") or {}).get("where")
+        lines = ((self.report.get("checks") or {}).get("tolerance") or {}).get("lines") or []
+        found = [x for x in lines if isinstance(x, dict) and where and x.get("where") == where]
+        return tolerance_line_words(found[0]) if found else ""
 
     # -- export --------------------------------------------------------------
     def to_report(self) -> dict:

@@ -22,6 +22,7 @@ from mutant_gate.tui.model import survivor_kind
 KNOWN_FIELDS = ROW_FIELDS | {
     *("oracle", "compile", "claims", "attempts", "probe", "accepted"),
     "survivor",  # said in the why and the verdict label
+    "tolerance",  # the tolerance check's line: its own section
 }
 
 ADDED = "on $success-muted"
@@ -81,6 +82,12 @@ def why(row: dict, state: str, *, oracle_on: bool = False, stopped: str | None =
         )
     if state == "survived":
         kind = survivor_kind(row)
+        if kind == "hidden_by_tolerance":
+            return (
+                f"Survived: {reason or 'every check passed'}. Hidden by tolerance: "
+                f"{row['survivor'].get('why', '')}. A test gap: tighten that assertion, or "
+                "accept it with a reason (a)."
+            )
         if kind == "differs":
             return (
                 f"Survived: {reason or 'every check passed'}. Outputs differ: "
@@ -169,6 +176,17 @@ def oracle_content(oracle: object) -> Content:
         (k.replace("_", " "), v) for k, v in oracle.items() if k not in ORACLE_FACTS.keys() | shown
     ]
     parts.append(fact_lines(facts))
+    return Content("\n").join(p for p in parts if p.plain)
+
+
+def tolerance_content(section: object, test_line: str = "") -> Content:
+    """The tolerance check's line on a survivor (the assertion, the errors seen, the
+    tolerance that kills it), then what its test line lets through in all."""
+    if not isinstance(section, dict):
+        return Content(words(section))
+    parts = [Content.styled(str(section.get("line") or ""), "bold")]
+    if test_line:
+        parts.append(Content.assemble(("this test line: ", "$text-muted"), test_line))
     return Content("\n").join(p for p in parts if p.plain)
 
 

@@ -7,6 +7,8 @@
   not is ``killed`` by ``big-index``.
 - ``diff_oracle``: run original and survivor side by side and compare every tensor
   argument after every launch; one sentence per survivor.
+- ``tolerance``: the closeness assertion that let each survivor through, and a tighter
+  tolerance checked by running it (``hidden by tolerance``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..vocabulary import Verdict
 from .big_index import big_index_stage
 from .claims import claims_stage
 from .diff_oracle import diff_oracle_stage
+from .tolerance import tolerance_stage
 
 __all__ = ["ALWAYS", "CHECKS", "DEFAULT_TARGETS", "parse_targets"]
 
@@ -36,7 +39,8 @@ def compile_check_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[
 #: the compile-check first (claimed mutants too: a claim hides nothing from it), so the
 #: later checks skip what cannot compile; then the big-index replay of overflow
 #: survivors (always on; no job when there is none); then the claims' evidence, always on; then the
-#: diff-oracle, which also weighs what is left claimed.
+#: diff-oracle, which also weighs what is left claimed; last (on unless ``--no-tolerance``) the closeness
+#: assertion each survivor passed by, a tighter tolerance checked by running it.
 CHECKS: dict[str, Stage] = {
     "compile-check": Stage(
         "compile-check", compile_check_stage, (Verdict.SURVIVED, Verdict.EQUIVALENT)
@@ -44,6 +48,7 @@ CHECKS: dict[str, Stage] = {
     "big-index": Stage("big-index", big_index_stage),
     "claims": Stage("claims", claims_stage),
     "diff-oracle": Stage("diff-oracle", diff_oracle_stage, (Verdict.SURVIVED, Verdict.EQUIVALENT)),
+    "tolerance": Stage("tolerance", tolerance_stage),
 }
 #: Checks that run whatever the flags say.
 ALWAYS = frozenset({"big-index", "claims"})

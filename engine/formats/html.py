@@ -39,6 +39,9 @@ from .words import (
     oracle_sentence,
     percent,
     probe_text,
+    tolerance_kills,
+    tolerance_line,
+    tolerance_view,
     tool_version,
     written_score,
 )
@@ -176,7 +179,7 @@ def verdict_tag(verdict: str) -> str:
 
 #: Row sections the detail shows under their own heading; ``evidence_lines`` says the rest.
 SHOWN_SECTIONS = frozenset(
-    {"claims", "oracle", "compile", "attempts", "accepted", "probe", "survivor"}
+    {"claims", "oracle", "compile", "attempts", "accepted", "probe", "survivor", "tolerance"}
 )
 
 
@@ -250,6 +253,7 @@ def detail_section(report: dict, row: dict, test_ids: dict[str, str], prefix: st
     parts += survivor_kind(row)
     parts += _killing_part(report, row, verdict, test_ids)
     parts += _oracle_part(row)
+    parts += _tolerance_part(row)
     parts += _listed("Compile-check", [esc(c) for c in compile_lines(row)])
     probe = probe_text(row)
     if probe:
@@ -325,6 +329,13 @@ def _oracle_part(row: dict) -> list[str]:
     ]
 
 
+def _tolerance_part(row: dict) -> list[str]:
+    """The closeness assertion that let the survivor through, and the tolerance that
+    kills it where one was checked; nothing where the tolerance check left no line."""
+    line = tolerance_line(row)
+    return ["<h3>Tolerance</h3>", f"<p>{esc(line)}</p>"] if line else []
+
+
 def _listed(heading: str, items: list[str]) -> list[str]:
     """A heading and its items (HTML already) as a list; nothing without items."""
     if not items:
@@ -347,6 +358,7 @@ def html_page(report: dict) -> str:
     else:
         out += function_groups(rows)
     out += survivor_list(rows)
+    out += tolerance_list(report)
     out += _operator_table(rows, per_verdict)
     out += _tests_part(tests, test_ids)
     out.append("</div></div>")
@@ -374,7 +386,7 @@ def _page_header(report: dict, rows: list[dict]) -> list[str]:
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>mutant-gate: {esc(name)}</title>",
-        f"<style>{STYLE}</style></head><body>",
+        f"<style>{STYLE}{_kind_style(rows)}</style></head><body>",
         "<header>",
         f"<h1>mutant-gate · <code>{esc(name)}</code></h1>",
         score_paragraph(score)
@@ -529,20 +541,37 @@ def module_grids(report: dict, prefix: str = "") -> list[str]:
 
 #: a survivor's kind (``row["survivor"]``) in words, as the console and the explorer say it
 KIND_WORDS = {
+    "hidden_by_tolerance": "hidden by tolerance",
     "differs": "outputs differ",
     "identical": "no difference observed",
     "not_checked": "not checked",
 }
 #: what each kind asks of the reader
 KIND_HINTS = {
+    "hidden_by_tolerance": "a tighter tolerance at the test line kills it and passes the "
+    "original (checked): a test gap, tighten that assertion",
     "differs": "the checks pass anyway: a test gap, write a test that checks those outputs",
     "identical": "the diff-oracle saw none on the launches the checks make; still a survivor "
     "(identical there is no proof)",
 }
+#: the kinds in the order they are counted and listed: test gaps first
+KINDS = tuple(KIND_HINTS)
+#: the look of a kind the page's ``STYLE`` predates, added only to a page that shows it
+#: (a page without it stays as it was)
+KIND_STYLES = {
+    "hidden_by_tolerance": ".kind-hidden_by_tolerance{color:var(--survived);font-weight:600}",
+}
+
+
+def _kind_style(rows: list[dict]) -> str:
+    """The newer kinds' CSS for the kinds the page's survivors have."""
+    shown = {k["kind"] for k in map(_kind, rows) if k}
+    return "".join(css for name, css in KIND_STYLES.items() if name in shown)
 
 
 def _kind(row: dict) -> dict | None:
-    """The survivor's checked kind (``differs`` or ``identical``), or None."""
+    """The survivor's checked kind (``hidden_by_tolerance``, ``differs`` or
+    ``identical``), or None."""
     kind = row.get("survivor")
     if row.get("verdict") != "survived" or not isinstance(kind, dict):
         return None
@@ -550,15 +579,19 @@ def _kind(row: dict) -> dict | None:
 
 
 def survivor_kind(row: dict) -> list[str]:
-    """A survivor's detail: what execution showed of it (nothing where not checked)."""
+    """A survivor's detail: what execution showed of it (nothing where not checked); a
+    why the panel's "Tolerance" part says in full is not said twice."""
     kind = _kind(row)
     if kind is None:
         return []
     name = kind["kind"]
+    why = kind.get("why")
+    said = f"{esc(why)} ({esc(KIND_HINTS[name])})"
+    if why and why == tolerance_line(row):
+        said = f"{esc(KIND_HINTS[name])} (which assertion, and how tight: under Tolerance)"
     return [
         "<h3>What execution showed</h3>",
-        f'<p><span class="kind-{esc(name)}">{esc(KIND_WORDS[name])}</span>: '
-        f"{esc(kind.get('why'))} ({esc(KIND_HINTS[name])})</p>",
+        f'<p><span class="kind-{esc(name)}">{esc(KIND_WORDS[name])}</span>: {said}</p>',
     ]
 
 
@@ -567,18 +600,19 @@ def survivor_counts(rows: list[dict]) -> list[str]:
     kinds = [k["kind"] for k in map(_kind, (r for r in rows if not r.get("accepted"))) if k]
     said = [
         f'<span class="kind-{name}">{kinds.count(name)} {esc(KIND_WORDS[name])}</span>'
-        for name in ("differs", "identical")
+        for name in KINDS
         if name in kinds
     ]
     return [f'<p class="meta">survivors: {", ".join(said)}</p>'] if said else []
 
 
 def survivor_list(rows: list[dict]) -> list[str]:
-    """The survivors by kind under the score: outputs differ first (each with which
-    output, by how much), then no difference observed; nothing where none was checked."""
+    """The survivors by kind under the score: hidden by tolerance first (each with the
+    assertion and the tolerance that kills it), then outputs differ (which output, by
+    how much), then no difference observed; nothing where none was checked."""
     kinds = [(row, _kind(row)) for row in rows if not row.get("accepted")]
     out = []
-    for name in ("differs", "identical"):
+    for name in KINDS:
         members = [(row, k) for row, k in kinds if k is not None and k["kind"] == name]
         if not members:
             continue
@@ -593,6 +627,24 @@ def survivor_list(rows: list[dict]) -> list[str]:
         ]
         out.append("</ul>")
     return out
+
+
+def tolerance_list(report: dict) -> list[str]:
+    """The per-test-line view under the survivors: the assertions whose checked tighter
+    tolerance kills survivors, most kills first; nothing where the check hid none."""
+    view = tolerance_view(report)
+    if not view:
+        return []
+    more = len(tolerance_kills(report)) - len(view)
+    return [
+        "<h2>What the tolerance hid</h2>",
+        '<p class="meta">per test line: the survivors its tolerance lets through, and how '
+        "many a tighter one, checked on the original, kills</p>",
+        '<ul class="tolerance-lines">',
+        *(f"<li>{esc(line)}</li>" for line in view),
+        *([f"<li>… {more} more test lines in the JSON report</li>"] if more > 0 else []),
+        "</ul>",
+    ]
 
 
 def score_paragraph(score: dict, what: str = "mutants killed") -> str:

@@ -13,6 +13,7 @@ from ..vocabulary import GLYPHS
 from ..vocabulary import REPORT_STATES as VERDICTS
 from .modules import STATUS_WORDS, is_library, kernel_counts, module_score, modules_by_survivors
 from .words import (
+    TOLERANCE_LINES,
     claim_lines,
     counts,
     gate,
@@ -22,6 +23,8 @@ from .words import (
     probe_spend,
     probe_text,
     score_phrases,
+    tolerance_kills,
+    tolerance_line_words,
     tool_version,
 )
 
@@ -56,12 +59,17 @@ def _mine(score: dict) -> str:
 
 
 #: a survivor's kind (``row["survivor"]``), in the order survivors are listed
-KINDS = ("differs", "identical", "not_checked")
-KIND_WORDS = {"differs": "outputs differ", "identical": "no difference observed"}
+KINDS = ("hidden_by_tolerance", "differs", "identical", "not_checked")
+KIND_WORDS = {
+    "hidden_by_tolerance": "hidden by tolerance",
+    "differs": "outputs differ",
+    "identical": "no difference observed",
+}
 
 
 def _kind(row: dict) -> str | None:
-    """The survivor's checked kind (``differs``, ``identical``), or None."""
+    """The survivor's checked kind (``hidden_by_tolerance``, ``differs``, ``identical``),
+    or None."""
     kind = row.get("survivor")
     name = kind.get("kind") if isinstance(kind, dict) else None
     return name if name in KIND_WORDS else None
@@ -78,6 +86,11 @@ def _oracle_cell(row: dict) -> str:
 def _kinds_sentence(survivors: list[dict]) -> str:
     kinds = [_kind(r) for r in survivors]
     parts = []
+    if "hidden_by_tolerance" in kinds:
+        parts.append(
+            f"{kinds.count('hidden_by_tolerance')} **hidden by tolerance**: a tighter "
+            "tolerance at the test line, checked, kills each (tighten that assertion)"
+        )
     if "differs" in kinds:
         parts.append(
             f"{kinds.count('differs')} where **outputs differ** and the checks pass "
@@ -98,7 +111,7 @@ def _survivors_part(survivors: list[dict], max_diffs: int, max_rows: int) -> lis
     the first ``max_diffs`` diffs; nothing without survivors."""
     out: list[str] = []
     checked = any(_kind(r) for r in survivors)
-    if checked:  # outputs differ first, then no difference observed, then not checked
+    if checked:  # hidden by tolerance, outputs differ, no difference observed, not checked
         survivors.sort(key=lambda r: KINDS.index(_kind(r) or "not_checked"))
     if survivors:
         out += [
@@ -137,6 +150,22 @@ def _survivors_part(survivors: list[dict], max_diffs: int, max_rows: int) -> lis
                 f"\n{len(survivors) - len(shown)} more survivor diffs are in the full report "
                 "(`mutant-gate report RUN --format html`)."
             )
+    return out
+
+
+def _tolerance_part(report: dict) -> list[str]:
+    """The per-test-line view: the assertions whose checked tighter tolerance kills
+    survivors, most kills first; nothing where the tolerance check hid none."""
+    lines = tolerance_kills(report)
+    if not lines:
+        return []
+    shown = lines[:TOLERANCE_LINES]
+    out = ["", "### What the tolerance hid", ""]
+    out += [  # the line's words, its test line as code
+        f"- {_code(x['where'])}{tolerance_line_words(x)[len(x['where']) :]}" for x in shown
+    ]
+    if len(lines) > len(shown):
+        out.append(f"- … {len(lines) - len(shown)} more test lines in the JSON report")
     return out
 
 
@@ -194,6 +223,7 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
     rows = report.get("mutants", [])
     survivors = [r for r in rows if r.get("verdict") == "survived" and not r.get("accepted")]
     out += _survivors_part(survivors, max_diffs, max_rows)
+    out += _tolerance_part(report)
     out += _accepted_part(rows)
     out += _written_part(report, max_rows)
     out += _predictions_part(report)

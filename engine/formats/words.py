@@ -9,6 +9,7 @@ reports written before it was recorded.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 
@@ -248,3 +249,54 @@ def _budget(spend: dict) -> str:
     if spend.get("budget_s") is None:
         return ""
     return f" ({spend.get('job_s', 0):.1f} s of jobs, the time budget {spend['budget_s']:.1f} s)"
+
+
+#: the per-test-line view of the tolerance check names this many lines at most
+TOLERANCE_LINES = 5
+
+
+def short_number(x: float) -> str:
+    """A tolerance or an error in few characters (0.061, 3.1e-04, inf), as the tolerance
+    check writes them (``checks/tolerance.short``; the faces read the report, not it)."""
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.2g}" if x == 0 or 1e-3 <= abs(x) < 1e4 else f"{x:.1e}"
+
+
+def tolerance_line_words(line: dict) -> str:
+    """One line of the report's ``checks.tolerance.lines`` in words, as the check says
+    it (``checks/tolerance.line_words``): 'tests/test_x.py:88 lets 7 survivors through
+    at atol 0.2; at atol 0.002 (the original needs 0.0004 there) the checked proposals
+    kill 6'."""
+    n = len(line["survivors"])
+    head = (
+        f"{line['where']} lets {n} survivor{'s' if n != 1 else ''} through at atol "
+        f"{short_number(line['atol'])}"
+    )
+    if not line["killed"]:
+        return f"{head}; no checked tolerance separates them"
+    return (
+        f"{head}; at atol {short_number(line['atol_checked'])} (the original needs "
+        f"{short_number(line['original_atol_needed'])} there) the checked proposals kill "
+        f"{len(line['killed'])}"
+    )
+
+
+def tolerance_kills(report: dict) -> list[dict]:
+    """The test lines whose checked tighter tolerance kills survivors, most kills first
+    (the report's order); [] for a report without the tolerance check."""
+    section = (report.get("checks") or {}).get("tolerance")
+    lines = section.get("lines") if isinstance(section, dict) else None
+    return [x for x in lines or [] if isinstance(x, dict) and x.get("killed")]
+
+
+def tolerance_view(report: dict) -> list[str]:
+    """The per-test-line view every face shows after its survivors: the first
+    ``TOLERANCE_LINES`` lines that kill, each in words."""
+    return [tolerance_line_words(x) for x in tolerance_kills(report)[:TOLERANCE_LINES]]
+
+
+def tolerance_line(row: dict) -> str:
+    """A row's tolerance sentence (its ``tolerance.line``); "" where the check left none."""
+    section = row.get("tolerance")
+    return str(section.get("line") or "") if isinstance(section, dict) else ""

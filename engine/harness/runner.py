@@ -30,7 +30,7 @@ from mutant_gate.engine.job import (
     JobStatus,
 )
 
-from . import batched, bounds, null_run, parity, shims
+from . import batched, bounds, closeness, null_run, parity, shims
 from .cuda_fault import lost_cuda_context
 from .project import Coverage, launched, reached, record_launches
 
@@ -301,7 +301,7 @@ def _run_pytest(
     chosen = [(flag, v) for flag, v in (("-k", check.keyword), ("-m", check.marker)) if v]
     for flag, value in chosen:  # pytest's own selection (--tests FILE -k EXPR -m EXPR)
         args += [flag, value]
-    plugins = [collector] + ([coverage] if coverage is not None else [])
+    plugins = [collector, closeness.tracker()] + ([coverage] if coverage is not None else [])
     if check.case_time_s:
         plugins.append(case_clock(check.case_time_s))
     start = time.perf_counter()
@@ -500,6 +500,8 @@ def run_checks(job: Job, workdir: str) -> JobResult:
 def _run_checks(job: Job, workdir: str) -> JobResult:
     start = time.perf_counter()
     write_files(job, workdir)
+    # every closeness assertion the checks make, before any of their modules is imported
+    closeness.start(job.tighten, job.project["root"] if job.project else workdir)
     sys.path.insert(0, workdir)
     seed_everything(job.seed)
     if job.mode == "interpret":
@@ -521,14 +523,15 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
     if job.project is not None:
         failure, coverage = _enter_project(job, workdir)
         if failure is not None:
-            return JobResult(
-                JobStatus.FAILED, (failure,), failure.message, time.perf_counter() - start
-            )
+            seconds = time.perf_counter() - start
+            extra = closeness.finish()
+            return JobResult(JobStatus.FAILED, (failure,), failure.message, seconds, extra=extra)
     elif any(c.kind is CheckKind.PYTEST for c in job.checks):
         # Each test case's launches and time: a written test runs only for the mutants of
         # the kernels it launches, fastest first (``stage.select_tests``).
         coverage = Coverage()
     for check in job.checks:
+        closeness.set_case(check.name)
         if check.kind is CheckKind.MAIN:
             outcomes.append(_run_main(check, workdir))
         elif check.kind is CheckKind.HARNESS:
@@ -573,6 +576,7 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
             **({"interpreter_errors": parity.failures()} if parity.failures() else {}),
             **({"races": bounds.races()} if job.trace_races and job.mode == "interpret" else {}),
             **({"interpreter": _interpreter()} if job.mode == "interpret" else {}),
+            **closeness.finish(),  # "closeness" (and "closeness_dropped") where any
             "launched": launched(),
             "reaches": reached(),
         },

@@ -1,8 +1,8 @@
 """The inspector: everything known about the mutant under the grid's cursor.
 
 Diff, verdict and why, the killing or candidate tests' source, the diff-oracle's
-sentence, compile results per target, and what the writers claimed and tried
-(probe, stage 2). A section whose report field is absent is left out, so the
+sentence, the tolerance that let a survivor through, compile results per target, and
+what the writers claimed and tried (probe, stage 2). A section whose report field is absent is left out, so the
 inspector reads the same before and after the writers and checks are switched on.
 
 All sections are one ``Content`` in one ``Static``: a key press then costs one
@@ -30,6 +30,7 @@ SECTIONS = {
     "test": "killing test",
     "candidates": "tests that kill it too",
     CHECK_NAMES["diff-oracle"]: "diff-oracle",
+    CHECK_NAMES["tolerance"]: "tolerance",
     CHECK_NAMES["compile-check"]: "compile-check",
     "writers": "claims and attempts (probe, stage 2)",
     "more": "more",
@@ -157,6 +158,9 @@ class Inspector(VerticalScroll, can_focus=True):
             )
         if row.get("oracle"):
             sections["oracle"] = render.oracle_content(row["oracle"])
+        if row.get("tolerance"):
+            test_line = model.tolerance_test_line(row)
+            sections["tolerance"] = render.tolerance_content(row["tolerance"], test_line)
         if row.get("compile"):
             sections["compile"] = render.compile_content(row["compile"])
         writers = render.writers_content(row.get("claims"), row.get("attempts"), row.get("probe"))

@@ -272,9 +272,7 @@ class MutantGrid(ScrollView, can_focus=True):
         parts = [self._fold_mark(key) + key, str(len(members))]
         if survived:
             kinds = [survivor_kind(self.model.rows[i]) for i in members if states[i] == "survived"]
-            said = [
-                f"{kinds.count(k)} {KIND_WORDS[k]}" for k in ("differs", "identical") if k in kinds
-            ]
+            said = [f"{kinds.count(k)} {words}" for k, words in KIND_WORDS.items() if k in kinds]
             parts.append(f"{survived} survived" + (f" ({', '.join(said)})" if said else ""))
         if pending:
             parts.append(f"{pending} {'not run' if self.model.stopped else 'to go'}")

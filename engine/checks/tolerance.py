@@ -1,0 +1,337 @@
+"""What the tolerance hid: each survivor said by the closeness assertion that let it through.
+
+Every job records the closeness assertions its checks make (``harness/closeness.py``: per
+test case and test line, the tolerances in force and the error observed, as the smallest
+``atol`` that would have passed at the call's ``rtol``). For every survivor this check pairs
+its own job's records with the original's on the same test cases (one job of the original
+per function, the cases that judge its mutants) and finds the line where the mutant's error
+stands furthest above the original's. A round tolerance between the two is a proposal; it
+is reported as a kill condition only once checked: the test run again with it in force at
+that line (``Job.tighten``), the original on ``SEEDS`` seeds (it must pass every one) and
+the survivor (it must fail). A checked proposal makes the survivor ``hidden by tolerance``
+(``survivor_kinds``); otherwise the row says what was observed and that no tolerance was
+shown to separate them. Nothing here changes a verdict or a score: it explains survivors
+and proposes a test change.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from ..events import CheckFinished, CheckStarted, Event
+from ..job import Job, JobResult, JobStatus
+from ..kernel_file import GIVEN
+from ..records import Mutant
+from ..stage import StageContext
+from ..vocabulary import CHECK_NAMES
+from . import harness_jobs
+
+CHECK = CHECK_NAMES["tolerance"]
+#: the original runs with a proposed tolerance on this many seeds, and must pass each
+SEEDS = 3
+#: a proposal leaves the original this much headroom over its worst error seen
+HEADROOM = 2.0
+#: the per-test-line view names this many lines at most
+SHOWN_LINES = 5
+
+
+def number(value: object) -> float:
+    """A recorded number (``"inf"`` for an infinite one) as a float; nan if absent."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def short(x: float) -> str:
+    """A tolerance or an error, in few characters: 0.061, 3.1e-04, inf."""
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.2g}" if x == 0 or 1e-3 <= abs(x) < 1e4 else f"{x:.1e}"
+
+
+def nice_between(low: float, high: float) -> float | None:
+    """A round value (1, 2 or 5 times a power of ten) strictly between ``low`` (the
+    original's worst error) and ``high`` (the mutant's), nearest their geometric mean so
+    both sides keep room (the original's rounding varies with its inputs), and at least
+    ``HEADROOM`` times ``low`` where one fits; None when none fits."""
+    if not high > low >= 0 or math.isnan(high):
+        return None
+    if math.isinf(high):
+        high = max(low, 1e-30) * 1e4
+    between = [v for v in NICE if low < v < high]
+    if not between:
+        return None
+    roomy = [v for v in between if v >= HEADROOM * low] or between
+    target = math.sqrt(low * high) if low > 0 else high / 10
+    return min(roomy, key=lambda v: abs(math.log(v / target)))
+
+
+#: the round values a proposal is drawn from
+NICE = tuple(float(f"{m}e{e}") for e in range(-12, 7) for m in (1, 2, 5))
+
+
+@dataclass(frozen=True)
+class Site:
+    """One test line's closeness calls of one function over a job's cases."""
+
+    where: str
+    fn: str
+    atol: float
+    rtol: float
+    atol_needed: float
+    max_abs: float
+    calls: int
+    varied: bool
+    nan_mismatch: bool
+
+    @property
+    def words(self) -> str:
+        varied = ", varying by case" if self.varied else ""
+        return f"{self.where} {self.fn}(atol={short(self.atol)}, rtol={short(self.rtol)}{varied})"
+
+
+def sites(result: JobResult | None, written: frozenset[str]) -> dict[tuple[str, str], Site]:
+    """A job's closeness records by (test line, function), joined over its cases (the
+    worst error, the loosest ``rtol``): the user's tests only, not the written ones."""
+    found: dict[tuple[str, str], Site] = {}
+    for rec in (result.extra.get("closeness") or []) if result is not None else []:
+        where, fn = str(rec.get("where") or ""), str(rec.get("fn") or "")
+        if not where or rec.get("stats") is False:
+            continue
+        if os.path.basename(where.rsplit(":", 1)[0]) in written:
+            continue
+        one = Site(
+            where,
+            fn,
+            number(rec.get("atol")),
+            number(rec.get("rtol")),
+            number(rec.get("atol_needed")),
+            number(rec.get("max_abs")),
+            int(rec.get("calls") or 1),
+            bool(rec.get("varied")),
+            bool(rec.get("nan_mismatch")),
+        )
+        was = found.get((where, fn))
+        found[(where, fn)] = one if was is None else _joined(was, one)
+    return found
+
+
+def _joined(a: Site, b: Site) -> Site:
+    return replace(
+        a,
+        rtol=max(a.rtol, b.rtol),
+        atol_needed=max(a.atol_needed, b.atol_needed),
+        max_abs=max(a.max_abs, b.max_abs),
+        calls=a.calls + b.calls,
+        varied=a.varied or b.varied or (a.atol, a.rtol) != (b.atol, b.rtol),
+        nan_mismatch=a.nan_mismatch or b.nan_mismatch,
+    )
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A survivor's closest call: the line, the original's and the mutant's errors there,
+    and a proposed ``atol`` between them (None where none fits)."""
+
+    site: Site
+    original: Site
+    proposal: float | None
+
+    def line(self, checked: bool | None) -> str:
+        """The row's sentence; ``checked``: None (not run), True (the original passed the
+        proposal on every seed and the mutant failed it), False (it did not)."""
+        o, m = self.original, self.site
+        head = (
+            f"{m.words}: the original passes at max abs {short(o.max_abs)}, "
+            f"this mutant at {short(m.max_abs)}"
+        )
+        if m.nan_mismatch:
+            return f"{head}; it has NaN where the original has none and the call passes anyway"
+        if self.proposal is None:
+            return f"{head}; no atol separates them (needed: {short(o.atol_needed)} against {short(m.atol_needed)})"
+        p = short(self.proposal)
+        if checked:
+            return f"{head}; atol {p} fails the mutant and passes the original (checked, {SEEDS} seeds)"
+        if checked is False:
+            return f"{head}; atol {p} was tried and did not separate them"
+        return f"{head}; atol {p} would fail the mutant and pass the original (not checked)"
+
+
+def finding(original: dict, mutant: dict) -> Finding | None:
+    """The line where the mutant's error stands furthest above the original's (by the
+    ``atol`` each needs), with a proposal between them; None where no line's error grew."""
+    best: tuple[float, Finding] | None = None
+    for key, m in mutant.items():
+        o = original.get(key)
+        if o is None or not m.atol_needed > o.atol_needed and not m.nan_mismatch:
+            continue
+        ratio = math.inf if o.atol_needed == 0 else m.atol_needed / o.atol_needed
+        proposal = None if m.nan_mismatch else nice_between(o.atol_needed, m.atol_needed)
+        if proposal is not None and proposal <= 0:
+            proposal = None
+        candidate = Finding(m, o, proposal)
+        rank = (proposal is not None) * 1e300 + (ratio if not math.isnan(ratio) else 0)
+        if best is None or rank > best[0]:
+            best = (rank, candidate)
+    return best[1] if best else None
+
+
+def original_job(ctx: StageContext, mutant: Mutant) -> Job:
+    """The original on the cases that judge ``mutant``, to the end (its records), with the
+    limit a mutant's job on those cases gets."""
+    job = harness_jobs.checks_job(ctx, None, harness_jobs.selected(mutant))
+    if ctx.coverage is None:
+        return job
+    return replace(job, timeout_s=round(ctx.mutant_timeout(ctx.original_s(job.checks)), 1))
+
+
+def checking_jobs(ctx: StageContext, mutant: Mutant, found: Finding) -> dict[str, Job]:
+    """The proposal in force at its line: the original on ``SEEDS`` seeds, the mutant once."""
+    tighten = {found.site.where: {"atol": found.proposal, "rtol": found.site.rtol}}
+    base = original_job(ctx, mutant)
+    jobs = {
+        f"original:{n}": replace(base, tighten=tighten, seed=base.seed + n) for n in range(SEEDS)
+    }
+    jobs["mutant"] = replace(ctx.mutant_job(mutant), tighten=tighten)
+    return jobs
+
+
+def checked(results: dict[str, tuple[JobResult, bool]], where: str) -> bool | None:
+    """True where every original run passed and the mutant's failed at ``where`` itself
+    (its record there says a call failed with the proposal in force); None where a run
+    gave no answer (a timeout, an error)."""
+    if len(results) < SEEDS + 1:
+        return None
+    statuses = {key: r.status for key, (r, _) in results.items()}
+    if any(s not in (JobStatus.PASSED, JobStatus.FAILED) for s in statuses.values()):
+        return None
+    originals = all(s is JobStatus.PASSED for k, s in statuses.items() if k != "mutant")
+    mutant = results["mutant"][0]
+    failed_there = any(
+        r.get("where") == where and r.get("failed") for r in mutant.extra.get("closeness") or []
+    )
+    return originals and mutant.status is JobStatus.FAILED and failed_there
+
+
+def row_field(found: Finding | None, verdict: bool | None, note: str = "") -> dict:
+    """The row's ``tolerance`` section."""
+    if found is None:
+        return {
+            "line": note or "no closeness assertion's error grew on this mutant",
+            "hidden": False,
+        }
+    o, m = found.original, found.site
+    return {
+        "line": found.line(verdict),
+        "where": m.where,
+        "fn": m.fn,
+        "atol": m.atol,
+        "rtol": m.rtol,
+        "original": {"max_abs": o.max_abs, "atol_needed": o.atol_needed},
+        "mutant": {"max_abs": m.max_abs, "atol_needed": m.atol_needed},
+        "proposal": None if found.proposal is None else {"atol": found.proposal, "rtol": m.rtol},
+        "checked": verdict,
+        "hidden": bool(verdict),
+    }
+
+
+def tolerance_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
+    summary: dict = {"mutants": len(survivors), "hidden": 0, "proposals": 0, "lines": []}
+    yield from harness_jobs.publishing(ctx, CHECK, summary, _tolerance(ctx, survivors, summary))
+
+
+def _written(ctx: StageContext) -> frozenset[str]:
+    return frozenset(os.path.basename(t.name) for t in ctx.kernel.tests if t.origin != GIVEN)
+
+
+def _tolerance(ctx: StageContext, survivors: list[Mutant], summary: dict) -> Iterator[Event]:
+    yield CheckStarted(None, CHECK, total=len(survivors))
+    findings = _findings(ctx, survivors)
+    proposed = {m.id: f for m in survivors if (f := findings.get(m.id)) and f.proposal is not None}
+    jobs = {
+        f"{m.id}|{name}": job
+        for m in survivors
+        if m.id in proposed
+        for name, job in checking_jobs(ctx, m, proposed[m.id]).items()
+    }
+    ran = ctx.run_all(jobs)  # every survivor's proposal at once, spread over the workers
+    summary["proposals"] = len(proposed)
+    rows: dict[str, dict] = {}
+    for done, m in enumerate(survivors, 1):
+        found, verdict = findings.get(m.id), None
+        if m.id in proposed:
+            mine = {k.split("|", 1)[1]: v for k, v in ran.items() if k.split("|", 1)[0] == m.id}
+            verdict = checked(mine, proposed[m.id].site.where)
+        field = row_field(found, verdict, "" if m.id in findings else "no record of its run")
+        ctx.ledger.put_row(m.id, CHECK, field)
+        rows[m.id] = field
+        summary["hidden"] += field["hidden"]
+        yield CheckFinished(m, CHECK, field["line"], done, len(survivors))
+    summary["lines"] = per_line(rows)
+    yield CheckFinished(None, CHECK, overall(summary), len(survivors), len(survivors))
+
+
+def _findings(ctx: StageContext, survivors: list[Mutant]) -> dict[str, Finding | None]:
+    """Each survivor's closest call, from its own job's records (served from the cache)
+    and those of the original on the same cases (one job per function)."""
+    written = _written(ctx)
+    jobs = {f"m:{m.id}": ctx.mutant_job(m) for m in survivors}
+    jobs.update({f"o:{harness_jobs.selected(m)}": original_job(ctx, m) for m in survivors})
+    results = ctx.run_all(jobs)
+    findings: dict[str, Finding | None] = {}
+    for m in survivors:
+        mine, theirs = results.get(f"m:{m.id}"), results.get(f"o:{harness_jobs.selected(m)}")
+        if mine is not None and theirs is not None:
+            findings[m.id] = finding(sites(theirs[0], written), sites(mine[0], written))
+    return findings
+
+
+def per_line(rows: dict[str, dict]) -> list[dict]:
+    """Per test line, the survivors its tolerance let through with their outputs' error
+    grown, and how many the tightest checked proposal there kills: most kills first."""
+    lines: dict[str, dict] = {}
+    for mid, row in rows.items():
+        if "where" not in row:
+            continue
+        one = lines.setdefault(
+            row["where"],
+            {"where": row["where"], "fn": row["fn"], "atol": row["atol"], "rtol": row["rtol"],
+             "survivors": [], "killed": [], "atol_checked": None, "original_atol_needed": 0.0},
+        )  # fmt: skip
+        one["survivors"].append(mid)
+        one["original_atol_needed"] = max(
+            one["original_atol_needed"], row["original"]["atol_needed"]
+        )
+        if row["hidden"]:
+            one["killed"].append(mid)
+            p = row["proposal"]["atol"]
+            one["atol_checked"] = p if one["atol_checked"] is None else min(one["atol_checked"], p)
+    return sorted(
+        lines.values(), key=lambda x: (-len(x["killed"]), -len(x["survivors"]), x["where"])
+    )
+
+
+def line_words(line: dict) -> str:
+    """'test_x.py:88 lets 7 survivors through at atol 0.2; at 0.002 (the original's worst
+    error there needs 0.0004) the checked proposals kill 6'."""
+    n = len(line["survivors"])
+    head = f"{line['where']} lets {n} survivor{'s' if n != 1 else ''} through at atol {short(line['atol'])}"
+    if not line["killed"]:
+        return f"{head}; no checked tolerance separates them"
+    return (
+        f"{head}; at atol {short(line['atol_checked'])} (the original needs "
+        f"{short(line['original_atol_needed'])} there) the checked proposals kill {len(line['killed'])}"
+    )
+
+
+def overall(summary: dict) -> str:
+    line = (
+        f"tolerance: {summary['hidden']} of {summary['mutants']} survivors hidden by a "
+        f"closeness assertion's tolerance ({summary['proposals']} proposals checked)"
+    )
+    first = [line_words(x) for x in summary.get("lines", [])[:1] if x["killed"]]
+    return line + (f"; {first[0]}" if first else "")

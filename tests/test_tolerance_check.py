@@ -1,0 +1,82 @@
+"""The tolerance check end to end (engine/checks/tolerance.py over harness/closeness.py): a
+real kernel whose test compares with a loose atol lets a mutant through that shifts every
+output a little; the check names the test line, proposes a tighter atol, runs the test with
+it on the original (three seeds) and on the mutant, and only then calls the survivor
+hidden by tolerance. Nothing of it changes a verdict or the score."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import run_cli
+
+KERNEL = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def shift_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x * 2.0 + 0.001, mask=mask)
+
+
+def shift(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    shift_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK=64)
+    return out
+"""
+
+TESTS = """import torch
+
+from shifted import shift
+
+
+def test_shift():
+    x = torch.rand(200)
+    torch.testing.assert_close(shift(x), x * 2.0 + 0.001, atol=0.05, rtol=0)
+"""
+
+
+@pytest.mark.slow
+def test_a_survivor_a_tighter_checked_atol_kills_is_hidden_by_tolerance(tmp_path: Path):
+    (tmp_path / "shifted.py").write_text(KERNEL)
+    (tmp_path / "test_shifted.py").write_text(TESTS)
+    proc = run_cli(
+        "run", "shifted.py", "--tests", "test_shifted.py", "--writer", "none",
+        "--no-write-tests", "--tolerance", "--json", "r.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    rows = {m["id"]: m for m in report["mutants"]}
+    survivors = [m for m in rows.values() if m["verdict"] == "survived"]
+    assert survivors, "the loose atol lets some mutant through"
+    hidden = [
+        m for m in survivors if (m.get("survivor") or {}).get("kind") == "hidden_by_tolerance"
+    ]
+    assert hidden, [m.get("tolerance") for m in survivors]
+    for row in hidden:
+        section = row["tolerance"]
+        assert section["where"] == "test_shifted.py:8"
+        assert section["fn"] == "torch.testing.assert_close" and section["atol"] == 0.05
+        assert section["checked"] is True and section["hidden"] is True
+        p = section["proposal"]["atol"]
+        assert section["original"]["atol_needed"] < p < section["mutant"]["atol_needed"]
+        assert "fails the mutant and passes the original (checked, 3 seeds)" in section["line"]
+    # a mutant that shifts the outputs by 0.002 (+ 0.001 -> - 0.001) is one of them
+    assert any(
+        m["tolerance"]["mutant"]["max_abs"] == pytest.approx(0.002, rel=0.01) for m in hidden
+    )
+    # it explains survivors, never judges them: they stay survivors, the score as it was
+    assert all(m["verdict"] == "survived" for m in hidden)
+    checks = report["checks"]["tolerance"]
+    assert checks["hidden"] == len(hidden)
+    assert checks["lines"][0]["where"] == "test_shifted.py:8"
+    assert sorted(checks["lines"][0]["killed"]) == sorted(m["id"] for m in hidden)

@@ -1,0 +1,111 @@
+"""The tolerance check's reading of closeness records (engine/checks/tolerance.py): which
+line it names, the tolerance it proposes, and the per-test-line view, on records as the
+harness writes them."""
+
+from __future__ import annotations
+
+import math
+
+from mutant_gate.engine.checks.tolerance import (
+    finding,
+    line_words,
+    nice_between,
+    per_line,
+    row_field,
+    sites,
+)
+from mutant_gate.engine.job import JobResult, JobStatus
+
+
+def result(*records: dict) -> JobResult:
+    return JobResult(JobStatus.PASSED, (), "", 0.1, extra={"closeness": list(records)})
+
+
+def record(where: str, needed: float, max_abs: float, **more) -> dict:
+    return {"case": "t.py::test_a", "where": where, "fn": "assert_close", "calls": 1,
+            "failed": 0, "atol": 0.2, "rtol": 0.02, "atol_needed": needed,
+            "max_abs": max_abs, **more}  # fmt: skip
+
+
+def test_a_proposal_lies_between_the_originals_error_and_the_mutants_with_headroom():
+    assert nice_between(3e-4, 0.06) == 5e-3  # nearest the geometric mean, 4.2e-3
+    assert nice_between(0.0, 1e-3) == 1e-4  # an exact original: a tenth of the mutant's
+    assert nice_between(4e-4, 7e-4) == 5e-4  # no room for twice the original: still between
+    assert nice_between(0.06, 0.06) is None  # nothing between
+    assert nice_between(0.1, 0.05) is None  # the mutant's error is the smaller
+
+
+def test_the_line_named_is_where_the_mutants_error_grew_most():
+    original = sites(
+        result(record("t.py:10", 1e-4, 1e-3), record("t.py:20", 1e-3, 2e-3)), frozenset()
+    )
+    mutant = sites(
+        result(record("t.py:10", 2e-4, 2e-3), record("t.py:20", 0.05, 0.06)), frozenset()
+    )
+    found = finding(original, mutant)
+    assert found is not None and found.site.where == "t.py:20"
+    assert found.proposal == 5e-3
+    field = row_field(found, True)
+    assert field["hidden"] and field["proposal"] == {"atol": 5e-3, "rtol": 0.02}
+    assert field["line"].startswith("t.py:20 assert_close(atol=0.2, rtol=0.02): the original")
+    assert "atol 0.005 fails the mutant and passes the original (checked" in field["line"]
+    assert "not checked" in row_field(found, None)["line"]
+    assert not row_field(found, False)["hidden"]
+
+
+def test_no_line_is_named_where_no_error_grew_and_written_tests_are_not_the_users():
+    same = sites(result(record("t.py:10", 1e-4, 1e-3)), frozenset())
+    assert finding(same, same) is None
+    assert row_field(None, None) == {
+        "line": "no closeness assertion's error grew on this mutant",
+        "hidden": False,
+    }
+    written = sites(
+        result(record("test_k_mg_probe_1.py:5", 1.0, 1.0)), frozenset({"test_k_mg_probe_1.py"})
+    )
+    assert written == {}
+
+
+def test_a_line_over_several_cases_keeps_the_worst_error_and_says_the_tolerance_varied():
+    joined = sites(
+        result(
+            record("t.py:10", 1e-4, 1e-3),
+            record("t.py:10", 3e-4, 4e-3, case="t.py::test_b", rtol=0.05),
+        ),
+        frozenset(),
+    )
+    (site,) = joined.values()
+    assert site.atol_needed == 3e-4 and site.max_abs == 4e-3 and site.calls == 2
+    assert site.rtol == 0.05 and site.varied
+
+
+def test_a_nan_the_original_lacks_is_said_and_gets_no_proposal():
+    original = sites(result(record("t.py:10", 0.0, 0.0)), frozenset())
+    mutant = sites(result(record("t.py:10", "inf", "inf", nan_mismatch=True)), frozenset())
+    found = finding(original, mutant)
+    assert found is not None and found.proposal is None
+    assert math.isinf(found.site.atol_needed)
+    assert "NaN where the original has none" in found.line(None)
+
+
+def test_the_per_line_view_puts_the_line_with_most_kills_first():
+    def row(where: str, hidden: bool, atol: float | None) -> dict:
+        return {"where": where, "fn": "assert_close", "atol": 0.2, "rtol": 0.02,
+                "original": {"atol_needed": 1e-4}, "hidden": hidden,
+                "proposal": {"atol": atol, "rtol": 0.02} if atol else None}  # fmt: skip
+
+    rows = {
+        "a": row("t.py:10", True, 1e-3),
+        "b": row("t.py:20", True, 5e-3),
+        "c": row("t.py:20", True, 2e-3),
+        "d": row("t.py:20", False, None),
+        "e": {"line": "no closeness assertion's error grew on this mutant", "hidden": False},
+    }
+    lines = per_line(rows)
+    assert [x["where"] for x in lines] == ["t.py:20", "t.py:10"]
+    assert lines[0]["survivors"] == ["b", "c", "d"] and lines[0]["killed"] == ["b", "c"]
+    assert lines[0]["atol_checked"] == 2e-3  # the tightest checked: it kills both
+    assert line_words(lines[0]) == (
+        "t.py:20 lets 3 survivors through at atol 0.2; at atol 0.002 (the original needs "
+        "1.0e-04 there) the checked proposals kill 2"
+    )
