@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from .baseline import left_out_line
+from .checks.tolerance import per_line
 from .errors import BadInput
 from .events import Event, MutantFinished, RunFinished
 from .job import JobResult
@@ -51,6 +52,7 @@ from .records import Mutant
 from .report import SCHEMA_VERSION, score, written_names
 from .settings import RunSettings
 from .stage import StageContext
+from .survivor_kinds import counts
 from .vocabulary import Verdict
 
 JUDGED, NOT_REACHED, LEFT_OUT = "judged", "not_reached", "left_out"
@@ -513,6 +515,7 @@ def library_report(
     judged = [r for r in rows if r["verdict"] != "pending" and r["file"] not in out]
     left = {"left_out_cases": left_out_cases} if left_out_cases else {}
     return {
+        **_survivors_said(judged),
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
         "library": library,
@@ -527,6 +530,23 @@ def library_report(
         "complete": complete,
         **left,
     }
+
+
+def _survivors_said(rows: list[dict]) -> dict:
+    """The library's survivors by kind, and what the tolerance hid per test line, drawn
+    from every module's rows (as a module's run says them of its own)."""
+    tolerance = {r["id"]: r["tolerance"] for r in rows if isinstance(r.get("tolerance"), dict)}
+    out: dict = {"survivor_kinds": counts(rows)}
+    if tolerance:
+        out["checks"] = {
+            "tolerance": {
+                "mutants": len(tolerance),
+                "hidden": sum(bool(x.get("hidden")) for x in tolerance.values()),
+                "proposals": sum(x.get("proposal") is not None for x in tolerance.values()),
+                "lines": per_line(tolerance),
+            }
+        }
+    return out
 
 
 # -- per-path thresholds ----------------------------------------------------------------------

@@ -44,6 +44,13 @@ def test_shift():
     torch.testing.assert_close(shift(x), x * 2.0 + 0.001, atol=0.05, rtol=0)
 """
 
+OWN_CHECK = """
+
+if __name__ == "__main__":
+    x = torch.rand(100)
+    assert torch.allclose(shift(x), x * 2.0 + 0.001, atol=0.05)
+"""
+
 
 @pytest.mark.slow
 def test_a_survivor_a_tighter_checked_atol_kills_is_hidden_by_tolerance(tmp_path: Path):
@@ -80,3 +87,29 @@ def test_a_survivor_a_tighter_checked_atol_kills_is_hidden_by_tolerance(tmp_path
     assert checks["hidden"] == len(hidden)
     assert checks["lines"][0]["where"] == "test_shifted.py:8"
     assert sorted(checks["lines"][0]["killed"]) == sorted(m["id"] for m in hidden)
+
+
+@pytest.mark.slow
+def test_a_survivor_of_the_users_tests_keeps_its_line_when_a_written_test_kills_it(tmp_path: Path):
+    """The score is the user's: a mutant the probe's written test kills still passed the
+    user's assertion, and the row says which and what would have caught it."""
+    # an own check the probe learns the call from, as loose as the test
+    (tmp_path / "shifted.py").write_text(KERNEL + OWN_CHECK)
+    (tmp_path / "test_shifted.py").write_text(TESTS)
+    proc = run_cli(
+        "run", "shifted.py", "--tests", "test_shifted.py", "--no-write-tests",
+        "--json", "r.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    written = {t["name"].split("::")[-1] for t in report["tests"] if t.get("origin") == "probe"}
+    by_written = [
+        m for m in report["mutants"]
+        if m["verdict"] == "killed" and m["by"].removeprefix("test:") in written
+    ]  # fmt: skip
+    assert by_written, "the probe kills what the loose atol let through"
+    for row in by_written:
+        section = row["tolerance"]
+        assert section["where"] in ("test_shifted.py:8", "shifted.py:24"), section
+        assert section["hidden"] is True
+    assert report["score"]["killed"] < report["score"]["with_written"]["killed"]

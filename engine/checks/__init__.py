@@ -48,7 +48,8 @@ CHECKS: dict[str, Stage] = {
     "big-index": Stage("big-index", big_index_stage),
     "claims": Stage("claims", claims_stage),
     "diff-oracle": Stage("diff-oracle", diff_oracle_stage, (Verdict.SURVIVED, Verdict.EQUIVALENT)),
-    "tolerance": Stage("tolerance", tolerance_stage),
+    # the survivors of the user's tests: those a written test killed too
+    "tolerance": Stage("tolerance", tolerance_stage, (Verdict.SURVIVED, Verdict.KILLED)),
 }
 #: Checks that run whatever the flags say.
 ALWAYS = frozenset({"big-index", "claims"})

@@ -2,8 +2,9 @@
 
 Every job records the closeness assertions its checks make (``harness/closeness.py``: per
 test case and test line, the tolerances in force and the error observed, as the smallest
-``atol`` that would have passed at the call's ``rtol``). For every survivor this check pairs
-its own job's records with the original's on the same test cases (one job of the original
+``atol`` that would have passed at the call's ``rtol``). For every survivor of the user's tests (a
+mutant only a written test kills is one: the score is the user's) this check pairs its
+job's records on the user's tests with the original's on the same test cases (one job of the original
 per function, the cases that judge its mutants) and finds the line where the mutant's error
 stands furthest above the original's. A round tolerance between the two is a proposal; it
 is reported as a kill condition only once checked: the test run again with it in force at
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -26,7 +28,7 @@ from ..job import Job, JobResult, JobStatus
 from ..kernel_file import GIVEN
 from ..records import Mutant
 from ..stage import StageContext
-from ..vocabulary import CHECK_NAMES
+from ..vocabulary import CHECK_NAMES, TEST_PREFIX, Verdict
 from . import harness_jobs
 
 CHECK = CHECK_NAMES["tolerance"]
@@ -181,12 +183,41 @@ def finding(original: dict, mutant: dict) -> Finding | None:
 
 
 def original_job(ctx: StageContext, mutant: Mutant) -> Job:
-    """The original on the cases that judge ``mutant``, to the end (its records), with the
-    limit a mutant's job on those cases gets."""
-    job = harness_jobs.checks_job(ctx, None, harness_jobs.selected(mutant))
+    """The original on the user's cases that judge ``mutant``, to the end (its records),
+    with the limit a mutant's job on those cases gets."""
+    job = users(ctx, harness_jobs.checks_job(ctx, None, harness_jobs.selected(mutant)))
     if ctx.coverage is None:
         return job
     return replace(job, timeout_s=round(ctx.mutant_timeout(ctx.original_s(job.checks)), 1))
+
+
+def mutant_job(ctx: StageContext, mutant: Mutant) -> Job:
+    """``mutant``'s job on the user's tests: the mutant phase's own (served from the cache)
+    where no test was written since."""
+    return users(ctx, ctx.mutant_job(mutant))
+
+
+def users(ctx: StageContext, job: Job) -> Job:
+    """``job`` without the tests mutant-gate wrote (their files, data and checks)."""
+    written = {f for t in ctx.kernel.tests if t.origin != GIVEN for f in (t.name, *dict(t.data))}
+    if not written:
+        return job
+    return replace(
+        job,
+        files=tuple(f for f in job.files if f[0] not in written),
+        checks=tuple(c for c in job.checks if c.path not in written),
+    )
+
+
+def written_kill(ctx: StageContext, mutant: Mutant) -> bool:
+    """Whether a test mutant-gate wrote killed ``mutant`` (it survived the user's tests)."""
+    outcome = ctx.ledger.outcome(mutant.id)
+    by = str(outcome.by or "") if outcome is not None else ""
+    if outcome is None or outcome.verdict is not Verdict.KILLED or not by.startswith(TEST_PREFIX):
+        return False
+    name = by.removeprefix(TEST_PREFIX).split("[")[0]
+    sources = (t.source for t in ctx.kernel.tests if t.origin != GIVEN)
+    return any(re.search(rf"\bdef {re.escape(name)}\(", s) for s in sources)
 
 
 def checking_jobs(ctx: StageContext, mutant: Mutant, found: Finding) -> dict[str, Job]:
@@ -196,7 +227,7 @@ def checking_jobs(ctx: StageContext, mutant: Mutant, found: Finding) -> dict[str
     jobs = {
         f"original:{n}": replace(base, tighten=tighten, seed=base.seed + n) for n in range(SEEDS)
     }
-    jobs["mutant"] = replace(ctx.mutant_job(mutant), tighten=tighten)
+    jobs["mutant"] = replace(mutant_job(ctx, mutant), tighten=tighten)
     return jobs
 
 
@@ -239,7 +270,12 @@ def row_field(found: Finding | None, verdict: bool | None, note: str = "") -> di
     }
 
 
-def tolerance_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
+def tolerance_stage(ctx: StageContext, mutants: list[Mutant]) -> Iterator[Event]:
+    """The check over the survivors of the user's tests (its stage hands it the survivors
+    and the killed; a kill of the user's own is left out)."""
+    survivors = [
+        m for m in mutants if ctx.ledger.verdict(m.id) is Verdict.SURVIVED or written_kill(ctx, m)
+    ]
     summary: dict = {"mutants": len(survivors), "hidden": 0, "proposals": 0, "lines": []}
     yield from harness_jobs.publishing(ctx, CHECK, summary, _tolerance(ctx, survivors, summary))
 
@@ -279,7 +315,7 @@ def _findings(ctx: StageContext, survivors: list[Mutant]) -> dict[str, Finding |
     """Each survivor's closest call, from its own job's records (served from the cache)
     and those of the original on the same cases (one job per function)."""
     written = _written(ctx)
-    jobs = {f"m:{m.id}": ctx.mutant_job(m) for m in survivors}
+    jobs = {f"m:{m.id}": mutant_job(ctx, m) for m in survivors}
     jobs.update({f"o:{harness_jobs.selected(m)}": original_job(ctx, m) for m in survivors})
     results = ctx.run_all(jobs)
     findings: dict[str, Finding | None] = {}
