@@ -94,6 +94,36 @@ HELPER = textwrap.dedent(
     """
 )
 
+BY_HAND = textwrap.dedent(
+    """
+    import torch
+
+
+    def assert_verbose_allclose(tensor1, tensor2, rtol=1e-05, atol=1e-08, max_print=5):
+        '''A library's helper that compares by hand, never calling torch.allclose.'''
+        diff = torch.abs(tensor1 - tensor2)
+        bad = diff > atol + rtol * torch.abs(tensor2)
+        if bad.any():
+            raise AssertionError(f"{int(bad.sum())} mismatched elements")
+    """
+)
+
+BY_HAND_TESTS = textwrap.dedent(
+    """
+    import torch
+
+    from helpers.compare import assert_verbose_allclose
+
+
+    def test_by_hand():
+        expected = torch.ones(8)
+        actual = expected.clone()
+        actual[2] = 1.01
+        assert_verbose_allclose(actual, expected, atol=0.02, rtol=0.0)  # L:by_hand
+        assert_verbose_allclose(actual, expected, 0.0, 0.05)  # L:by_hand_positional
+    """
+)
+
 FAILING = textwrap.dedent(
     """
     import torch
@@ -142,6 +172,8 @@ FILES = {
     "testutils/checks.py": HELPER,
     "test_failing.py": FAILING,
     "check.py": OWN_CHECK,
+    "helpers/compare.py": BY_HAND,
+    "test_by_hand.py": BY_HAND_TESTS,
 }
 #: (a check's tolerances tightened at three lines: each fails its test there)
 TIGHTER = {"atol": 0.001, "rtol": 0.0}
@@ -169,7 +201,12 @@ def pytest_job(files: dict[str, str], test: str, **kw) -> Job:
 
 def jobs() -> dict[str, Job]:
     kinds = {k: FILES[k] for k in ("test_kinds.py", "testutils/checks.py")}
+    by_hand = {k: FILES[k] for k in ("test_by_hand.py", "helpers/compare.py")}
     return {
+        "by_hand": pytest_job(by_hand, "test_by_hand.py"),
+        "by_hand_tightened": pytest_job(
+            by_hand, "test_by_hand.py", tighten={line("by_hand"): TIGHTER}
+        ),
         "kinds": pytest_job(kinds, "test_kinds.py"),
         "tightened": pytest_job(
             kinds, "test_kinds.py", tighten={line(m): TIGHTER for m in TIGHTENED}
@@ -291,6 +328,26 @@ def test_a_helper_in_another_file_is_attributed_to_the_test_line(results):
     assert rec["helper"].startswith("testutils/checks.py:")
     assert rec["calls"] == 3
     assert not any("helper" in r for r in results["kinds"].extra["closeness"] if r is not rec)
+
+
+@pytest.mark.slow
+def test_a_projects_own_helper_that_compares_by_hand_is_recorded_and_tightened(results):
+    """A library's ``assert_verbose_allclose`` (it never calls torch.allclose) is found by
+    its name and its rtol/atol parameters, read as allclose at the test line that called
+    it, its tolerances given by keyword or by position; tightened, it fails there."""
+    fn = "helpers.compare.assert_verbose_allclose"
+    recs = by_where(results["by_hand"])
+    keyword, positional = recs[line("by_hand")], recs[line("by_hand_positional")]
+    assert keyword["fn"] == positional["fn"] == fn
+    assert (keyword["atol"], keyword["rtol"], keyword["failed"]) == (0.02, 0.0, 0)
+    assert (positional["atol"], positional["rtol"]) == (0.05, 0.0)
+    assert keyword["max_abs"] == pytest.approx(0.01, rel=1e-3)
+    assert keyword["atol_needed"] == pytest.approx(0.01, rel=1e-3)
+    assert "helper" not in keyword  # the test called it: that line is the record's
+    tightened = results["by_hand_tightened"]
+    assert outcome(tightened, "test_by_hand").status == "failed"
+    rec = by_where(tightened)[line("by_hand")]
+    assert rec["tightened"] is True and rec["failed"] == 1
 
 
 PLAIN_PYTEST = (

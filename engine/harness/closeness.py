@@ -770,6 +770,15 @@ def tracker() -> Any:
     import pytest
 
     class CaseTracker:
+        def pytest_collection_finish(self, session: Any) -> None:
+            """The test modules are imported: the project's own closeness helpers too."""
+            from .closeness_helpers import wrap
+
+            try:
+                wrap(_RECORDER.places)
+            except Exception:  # noqa: BLE001 - a courtesy: the run goes on unrecorded
+                pass
+
         @pytest.hookimpl(wrapper=True)
         def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
             _RECORDER.enter_case(item)
