@@ -719,6 +719,11 @@ def start(tighten: dict | None, root: str) -> None:
     set_tighten(tighten)
 
 
+def places() -> Places:
+    """The job's root and what is library code, as the records see them."""
+    return _RECORDER.places
+
+
 def set_tighten(tighten: dict | None) -> None:
     """``{where: {"atol": float, "rtol": float}}``: the tolerances calls there run with."""
     _RECORDER.tighten = dict(tighten or {})
@@ -770,15 +775,6 @@ def tracker() -> Any:
     import pytest
 
     class CaseTracker:
-        def pytest_collection_finish(self, session: Any) -> None:
-            """The test modules are imported: the project's own closeness helpers too."""
-            from .closeness_helpers import wrap
-
-            try:
-                wrap(_RECORDER.places)
-            except Exception:  # noqa: BLE001 - a courtesy: the run goes on unrecorded
-                pass
-
         @pytest.hookimpl(wrapper=True)
         def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
             _RECORDER.enter_case(item)

@@ -30,7 +30,7 @@ from mutant_gate.engine.job import (
     JobStatus,
 )
 
-from . import batched, bounds, closeness, null_run, parity, shims
+from . import batched, bounds, closeness, closeness_helpers, null_run, parity, shims
 from .cuda_fault import lost_cuda_context
 from .project import Coverage, launched, reached, record_launches
 
@@ -301,7 +301,8 @@ def _run_pytest(
     chosen = [(flag, v) for flag, v in (("-k", check.keyword), ("-m", check.marker)) if v]
     for flag, value in chosen:  # pytest's own selection (--tests FILE -k EXPR -m EXPR)
         args += [flag, value]
-    plugins = [collector, closeness.tracker()] + ([coverage] if coverage is not None else [])
+    plugins = [collector, closeness.tracker(), closeness_helpers.finder()]
+    plugins += [coverage] if coverage is not None else []
     if check.case_time_s:
         plugins.append(case_clock(check.case_time_s))
     start = time.perf_counter()
