@@ -220,11 +220,12 @@ def next_step(report: dict, tests_dir: str | None = None) -> str | None:
     gaps = [m for kind in GAPS for m in left if (m.get("survivor") or {}).get("kind") == kind]
     run = report.get("run_id")
     lines = ((report.get("checks") or {}).get("tolerance") or {}).get("lines") or []
-    best = next((x for x in lines if x.get("killed") and x.get("atol_checked")), None)
+    best = next((x for x in lines if x.get("killed")), None)
     if best is not None:  # the test line whose tightest checked tolerance kills the most
         n = len(best["killed"])
+        name = "atol" if best.get("atol_checked") is not None else "rtol"
         return (
-            f"next: tighten the assertion at {best['where']} to atol {best['atol_checked']:g}: "
+            f"next: tighten the assertion at {best['where']} to {name} {best[f'{name}_checked']:g}: "
             f"it kills {n} survivor{'s' if n != 1 else ''}; `mutant-gate replay {run}` shows "
             "each survivor's evidence"
         )

@@ -46,7 +46,7 @@ def anyio_backend() -> str:
 
 
 def site(where: str, needed: float, max_abs: float) -> Site:
-    return Site(where, "assert_close", 0.2, 0.02, needed, max_abs, 4, False, False)
+    return Site(where, "assert_close", 0.2, 0.02, needed, 0.0, max_abs, 4, False, False)
 
 
 def tolerance_report() -> dict:

@@ -109,3 +109,21 @@ def test_the_per_line_view_puts_the_line_with_most_kills_first():
         "t.py:20 lets 3 survivors through at atol 0.2; at atol 0.002 (the original needs "
         "1.0e-04 there) the checked proposals kill 2"
     )
+
+
+def test_where_the_rtol_covers_both_errors_an_rtol_separates_them():
+    """A rounding-sized change under ``rtol=1e-5`` needs no atol on either side: the rtol
+    each needs at the call's atol is compared instead, and proposed."""
+    original = sites(result(record("t.py:10", 0.0, 1e-7, rtol_needed=1e-7)), frozenset())
+    mutant = sites(result(record("t.py:10", 0.0, 6e-7, rtol_needed=6e-7)), frozenset())
+    found = finding(original, mutant)
+    assert found is not None and found.route == "rtol" and found.proposal == 2e-7
+    assert found.tighten == {"atol": 0.2, "rtol": 2e-7}
+    field = row_field(found, True)
+    assert field["route"] == "rtol" and field["proposal"] == {"atol": 0.2, "rtol": 2e-7}
+    assert "rtol 2.0e-07 fails the mutant and passes the original (checked" in field["line"]
+    (line,) = per_line({"m": field})
+    assert line["rtol_checked"] == 2e-7 and line["atol_checked"] is None
+    assert line_words(line).endswith(
+        "at rtol 2.0e-07 (the original needs 1.0e-07 there) the checked proposals kill 1"
+    )

@@ -85,6 +85,7 @@ class Site:
     atol: float
     rtol: float
     atol_needed: float
+    rtol_needed: float
     max_abs: float
     calls: int
     varied: bool
@@ -112,6 +113,7 @@ def sites(result: JobResult | None, written: frozenset[str]) -> dict[tuple[str, 
             number(rec.get("atol")),
             number(rec.get("rtol")),
             number(rec.get("atol_needed")),
+            number(rec.get("rtol_needed")),
             number(rec.get("max_abs")),
             int(rec.get("calls") or 1),
             bool(rec.get("varied")),
@@ -127,6 +129,7 @@ def _joined(a: Site, b: Site) -> Site:
         a,
         rtol=max(a.rtol, b.rtol),
         atol_needed=max(a.atol_needed, b.atol_needed),
+        rtol_needed=max(a.rtol_needed, b.rtol_needed),
         max_abs=max(a.max_abs, b.max_abs),
         calls=a.calls + b.calls,
         varied=a.varied or b.varied or (a.atol, a.rtol) != (b.atol, b.rtol),
@@ -137,11 +140,24 @@ def _joined(a: Site, b: Site) -> Site:
 @dataclass(frozen=True)
 class Finding:
     """A survivor's closest call: the line, the original's and the mutant's errors there,
-    and a proposed ``atol`` between them (None where none fits)."""
+    which tolerance separates them (``route``: "atol" at the call's rtol, else "rtol" at
+    its atol) and a proposed value between them (None where none fits)."""
 
     site: Site
     original: Site
     proposal: float | None
+    route: str = "atol"
+
+    def needed(self, site: Site) -> float:
+        """What ``site`` needs of the route's tolerance to pass."""
+        return site.atol_needed if self.route == "atol" else site.rtol_needed
+
+    @property
+    def tighten(self) -> dict:
+        """The tolerances in force at the line while the proposal is checked."""
+        if self.route == "atol":
+            return {"atol": self.proposal, "rtol": self.site.rtol}
+        return {"atol": self.site.atol, "rtol": self.proposal}
 
     def line(self, checked: bool | None) -> str:
         """The row's sentence; ``checked``: None (not run), True (the original passed the
@@ -153,33 +169,50 @@ class Finding:
         )
         if m.nan_mismatch:
             return f"{head}; it has NaN where the original has none and the call passes anyway"
+        r = self.route
         if self.proposal is None:
-            return f"{head}; no atol separates them (needed: {short(o.atol_needed)} against {short(m.atol_needed)})"
+            needed = f"{short(self.needed(o))} against {short(self.needed(m))}"
+            return f"{head}; no {r} separates them (needed: {needed})"
         p = short(self.proposal)
         if checked:
-            return f"{head}; atol {p} fails the mutant and passes the original (checked, {SEEDS} seeds)"
+            return (
+                f"{head}; {r} {p} fails the mutant and passes the original (checked, {SEEDS} seeds)"
+            )
         if checked is False:
-            return f"{head}; atol {p} was tried and did not separate them"
-        return f"{head}; atol {p} would fail the mutant and pass the original (not checked)"
+            return f"{head}; {r} {p} was tried and did not separate them"
+        return f"{head}; {r} {p} would fail the mutant and pass the original (not checked)"
 
 
 def finding(original: dict, mutant: dict) -> Finding | None:
     """The line where the mutant's error stands furthest above the original's (by the
-    ``atol`` each needs), with a proposal between them; None where no line's error grew."""
+    ``atol`` each needs at the call's rtol, else the ``rtol`` at its atol), with a
+    proposal between them; None where no line's error grew."""
     best: tuple[float, Finding] | None = None
     for key, m in mutant.items():
         o = original.get(key)
-        if o is None or not m.atol_needed > o.atol_needed and not m.nan_mismatch:
+        candidate = None if o is None else _grown(o, m)
+        if candidate is None:
             continue
-        ratio = math.inf if o.atol_needed == 0 else m.atol_needed / o.atol_needed
-        proposal = None if m.nan_mismatch else nice_between(o.atol_needed, m.atol_needed)
-        if proposal is not None and proposal <= 0:
-            proposal = None
-        candidate = Finding(m, o, proposal)
-        rank = (proposal is not None) * 1e300 + (ratio if not math.isnan(ratio) else 0)
+        low, high = candidate.needed(o), candidate.needed(m)
+        ratio = math.inf if low == 0 else high / low
+        rank = (candidate.proposal is not None) * 1e300 + (ratio if not math.isnan(ratio) else 0)
         if best is None or rank > best[0]:
             best = (rank, candidate)
     return best[1] if best else None
+
+
+def _grown(o: Site, m: Site) -> Finding | None:
+    """The finding at one line where the mutant needs more than the original: of atol
+    first, else of rtol; None where it needs no more of either."""
+    if m.nan_mismatch:
+        return Finding(m, o, None)
+    for route in ("atol", "rtol"):
+        found = Finding(m, o, None, route)
+        low, high = found.needed(o), found.needed(m)
+        if high > low and not math.isinf(low):
+            proposal = nice_between(low, high)
+            return replace(found, proposal=proposal if proposal and proposal > 0 else None)
+    return None
 
 
 def original_job(ctx: StageContext, mutant: Mutant) -> Job:
@@ -222,7 +255,7 @@ def written_kill(ctx: StageContext, mutant: Mutant) -> bool:
 
 def checking_jobs(ctx: StageContext, mutant: Mutant, found: Finding) -> dict[str, Job]:
     """The proposal in force at its line: the original on ``SEEDS`` seeds, the mutant once."""
-    tighten = {found.site.where: {"atol": found.proposal, "rtol": found.site.rtol}}
+    tighten = {found.site.where: found.tighten}
     base = original_job(ctx, mutant)
     jobs = {
         f"original:{n}": replace(base, tighten=tighten, seed=base.seed + n) for n in range(SEEDS)
@@ -262,9 +295,18 @@ def row_field(found: Finding | None, verdict: bool | None, note: str = "") -> di
         "fn": m.fn,
         "atol": m.atol,
         "rtol": m.rtol,
-        "original": {"max_abs": o.max_abs, "atol_needed": o.atol_needed},
-        "mutant": {"max_abs": m.max_abs, "atol_needed": m.atol_needed},
-        "proposal": None if found.proposal is None else {"atol": found.proposal, "rtol": m.rtol},
+        "route": found.route,
+        "original": {
+            "max_abs": o.max_abs,
+            "atol_needed": o.atol_needed,
+            "rtol_needed": o.rtol_needed,
+        },
+        "mutant": {
+            "max_abs": m.max_abs,
+            "atol_needed": m.atol_needed,
+            "rtol_needed": m.rtol_needed,
+        },
+        "proposal": None if found.proposal is None else found.tighten,
         "checked": verdict,
         "hidden": bool(verdict),
     }
@@ -328,39 +370,47 @@ def _findings(ctx: StageContext, survivors: list[Mutant]) -> dict[str, Finding |
 
 def per_line(rows: dict[str, dict]) -> list[dict]:
     """Per test line, the survivors its tolerance let through with their outputs' error
-    grown, and how many the tightest checked proposal there kills: most kills first."""
+    grown, and how many the tightest checked proposal there kills (``atol_checked`` /
+    ``rtol_checked``, the original's worst need of each beside it): most kills first."""
     lines: dict[str, dict] = {}
     for mid, row in rows.items():
         if "where" not in row:
             continue
-        one = lines.setdefault(
-            row["where"],
-            {"where": row["where"], "fn": row["fn"], "atol": row["atol"], "rtol": row["rtol"],
-             "survivors": [], "killed": [], "atol_checked": None, "original_atol_needed": 0.0},
-        )  # fmt: skip
+        one = lines.setdefault(row["where"], _new_line(row))
         one["survivors"].append(mid)
-        one["original_atol_needed"] = max(
-            one["original_atol_needed"], row["original"]["atol_needed"]
-        )
+        for name in ("atol", "rtol"):
+            need = row["original"].get(f"{name}_needed") or 0.0
+            one[f"original_{name}_needed"] = max(one[f"original_{name}_needed"], need)
         if row["hidden"]:
             one["killed"].append(mid)
-            p = row["proposal"]["atol"]
-            one["atol_checked"] = p if one["atol_checked"] is None else min(one["atol_checked"], p)
+            key, p = (
+                f"{row.get('route', 'atol')}_checked",
+                row["proposal"][row.get("route", "atol")],
+            )
+            one[key] = p if one[key] is None else min(one[key], p)
     return sorted(
         lines.values(), key=lambda x: (-len(x["killed"]), -len(x["survivors"]), x["where"])
     )
 
 
+def _new_line(row: dict) -> dict:
+    return {"where": row["where"], "fn": row["fn"], "atol": row["atol"], "rtol": row["rtol"],
+            "survivors": [], "killed": [], "atol_checked": None, "rtol_checked": None,
+            "original_atol_needed": 0.0, "original_rtol_needed": 0.0}  # fmt: skip
+
+
 def line_words(line: dict) -> str:
-    """'test_x.py:88 lets 7 survivors through at atol 0.2; at 0.002 (the original's worst
-    error there needs 0.0004) the checked proposals kill 6'."""
+    """'test_x.py:88 lets 7 survivors through at atol 0.2; at atol 0.002 (the original
+    needs 0.0004 there) the checked proposals kill 6' (rtol where only an rtol did)."""
     n = len(line["survivors"])
     head = f"{line['where']} lets {n} survivor{'s' if n != 1 else ''} through at atol {short(line['atol'])}"
     if not line["killed"]:
         return f"{head}; no checked tolerance separates them"
+    name = "atol" if line.get("atol_checked") is not None else "rtol"
     return (
-        f"{head}; at atol {short(line['atol_checked'])} (the original needs "
-        f"{short(line['original_atol_needed'])} there) the checked proposals kill {len(line['killed'])}"
+        f"{head}; at {name} {short(line[f'{name}_checked'])} (the original needs "
+        f"{short(line.get(f'original_{name}_needed') or 0.0)} there) the checked proposals "
+        f"kill {len(line['killed'])}"
     )
 
 

@@ -267,7 +267,7 @@ def tolerance_line_words(line: dict) -> str:
     """One line of the report's ``checks.tolerance.lines`` in words, as the check says
     it (``checks/tolerance.line_words``): 'tests/test_x.py:88 lets 7 survivors through
     at atol 0.2; at atol 0.002 (the original needs 0.0004 there) the checked proposals
-    kill 6'."""
+    kill 6' (rtol where only an rtol did)."""
     n = len(line["survivors"])
     head = (
         f"{line['where']} lets {n} survivor{'s' if n != 1 else ''} through at atol "
@@ -275,10 +275,11 @@ def tolerance_line_words(line: dict) -> str:
     )
     if not line["killed"]:
         return f"{head}; no checked tolerance separates them"
+    name = "atol" if line.get("atol_checked") is not None else "rtol"
     return (
-        f"{head}; at atol {short_number(line['atol_checked'])} (the original needs "
-        f"{short_number(line['original_atol_needed'])} there) the checked proposals kill "
-        f"{len(line['killed'])}"
+        f"{head}; at {name} {short_number(line[f'{name}_checked'])} (the original needs "
+        f"{short_number(line.get(f'original_{name}_needed') or 0.0)} there) the checked "
+        f"proposals kill {len(line['killed'])}"
     )
 
 
