@@ -38,6 +38,10 @@ SEEDS = 3
 HEADROOM = 2.0
 #: the per-test-line view names this many lines at most
 SHOWN_LINES = 5
+#: a survivor's line where its tests' run recorded no closeness assertion
+NO_ASSERTION = "its tests made no closeness assertion on its run (assert_close, allclose, approx or a helper named for them)"
+#: where no line's error grew
+NOT_GROWN = "no closeness assertion's error grew on this mutant"
 
 
 def number(value: object) -> float:
@@ -171,7 +175,10 @@ class Finding:
             return f"{head}; it has NaN where the original has none and the call passes anyway"
         r = self.route
         if self.proposal is None:
-            needed = f"{short(self.needed(o))} against {short(self.needed(m))}"
+            low, high = short(self.needed(o)), short(self.needed(m))
+            if low == high:  # apart only past two digits: say more of them
+                low, high = f"{self.needed(o):.4g}", f"{self.needed(m):.4g}"
+            needed = f"{low} against {high}"
             return f"{head}; no {r} separates them (needed: {needed})"
         p = short(self.proposal)
         if checked:
@@ -285,7 +292,7 @@ def row_field(found: Finding | None, verdict: bool | None, note: str = "") -> di
     """The row's ``tolerance`` section."""
     if found is None:
         return {
-            "line": note or "no closeness assertion's error grew on this mutant",
+            "line": note or NOT_GROWN,
             "hidden": False,
         }
     o, m = found.original, found.site
@@ -329,7 +336,11 @@ def _written(ctx: StageContext) -> frozenset[str]:
 def _tolerance(ctx: StageContext, survivors: list[Mutant], summary: dict) -> Iterator[Event]:
     yield CheckStarted(None, CHECK, total=len(survivors))
     findings = _findings(ctx, survivors)
-    proposed = {m.id: f for m in survivors if (f := findings.get(m.id)) and f.proposal is not None}
+    proposed = {
+        m.id: f
+        for m in survivors
+        if isinstance(f := findings.get(m.id), Finding) and f.proposal is not None
+    }
     jobs = {
         f"{m.id}|{name}": job
         for m in survivors
@@ -340,11 +351,15 @@ def _tolerance(ctx: StageContext, survivors: list[Mutant], summary: dict) -> Ite
     summary["proposals"] = len(proposed)
     rows: dict[str, dict] = {}
     for done, m in enumerate(survivors, 1):
-        found, verdict = findings.get(m.id), None
+        found, verdict = findings.get(m.id, "no record of its run"), None
         if m.id in proposed:
             mine = {k.split("|", 1)[1]: v for k, v in ran.items() if k.split("|", 1)[0] == m.id}
             verdict = checked(mine, proposed[m.id].site.where)
-        field = row_field(found, verdict, "" if m.id in findings else "no record of its run")
+        field = (
+            row_field(found, verdict)
+            if isinstance(found, Finding)
+            else row_field(None, None, found)
+        )
         ctx.ledger.put_row(m.id, CHECK, field)
         rows[m.id] = field
         summary["hidden"] += field["hidden"]
@@ -353,18 +368,22 @@ def _tolerance(ctx: StageContext, survivors: list[Mutant], summary: dict) -> Ite
     yield CheckFinished(None, CHECK, overall(summary), len(survivors), len(survivors))
 
 
-def _findings(ctx: StageContext, survivors: list[Mutant]) -> dict[str, Finding | None]:
+def _findings(ctx: StageContext, survivors: list[Mutant]) -> dict[str, Finding | str]:
     """Each survivor's closest call, from its own job's records (served from the cache)
-    and those of the original on the same cases (one job per function)."""
+    and those of the original on the same cases (one job per function); where there is
+    none, why (its run recorded no assertion, or no error grew)."""
     written = _written(ctx)
     jobs = {f"m:{m.id}": mutant_job(ctx, m) for m in survivors}
     jobs.update({f"o:{harness_jobs.selected(m)}": original_job(ctx, m) for m in survivors})
     results = ctx.run_all(jobs)
-    findings: dict[str, Finding | None] = {}
+    findings: dict[str, Finding | str] = {}
     for m in survivors:
         mine, theirs = results.get(f"m:{m.id}"), results.get(f"o:{harness_jobs.selected(m)}")
-        if mine is not None and theirs is not None:
-            findings[m.id] = finding(sites(theirs[0], written), sites(mine[0], written))
+        if mine is None or theirs is None:
+            continue
+        ours = sites(mine[0], written)
+        found = finding(sites(theirs[0], written), ours) if ours else None
+        findings[m.id] = found or (NOT_GROWN if ours else NO_ASSERTION)
     return findings
 
 
