@@ -34,13 +34,23 @@ def per_module(report: dict) -> dict[str, dict]:
         tolerance = m.get("tolerance") or {}
         one["survivors"] += 1
         one["oracle differs"] += (m.get("survivor") or {}).get("kind") == "differs"
+        one["no assertion recorded"] += "no closeness assertion on its run" in str(
+            tolerance.get("line")
+        )
         one["with a line"] += "where" in tolerance
         one["proposals"] += tolerance.get("proposal") is not None
         one["hidden by tolerance"] += bool(tolerance.get("hidden"))
     return table
 
 
-COLUMNS = ("survivors", "oracle differs", "with a line", "proposals", "hidden by tolerance")
+COLUMNS = (
+    "survivors",
+    "oracle differs",
+    "no assertion recorded",
+    "with a line",
+    "proposals",
+    "hidden by tolerance",
+)
 
 
 def main() -> None:
