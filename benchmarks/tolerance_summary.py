@@ -53,6 +53,14 @@ COLUMNS = (
 )
 
 
+def checked(line: dict) -> str:
+    """The tightest checked proposal at a line, in words ("-": none)."""
+    for route, words in (("atol", "atol {}"), ("rtol", "rtol {}"), ("abs", "atol {}, rtol 0")):
+        if line.get(f"{route}_checked") is not None:
+            return words.format(f"{line[f'{route}_checked']:g}")
+    return "-"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report", type=Path)
@@ -66,13 +74,12 @@ def main() -> None:
             totals[c] += counts[c]
     lines.append("| all | " + " | ".join(str(totals[c]) for c in COLUMNS) + " |")
     view = ((report.get("checks") or {}).get("tolerance") or {}).get("lines") or []
-    lines += ["", "| test line | survivors through | atol there | checked atol | kills |"]
+    lines += ["", "| test line | survivors through | atol, rtol there | checked tighter | kills |"]
     lines.append("|---|---|---|---|---|")
     for line in view:
-        checked = line.get("atol_checked")
         lines.append(
-            f"| {line['where']} | {len(line['survivors'])} | {line['atol']:g} | "
-            f"{'-' if checked is None else f'{checked:g}'} | {len(line['killed'])} |"
+            f"| {line['where']} | {len(line['survivors'])} | {line['atol']:g}, "
+            f"{line['rtol']:g} | {checked(line)} | {len(line['killed'])} |"
         )
     print("\n".join(lines))
 

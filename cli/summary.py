@@ -12,7 +12,7 @@ from rich.table import Table
 from mutant_gate.cli.check_lines import counted
 from mutant_gate.cli.survivors import survivor_lines, tolerance_lines
 from mutant_gate.engine import predictions
-from mutant_gate.engine.formats.words import percent, probe_spend, shown_claims
+from mutant_gate.engine.formats.words import percent, probe_spend, shown_claims, tolerance_route
 from mutant_gate.engine.prices import price_words
 from mutant_gate.engine.report import by_operator
 from mutant_gate.engine.vocabulary import ORDER, STYLES, Verdict
@@ -223,9 +223,11 @@ def next_step(report: dict, tests_dir: str | None = None) -> str | None:
     best = next((x for x in lines if x.get("killed")), None)
     if best is not None:  # the test line whose tightest checked tolerance kills the most
         n = len(best["killed"])
-        name = "atol" if best.get("atol_checked") is not None else "rtol"
+        route, _ = tolerance_route(best)
+        name = "rtol" if route == "rtol" else "atol"
+        value = f"{best[f'{route}_checked']:g}" + (" with rtol 0" if route == "abs" else "")
         return (
-            f"next: tighten the assertion at {best['where']} to {name} {best[f'{name}_checked']:g}: "
+            f"next: tighten the assertion at {best['where']} to {name} {value}: "
             f"it kills {n} survivor{'s' if n != 1 else ''}; `mutant-gate replay {run}` shows "
             "each survivor's evidence"
         )

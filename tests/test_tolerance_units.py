@@ -30,7 +30,8 @@ def record(where: str, needed: float, max_abs: float, **more) -> dict:
 def test_a_proposal_lies_between_the_originals_error_and_the_mutants_with_headroom():
     assert nice_between(3e-4, 0.06) == 5e-3  # nearest the geometric mean, 4.2e-3
     assert nice_between(0.0, 1e-3) == 1e-4  # an exact original: a tenth of the mutant's
-    assert nice_between(4e-4, 7e-4) == 5e-4  # no room for twice the original: still between
+    assert nice_between(4e-4, 7e-4) is None  # no room on both sides: too close to claim
+    assert nice_between(7.5e-9, 1.5e-8) is None  # a rounding's worth apart
     assert nice_between(0.06, 0.06) is None  # nothing between
     assert nice_between(0.1, 0.05) is None  # the mutant's error is the smaller
 
@@ -47,7 +48,9 @@ def test_the_line_named_is_where_the_mutants_error_grew_most():
     assert found.proposal == 5e-3
     field = row_field(found, True)
     assert field["hidden"] and field["proposal"] == {"atol": 5e-3, "rtol": 0.02}
-    assert field["line"].startswith("t.py:20 assert_close(atol=0.2, rtol=0.02): the original")
+    assert field["line"].startswith(
+        "t.py:20 assert_close(atol=0.2, rtol=0.02) in test_a: the original"
+    )
     assert "atol 0.005 fails the mutant and passes the original (checked" in field["line"]
     assert "not checked" in row_field(found, None)["line"]
     assert not row_field(found, False)["hidden"]
@@ -66,17 +69,34 @@ def test_no_line_is_named_where_no_error_grew_and_written_tests_are_not_the_user
     assert written == {}
 
 
-def test_a_line_over_several_cases_keeps_the_worst_error_and_says_the_tolerance_varied():
-    joined = sites(
-        result(
-            record("t.py:10", 1e-4, 1e-3),
-            record("t.py:10", 3e-4, 4e-3, case="t.py::test_b", rtol=0.05),
-        ),
-        frozenset(),
+def test_the_cases_of_one_line_stay_apart_and_the_proposal_is_for_the_case_that_grew():
+    """A line a test parametrises by dtype: its float16 case's error (the same on both
+    sides) would hide the float32 case's change if they were joined."""
+
+    def both(f32: float) -> JobResult:
+        return result(
+            record("t.py:10", 0.0, f32, case="t.py::test_a[float32]", rtol_needed=0.0),
+            record("t.py:10", 0.0, 1e-3, case="t.py::test_a[float16]", rtol_needed=0.0),
+        )
+
+    original, mutant = sites(both(2e-7), frozenset()), sites(both(1.5e-6), frozenset())
+    assert len(original) == 2 and {s.case for s in original.values()} == {
+        "t.py::test_a[float32]",
+        "t.py::test_a[float16]",
+    }
+    found = finding(original, mutant)
+    assert found is not None and found.site.case == "t.py::test_a[float32]"
+    assert found.route == "abs" and found.proposal == 5e-7  # both within atol and rtol
+    assert found.tighten == {"atol": 5e-7, "rtol": 0.0}
+    assert found.site.key == "t.py:10|t.py::test_a[float32]"
+    assert "in test_a[float32]" in found.line(True)
+    assert "atol 5.0e-07 with rtol 0 fails the mutant" in found.line(True)
+    (line,) = per_line({"m": row_field(found, True)})
+    assert line["abs_checked"] == 5e-7 and line["original_max_abs"] == 2e-7
+    assert line_words(line).endswith(
+        "at atol 5.0e-07 with rtol 0 (the original needs 2.0e-07 there) the checked "
+        "proposals kill 1"
     )
-    (site,) = joined.values()
-    assert site.atol_needed == 3e-4 and site.max_abs == 4e-3 and site.calls == 2
-    assert site.rtol == 0.05 and site.varied
 
 
 def test_a_nan_the_original_lacks_is_said_and_gets_no_proposal():

@@ -36,6 +36,9 @@ CHECK = CHECK_NAMES["tolerance"]
 SEEDS = 3
 #: a proposal leaves the original this much headroom over its worst error seen
 HEADROOM = 2.0
+#: the tolerances tried in turn: the atol at the call's rtol, the rtol at its atol, then the
+#: atol alone (rtol 0) where the call's own atol and rtol each cover both errors
+ROUTES = ("atol", "rtol", "abs")
 #: the per-test-line view names this many lines at most
 SHOWN_LINES = 5
 #: a survivor's line where its tests' run recorded no closeness assertion
@@ -60,18 +63,17 @@ def short(x: float) -> str:
 
 
 def nice_between(low: float, high: float) -> float | None:
-    """A round value (1, 2 or 5 times a power of ten) strictly between ``low`` (the
-    original's worst error) and ``high`` (the mutant's), nearest their geometric mean so
-    both sides keep room (the original's rounding varies with its inputs), and at least
-    ``HEADROOM`` times ``low`` where one fits; None when none fits."""
+    """A round value (1, 2 or 5 times a power of ten) between ``low`` (the original's
+    worst error) and ``high`` (the mutant's) with ``HEADROOM`` on both sides (the
+    original's rounding varies with its inputs, and a GPU's with it), nearest their
+    geometric mean; None where the two are too close for one."""
     if not high > low >= 0 or math.isnan(high):
         return None
     if math.isinf(high):
         high = max(low, 1e-30) * 1e4
-    between = [v for v in NICE if low < v < high]
-    if not between:
+    roomy = [v for v in NICE if v >= HEADROOM * low and v * HEADROOM <= high and v > low]
+    if not roomy:
         return None
-    roomy = [v for v in between if v >= HEADROOM * low] or between
     target = math.sqrt(low * high) if low > 0 else high / 10
     return min(roomy, key=lambda v: abs(math.log(v / target)))
 
@@ -82,7 +84,8 @@ NICE = tuple(float(f"{m}e{e}") for e in range(-12, 7) for m in (1, 2, 5))
 
 @dataclass(frozen=True)
 class Site:
-    """One test line's closeness calls of one function over a job's cases."""
+    """One test case's closeness calls of one function at one test line (``case`` empty:
+    the calls of every case there, joined)."""
 
     where: str
     fn: str
@@ -94,17 +97,25 @@ class Site:
     calls: int
     varied: bool
     nan_mismatch: bool
+    case: str = ""
 
     @property
     def words(self) -> str:
-        varied = ", varying by case" if self.varied else ""
-        return f"{self.where} {self.fn}(atol={short(self.atol)}, rtol={short(self.rtol)}{varied})"
+        varied = ", varying by call" if self.varied else ""
+        case = f" in {self.case.split('::')[-1]}" if self.case else ""
+        return f"{self.where} {self.fn}(atol={short(self.atol)}, rtol={short(self.rtol)}{varied}){case}"
+
+    @property
+    def key(self) -> str:
+        """The ``Job.tighten`` key of its calls: the line, in its one case where it has one."""
+        return f"{self.where}|{self.case}" if self.case else self.where
 
 
-def sites(result: JobResult | None, written: frozenset[str]) -> dict[tuple[str, str], Site]:
-    """A job's closeness records by (test line, function), joined over its cases (the
-    worst error, the loosest ``rtol``): the user's tests only, not the written ones."""
-    found: dict[tuple[str, str], Site] = {}
+def sites(result: JobResult | None, written: frozenset[str]) -> dict[tuple[str, str, str], Site]:
+    """A job's closeness records by (test line, function, case): the user's tests only,
+    not the written ones. Cases stay apart: a line a test parametrises by dtype has a
+    float16 case's error beside a float32 case's, and only the latter may show a change."""
+    found: dict[tuple[str, str, str], Site] = {}
     for rec in (result.extra.get("closeness") or []) if result is not None else []:
         where, fn = str(rec.get("where") or ""), str(rec.get("fn") or "")
         if not where or rec.get("stats") is False:
@@ -122,9 +133,10 @@ def sites(result: JobResult | None, written: frozenset[str]) -> dict[tuple[str, 
             int(rec.get("calls") or 1),
             bool(rec.get("varied")),
             bool(rec.get("nan_mismatch")),
+            str(rec.get("case") or ""),
         )
-        was = found.get((where, fn))
-        found[(where, fn)] = one if was is None else _joined(was, one)
+        was = found.get((where, fn, one.case))
+        found[(where, fn, one.case)] = one if was is None else _joined(was, one)
     return found
 
 
@@ -153,15 +165,19 @@ class Finding:
     route: str = "atol"
 
     def needed(self, site: Site) -> float:
-        """What ``site`` needs of the route's tolerance to pass."""
-        return site.atol_needed if self.route == "atol" else site.rtol_needed
+        """What ``site`` needs of the route's tolerance to pass: the atol at its rtol, the
+        rtol at its atol, or (``abs``: both of its own are loose enough for either) the
+        atol with no rtol, its largest absolute error."""
+        return {"atol": site.atol_needed, "rtol": site.rtol_needed}.get(self.route, site.max_abs)
 
     @property
     def tighten(self) -> dict:
         """The tolerances in force at the line while the proposal is checked."""
         if self.route == "atol":
             return {"atol": self.proposal, "rtol": self.site.rtol}
-        return {"atol": self.site.atol, "rtol": self.proposal}
+        if self.route == "rtol":
+            return {"atol": self.site.atol, "rtol": self.proposal}
+        return {"atol": self.proposal, "rtol": 0.0}
 
     def line(self, checked: bool | None) -> str:
         """The row's sentence; ``checked``: None (not run), True (the original passed the
@@ -173,7 +189,7 @@ class Finding:
         )
         if m.nan_mismatch:
             return f"{head}; it has NaN where the original has none and the call passes anyway"
-        r = self.route
+        r = self.route if self.route != "abs" else "atol with rtol 0"
         if self.proposal is None:
             low, high = short(self.needed(o)), short(self.needed(m))
             if low == high:  # apart only past two digits: say more of them
@@ -181,6 +197,8 @@ class Finding:
             needed = f"{low} against {high}"
             return f"{head}; no {r} separates them (needed: {needed})"
         p = short(self.proposal)
+        if self.route == "abs":
+            r, p = "atol", f"{p} with rtol 0"
         if checked:
             return (
                 f"{head}; {r} {p} fails the mutant and passes the original (checked, {SEEDS} seeds)"
@@ -213,7 +231,7 @@ def _grown(o: Site, m: Site) -> Finding | None:
     first, else of rtol; None where it needs no more of either."""
     if m.nan_mismatch:
         return Finding(m, o, None)
-    for route in ("atol", "rtol"):
+    for route in ROUTES:
         found = Finding(m, o, None, route)
         low, high = found.needed(o), found.needed(m)
         if high > low and not math.isinf(low):
@@ -262,7 +280,7 @@ def written_kill(ctx: StageContext, mutant: Mutant) -> bool:
 
 def checking_jobs(ctx: StageContext, mutant: Mutant, found: Finding) -> dict[str, Job]:
     """The proposal in force at its line: the original on ``SEEDS`` seeds, the mutant once."""
-    tighten = {found.site.where: found.tighten}
+    tighten = {found.site.key: found.tighten}
     base = original_job(ctx, mutant)
     jobs = {
         f"original:{n}": replace(base, tighten=tighten, seed=base.seed + n) for n in range(SEEDS)
@@ -271,10 +289,10 @@ def checking_jobs(ctx: StageContext, mutant: Mutant, found: Finding) -> dict[str
     return jobs
 
 
-def checked(results: dict[str, tuple[JobResult, bool]], where: str) -> bool | None:
-    """True where every original run passed and the mutant's failed at ``where`` itself
-    (its record there says a call failed with the proposal in force); None where a run
-    gave no answer (a timeout, an error)."""
+def checked(results: dict[str, tuple[JobResult, bool]], site: Site) -> bool | None:
+    """True where every original run passed and the mutant's failed at ``site`` itself
+    (its record there, in its case, says a call failed with the proposal in force); None
+    where a run gave no answer (a timeout, an error)."""
     if len(results) < SEEDS + 1:
         return None
     statuses = {key: r.status for key, (r, _) in results.items()}
@@ -283,7 +301,10 @@ def checked(results: dict[str, tuple[JobResult, bool]], where: str) -> bool | No
     originals = all(s is JobStatus.PASSED for k, s in statuses.items() if k != "mutant")
     mutant = results["mutant"][0]
     failed_there = any(
-        r.get("where") == where and r.get("failed") for r in mutant.extra.get("closeness") or []
+        r.get("where") == site.where
+        and (not site.case or r.get("case") == site.case)
+        and r.get("failed")
+        for r in mutant.extra.get("closeness") or []
     )
     return originals and mutant.status is JobStatus.FAILED and failed_there
 
@@ -299,6 +320,7 @@ def row_field(found: Finding | None, verdict: bool | None, note: str = "") -> di
     return {
         "line": found.line(verdict),
         "where": m.where,
+        "case": m.case,
         "fn": m.fn,
         "atol": m.atol,
         "rtol": m.rtol,
@@ -354,7 +376,7 @@ def _tolerance(ctx: StageContext, survivors: list[Mutant], summary: dict) -> Ite
         found, verdict = findings.get(m.id, "no record of its run"), None
         if m.id in proposed:
             mine = {k.split("|", 1)[1]: v for k, v in ran.items() if k.split("|", 1)[0] == m.id}
-            verdict = checked(mine, proposed[m.id].site.where)
+            verdict = checked(mine, proposed[m.id].site)
         field = (
             row_field(found, verdict)
             if isinstance(found, Finding)
@@ -389,47 +411,62 @@ def _findings(ctx: StageContext, survivors: list[Mutant]) -> dict[str, Finding |
 
 def per_line(rows: dict[str, dict]) -> list[dict]:
     """Per test line, the survivors its tolerance let through with their outputs' error
-    grown, and how many the tightest checked proposal there kills (``atol_checked`` /
-    ``rtol_checked``, the original's worst need of each beside it): most kills first."""
+    grown, and how many the tightest checked proposal there kills (``atol_checked``,
+    ``rtol_checked``, ``abs_checked``: an atol with rtol 0; the original's worst need of
+    each beside it): most kills first."""
     lines: dict[str, dict] = {}
     for mid, row in rows.items():
         if "where" not in row:
             continue
         one = lines.setdefault(row["where"], _new_line(row))
         one["survivors"].append(mid)
-        for name in ("atol", "rtol"):
-            need = row["original"].get(f"{name}_needed") or 0.0
-            one[f"original_{name}_needed"] = max(one[f"original_{name}_needed"], need)
+        for need in ORIGINAL_NEEDS:
+            field = row["original"].get(need.removeprefix("original_")) or 0.0
+            one[need] = max(one[need], field)
         if row["hidden"]:
             one["killed"].append(mid)
-            key, p = (
-                f"{row.get('route', 'atol')}_checked",
-                row["proposal"][row.get("route", "atol")],
-            )
+            route = row.get("route", "atol")
+            key, p = f"{route}_checked", row["proposal"]["rtol" if route == "rtol" else "atol"]
             one[key] = p if one[key] is None else min(one[key], p)
     return sorted(
         lines.values(), key=lambda x: (-len(x["killed"]), -len(x["survivors"]), x["where"])
     )
 
 
+#: a per-line entry's field for the original's worst need of each route's tolerance
+ORIGINAL_NEEDS = ("original_atol_needed", "original_rtol_needed", "original_max_abs")
+
+
 def _new_line(row: dict) -> dict:
-    return {"where": row["where"], "fn": row["fn"], "atol": row["atol"], "rtol": row["rtol"],
-            "survivors": [], "killed": [], "atol_checked": None, "rtol_checked": None,
-            "original_atol_needed": 0.0, "original_rtol_needed": 0.0}  # fmt: skip
+    return {
+        "where": row["where"], "fn": row["fn"], "atol": row["atol"], "rtol": row["rtol"],
+        "survivors": [], "killed": [],
+        **{f"{route}_checked": None for route in ROUTES},
+        **dict.fromkeys(ORIGINAL_NEEDS, 0.0),
+    }  # fmt: skip
 
 
 def line_words(line: dict) -> str:
     """'test_x.py:88 lets 7 survivors through at atol 0.2; at atol 0.002 (the original
-    needs 0.0004 there) the checked proposals kill 6' (rtol where only an rtol did)."""
+    needs 0.0004 there) the checked proposals kill 6' (the rtol, or an atol with rtol 0,
+    where only such a proposal did)."""
     n = len(line["survivors"])
     head = f"{line['where']} lets {n} survivor{'s' if n != 1 else ''} through at atol {short(line['atol'])}"
     if not line["killed"]:
         return f"{head}; no checked tolerance separates them"
-    name = "atol" if line.get("atol_checked") is not None else "rtol"
+    route, need = next(
+        (
+            (r, o)
+            for r, o in zip(ROUTES, ORIGINAL_NEEDS, strict=True)
+            if line.get(f"{r}_checked") is not None
+        ),
+        ("atol", ORIGINAL_NEEDS[0]),
+    )
+    value = f"{short(line[f'{route}_checked'])}" + (" with rtol 0" if route == "abs" else "")
+    name = "rtol" if route == "rtol" else "atol"
     return (
-        f"{head}; at {name} {short(line[f'{name}_checked'])} (the original needs "
-        f"{short(line.get(f'original_{name}_needed') or 0.0)} there) the checked proposals "
-        f"kill {len(line['killed'])}"
+        f"{head}; at {name} {value} (the original needs {short(line.get(need) or 0.0)} there) "
+        f"the checked proposals kill {len(line['killed'])}"
     )
 
 

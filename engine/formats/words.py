@@ -267,7 +267,7 @@ def tolerance_line_words(line: dict) -> str:
     """One line of the report's ``checks.tolerance.lines`` in words, as the check says
     it (``checks/tolerance.line_words``): 'tests/test_x.py:88 lets 7 survivors through
     at atol 0.2; at atol 0.002 (the original needs 0.0004 there) the checked proposals
-    kill 6' (rtol where only an rtol did)."""
+    kill 6' (the rtol, or an atol with rtol 0, where only such a proposal did)."""
     n = len(line["survivors"])
     head = (
         f"{line['where']} lets {n} survivor{'s' if n != 1 else ''} through at atol "
@@ -275,12 +275,28 @@ def tolerance_line_words(line: dict) -> str:
     )
     if not line["killed"]:
         return f"{head}; no checked tolerance separates them"
-    name = "atol" if line.get("atol_checked") is not None else "rtol"
+    route, need = tolerance_route(line)
+    value = short_number(line[f"{route}_checked"]) + (" with rtol 0" if route == "abs" else "")
+    name = "rtol" if route == "rtol" else "atol"
     return (
-        f"{head}; at {name} {short_number(line[f'{name}_checked'])} (the original needs "
-        f"{short_number(line.get(f'original_{name}_needed') or 0.0)} there) the checked "
-        f"proposals kill {len(line['killed'])}"
+        f"{head}; at {name} {value} (the original needs {short_number(line.get(need) or 0.0)} "
+        f"there) the checked proposals kill {len(line['killed'])}"
     )
+
+
+#: a per-line entry's checked proposal of each kind, and the original's need beside it
+TOLERANCE_ROUTES = (
+    ("atol", "original_atol_needed"),
+    ("rtol", "original_rtol_needed"),
+    ("abs", "original_max_abs"),
+)
+
+
+def tolerance_route(line: dict) -> tuple[str, str]:
+    """The kind of a per-line entry's checked proposal said first (atol, rtol, or an atol
+    with rtol 0: ``abs``) and the field of the original's need of it."""
+    found = (r for r in TOLERANCE_ROUTES if line.get(f"{r[0]}_checked") is not None)
+    return next(found, TOLERANCE_ROUTES[0])
 
 
 def tolerance_kills(report: dict) -> list[dict]:

@@ -37,7 +37,8 @@ most ``LIMIT`` (``dropped()`` counts the others):
   not match, as the call's ``equal_nan`` has it: both needed values are then inf). For
   ``pytest.approx`` (``err <= max(rel*|b|, abs)``) the needed values follow its rule;
 - ``tightened``: True where ``Job.tighten`` put other tolerances in force at this line
-  (``set_tighten({where: {"atol": ..., "rtol": ...}})``; ``assert_array_almost_equal`` then
+  (``set_tighten({where: {"atol": ..., "rtol": ...}})``, or ``"where|case"`` for one case's
+  calls; ``assert_array_almost_equal`` then
   runs as ``assert_allclose``): the engine checks a proposed tolerance by running with it.
 
 Numbers are JSON-safe: an infinite one is the string ``"inf"`` (``"-inf"``, ``"nan"`` alike).
@@ -566,8 +567,10 @@ def _observe(kind: Kind, original: Callable, args: tuple, kwargs: dict) -> Any:
 
 
 def _tightening(site: Site, call: Call) -> dict | None:
-    """The tolerances ``Job.tighten`` puts in force at the call's line, if any."""
-    tol = _RECORDER.tighten.get(site.where) if _RECORDER.tighten else None
+    """The tolerances ``Job.tighten`` puts in force at the call's line, if any: keyed
+    ``"where|case"`` for one case's calls there, or ``"where"`` for every case's."""
+    tighten = _RECORDER.tighten
+    tol = (tighten.get(f"{site.where}|{site.case}") or tighten.get(site.where)) if tighten else None
     if tol is None:
         return None
     return {"atol": float(tol.get("atol", call.atol)), "rtol": float(tol.get("rtol", call.rtol))}
