@@ -27,7 +27,7 @@ from ..events import CheckFinished, CheckStarted, Event
 from ..job import Job, JobResult, JobStatus
 from ..kernel_file import GIVEN
 from ..records import Mutant
-from ..stage import StageContext
+from ..stage import Stage, StageContext
 from ..vocabulary import CHECK_NAMES, TEST_PREFIX, Verdict
 from . import harness_jobs
 
@@ -341,12 +341,24 @@ def row_field(found: Finding | None, verdict: bool | None, note: str = "") -> di
     }
 
 
-def tolerance_stage(ctx: StageContext, mutants: list[Mutant]) -> Iterator[Event]:
-    """The check over the survivors of the user's tests (its stage hands it the survivors
-    and the killed; a kill of the user's own is left out)."""
-    survivors = [
+def survivors_of_the_users_tests(ctx: StageContext, mutants: list[Mutant]) -> list[Mutant]:
+    """The survivors, and the mutants only a test mutant-gate wrote killed."""
+    return [
         m for m in mutants if ctx.ledger.verdict(m.id) is Verdict.SURVIVED or written_kill(ctx, m)
     ]
+
+
+@dataclass(frozen=True)
+class UsersSurvivors(Stage):
+    """A stage over the survivors of the user's tests: it runs only where there is one."""
+
+    def targets(self, ctx: StageContext, mutants: list[Mutant] | None = None) -> list[Mutant]:
+        return survivors_of_the_users_tests(ctx, super().targets(ctx, mutants))
+
+
+def tolerance_stage(ctx: StageContext, mutants: list[Mutant]) -> Iterator[Event]:
+    """The check over the survivors of the user's tests (``UsersSurvivors`` hands them)."""
+    survivors = survivors_of_the_users_tests(ctx, mutants)
     summary: dict = {"mutants": len(survivors), "hidden": 0, "proposals": 0, "lines": []}
     yield from harness_jobs.publishing(ctx, CHECK, summary, _tolerance(ctx, survivors, summary))
 
