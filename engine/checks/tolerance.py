@@ -1,15 +1,16 @@
 """What the tolerance hid: each survivor said by the closeness assertion that let it through.
 
 Every job records the closeness assertions its checks make (``harness/closeness.py``: per
-test case and test line, the tolerances in force and the error observed, as the smallest
-``atol`` that would have passed at the call's ``rtol``). For every survivor of the user's tests (a
-mutant only a written test kills is one: the score is the user's) this check pairs its
-job's records on the user's tests with the original's on the same test cases (one job of the original
-per function, the cases that judge its mutants) and finds the line where the mutant's error
-stands furthest above the original's. A round tolerance between the two is a proposal; it
-is reported as a kill condition only once checked: the test run again with it in force at
-that line (``Job.tighten``), the original on ``SEEDS`` seeds (it must pass every one) and
-the survivor (it must fail). A checked proposal makes the survivor ``hidden by tolerance``
+test case and line, the tolerances in force and the error each let through). For every
+survivor of the user's tests (a mutant only a written test kills is one: the score is the
+user's) this check pairs its job's records on the user's tests with the original's on the
+same cases (one job of the original per function: the cases that judge its mutants) and
+finds the line and case where the mutant needs the most more than the original to pass:
+the atol at the call's rtol, else the rtol at its atol, else an atol with rtol 0 (``ROUTES``).
+A round value between the two, with room on both sides, is a proposal; it is a kill
+condition only once checked: the test runs again with it in force at that line in that case
+(``Job.tighten``), the original on ``SEEDS`` seeds (it must pass every one) and the survivor
+(it must fail there). A checked proposal makes the survivor ``hidden by tolerance``
 (``survivor_kinds``); otherwise the row says what was observed and that no tolerance was
 shown to separate them. Nothing here changes a verdict or a score: it explains survivors
 and proposes a test change.
