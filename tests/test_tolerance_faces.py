@@ -30,8 +30,8 @@ WHERE = "tests/test_affine.py:42"
 #: the sentence the check writes on the hidden survivor (``Finding.line(True)``)
 LINE = (
     f"{WHERE} assert_close(atol=0.2, rtol=0.02): the original passes at max abs 3.1e-04, "
-    "this mutant at 0.061; atol 0.001 fails the mutant and passes the original (checked, "
-    "3 seeds)"
+    "this mutant at 0.061; atol 0.001 (rtol 0.02 as it is) fails the mutant and passes the "
+    "original (checked, 3 seeds)"
 )
 #: the per-test-line view of the report below, in the check's words
 VIEW = (

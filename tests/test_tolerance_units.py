@@ -51,7 +51,10 @@ def test_the_line_named_is_where_the_mutants_error_grew_most():
     assert field["line"].startswith(
         "t.py:20 assert_close(atol=0.2, rtol=0.02) in test_a: the original"
     )
-    assert "atol 0.005 fails the mutant and passes the original (checked" in field["line"]
+    assert (
+        "atol 0.005 (rtol 0.02 as it is) fails the mutant and passes the original (checked"
+        in field["line"]
+    )
     assert "not checked" in row_field(found, None)["line"]
     assert not row_field(found, False)["hidden"]
 
@@ -141,7 +144,10 @@ def test_where_the_rtol_covers_both_errors_an_rtol_separates_them():
     assert found.tighten == {"atol": 0.2, "rtol": 2e-7}
     field = row_field(found, True)
     assert field["route"] == "rtol" and field["proposal"] == {"atol": 0.2, "rtol": 2e-7}
-    assert "rtol 2.0e-07 fails the mutant and passes the original (checked" in field["line"]
+    assert (
+        "rtol 2.0e-07 (atol 0.2 as it is) fails the mutant and passes the original (checked"
+        in field["line"]
+    )
     (line,) = per_line({"m": field})
     assert line["rtol_checked"] == 2e-7 and line["atol_checked"] is None
     assert line_words(line).endswith(

@@ -200,6 +200,10 @@ class Finding:
         p = short(self.proposal)
         if self.route == "abs":
             r, p = "atol", f"{p} with rtol 0"
+        elif self.route == "atol":
+            p = f"{p} (rtol {short(m.rtol)} as it is)"
+        else:
+            p = f"{p} (atol {short(m.atol)} as it is)"
         if checked:
             return (
                 f"{head}; {r} {p} fails the mutant and passes the original (checked, {SEEDS} seeds)"
