@@ -361,9 +361,9 @@ class UsersSurvivors(Stage):
         return survivors_of_the_users_tests(ctx, super().targets(ctx, mutants))
 
 
-def tolerance_stage(ctx: StageContext, mutants: list[Mutant]) -> Iterator[Event]:
-    """The check over the survivors of the user's tests (``UsersSurvivors`` hands them)."""
-    survivors = survivors_of_the_users_tests(ctx, mutants)
+def tolerance_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
+    """The check over the survivors of the user's tests (``UsersSurvivors.targets`` chose
+    them: every stage runs on its targets)."""
     summary: dict = {"mutants": len(survivors), "hidden": 0, "proposals": 0, "lines": []}
     yield from harness_jobs.publishing(ctx, CHECK, summary, _tolerance(ctx, survivors, summary))
 
