@@ -61,7 +61,17 @@ from typing import Any
 import numpy as np
 
 from . import bounds_launch
-from .bounds_launch import _STACK, _Arg, _collect, _frames, _interp, _itemsize, _Launch, _u8
+from .bounds_launch import (
+    _STACK,
+    _Arg,
+    _collect,
+    _frames,
+    _interp,
+    _itemsize,
+    _Launch,
+    _u8,
+    active_lanes,
+)
 
 # What the undefined lanes and the race hint offer runner.py (in ``__all__``) and the batched
 # executor (``batched_checks.py``: the ``as`` names) is reached here, as ``bounds.<name>``.
@@ -277,15 +287,7 @@ def _check_launch(launch: _Launch, ptrs: Any, mask: Any, op: str) -> None:
     addr = np.asarray(ptrs.data)
     if addr.dtype != np.uint64:
         addr = addr.astype(np.uint64)
-    if mask is not None:
-        m = np.asarray(mask.data)
-        if m.dtype != np.bool_:
-            m = m.astype(np.bool_)
-        if m.shape != addr.shape:
-            addr, m = np.broadcast_arrays(addr, m)
-        active = addr[m]
-    else:
-        active = addr.reshape(-1)
+    active = active_lanes(addr, mask)
     if active.size == 0:
         return
     isz = _itemsize(ptrs)

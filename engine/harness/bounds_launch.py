@@ -159,3 +159,16 @@ def _frames(launch: _Launch, mod: Any) -> tuple[Any, Any]:
             inner = frame
         frame = frame.f_back
     return inner, kernel_frame
+
+
+def active_lanes(addr: np.ndarray, mask: Any) -> np.ndarray:
+    """The addresses of a load's or store's active lanes, flat: ``addr`` where ``mask``
+    holds (broadcast against it), all of them without a mask."""
+    if mask is None:
+        return addr.reshape(-1)
+    m = np.asarray(mask.data)
+    if m.dtype != np.bool_:
+        m = m.astype(np.bool_)
+    if m.shape != addr.shape:
+        addr, m = np.broadcast_arrays(addr, m)
+    return addr[m]

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .bounds_launch import _frames, _interp, _itemsize, _Launch
+from .bounds_launch import _frames, _interp, _itemsize, _Launch, active_lanes
 
 #: store lanes kept per launch for the race hint (beyond them the launch is checked in part)
 MAX_RACE_LANES = 1 << 22
@@ -55,14 +55,7 @@ def _record_store(launch: _Launch, ptrs: Any, mask: Any) -> None:
     """Keep the addresses this store's active lanes write, with the program's id."""
     if launch.store_lanes > MAX_RACE_LANES:
         return
-    addr = np.asarray(ptrs.data)
-    if mask is not None:
-        m = np.asarray(mask.data)
-        if m.dtype != np.bool_:
-            m = m.astype(np.bool_)
-        if m.shape != addr.shape:
-            addr, m = np.broadcast_arrays(addr, m)
-        addr = addr[m]
+    addr = active_lanes(np.asarray(ptrs.data), mask)
     mod = _interp()
     pid = tuple(int(v) for v in getattr(mod.interpreter_builder, "grid_idx", (0, 0, 0)))
     _add_store(launch, addr, pid, _itemsize(ptrs), None)
