@@ -175,13 +175,21 @@ def _shown(path: str) -> str:
 SLOWEST = 3
 
 
-def timeout_message(name: str, limit_s: float, cases: dict | None) -> str:
+def timeout_message(
+    name: str, limit_s: float, cases: dict | None, stopped: dict | None = None
+) -> str:
     """One line for an original that ran out of time: the case it was running, the
     slowest cases that finished (the sandbox's record of the run, ``worker.CaseLog``),
     and what to do about it: a longer limit, and a way to leave the slow cases out that
     keeps others (``--case-time S`` from the cases' times, a ``-k`` naming the one case),
     never a selection that keeps none."""
-    head = f"{name}: the original's checks timed out after {limit_s:g} s"
+    head = f"{name}: the original's checks timed out after {limit_s:g} CPU s"
+    if (stopped or {}).get("by") == "wall":  # it waited, using little CPU
+        head = (
+            f"{name}: the original's checks timed out by the wall-clock backstop "
+            f"({stopped['wall_limit_s']:g} s, for a limit of {limit_s:g} CPU s; "
+            f"{stopped['cpu_s']:.1f} CPU s used)"
+        )
     if not cases or not (cases.get("finished") or cases.get("running")):
         return f"{head}; give them longer with --timeout S"
     finished = cases.get("finished") or []
@@ -648,7 +656,9 @@ def run_baseline(
     if result.status is JobStatus.TIMEOUT and original is None:
         result, cached = _without_slow_cases(ctx, job, result, cached, on_progress)
     if result.status is JobStatus.TIMEOUT:
-        raise BadInput(timeout_message(name, settings.timeout_s, result.extra.get("cases")))
+        stopped = result.extra.get("timed_out")
+        cases = result.extra.get("cases")
+        raise BadInput(timeout_message(name, settings.timeout_s, cases, stopped))
     whole = result
     result = leave_out_cases(ctx, result)
     if result.status is not JobStatus.PASSED:

@@ -15,11 +15,19 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 #: Bump when the harness changes in a way that can change a result.
-HARNESS_VERSION = "7"  # 2: private filesystem and unprivileged user; 3: interpreter parity;
+HARNESS_VERSION = "8"  # 2: private filesystem and unprivileged user; 3: interpreter parity;
 #: 4: a writable view of the project, and the jit functions each launch reaches; 5: the
 #: original's case clock (--case-time), a collection failure names its file; 6: a bounds
 #: violation names the test case that made it, which fails with it; 7: results carry the
-#: closeness assertions the checks made (``harness/closeness.py``), and ``Job.tighten``
+#: closeness assertions the checks made (``harness/closeness.py``), and ``Job.tighten``;
+#: 8: a job's limit is CPU seconds (``JobResult.cpu_s``, cases' ``cpu_s``), the wall clock
+#: a far backstop (``Job.wall_limit_s``)
+
+#: The wall clock's backstop: a job whose processes use little CPU (a sleep, a wait on a
+#: lock) is stopped at ``WALL_FACTOR`` times its CPU limit plus ``WALL_BASE_S``; on a busy
+#: machine a job's CPU seconds stay what they are, its wall seconds do not.
+WALL_FACTOR = 5.0
+WALL_BASE_S = 10.0
 
 
 class CheckKind(StrEnum):
@@ -152,6 +160,15 @@ class Job:
     #: float, "rtol": float}: the closeness calls made there run with these tolerances
     #: instead (the tolerance check runs a test with a proposed tolerance)
     tighten: dict | None = None
+    #: a job run once more because a limit decided its verdict within a margin of it
+    #: (``engine/steady.py``): 1, 2, ...; 0 for every first run (and its cache key)
+    attempt: int = 0
+
+    @property
+    def wall_limit_s(self) -> float:
+        """The wall-clock backstop (``timeout_s`` is CPU seconds): far past what the job
+        may use on any load, for what uses no CPU (a sleep, a deadlock)."""
+        return self.timeout_s * WALL_FACTOR + WALL_BASE_S
 
     def to_json(self) -> dict:
         data = {
@@ -179,6 +196,8 @@ class Job:
             data["interpreter"] = self.interpreter
         if self.tighten:  # likewise
             data["tighten"] = self.tighten
+        if self.attempt:  # likewise
+            data["attempt"] = self.attempt
         return data
 
     @staticmethod
@@ -202,6 +221,7 @@ class Job:
             trace_races=data.get("trace_races", False),
             interpreter=data.get("interpreter", "batched"),
             tighten=data.get("tighten"),
+            attempt=int(data.get("attempt", 0)),
         )
 
     def cache_key(self, toolchain: dict) -> str:
@@ -283,7 +303,9 @@ class JobStatus(StrEnum):
     FAILED = "failed"  # a check failed (assertion, exception, non-zero exit)
     BOUNDS = "bounds"  # an unmasked load/store left every tensor of its launch
     CRASH = "crash"  # the child died by a signal (segfault, abort, limits)
-    TIMEOUT = "timeout"  # wall-clock limit reached; process group killed
+    #: its CPU-time limit reached (``JobResult.cpu_s``), or the wall clock's far backstop
+    #: (``Job.wall_limit_s``: the error says which); process group killed
+    TIMEOUT = "timeout"
     ERROR = "error"  # the harness itself failed: never evidence about the kernel
 
 
@@ -306,6 +328,9 @@ class JobResult:
     bounds: dict | None = None
     shims: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict)
+    #: the CPU seconds of the job's processes (the child, what it waited for; a warm
+    #: runner's share while it ran the job): what its limit counts
+    cpu_s: float = 0.0
 
     def valid_for(self, job: Job) -> bool:
         """Whether this (cached) result answers ``job``: a timeout under a
@@ -320,6 +345,12 @@ class JobResult:
         if self.status is not JobStatus.TIMEOUT:
             return True
         return float(self.extra.get("timeout_s", 0.0)) >= job.timeout_s
+
+    @property
+    def spent_s(self) -> float:
+        """What the job cost, in the seconds its limit counts: CPU seconds, or its wall
+        seconds for a result from before they were measured."""
+        return self.cpu_s if self.cpu_s > 0 else self.duration_s
 
     @property
     def first_failure(self) -> CheckOutcome | None:
@@ -342,4 +373,5 @@ class JobResult:
             bounds=data.get("bounds"),
             shims=tuple(data.get("shims", ())),
             extra=dict(data.get("extra", {})),
+            cpu_s=float(data.get("cpu_s", 0.0)),
         )

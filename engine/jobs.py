@@ -28,8 +28,9 @@ from .versions import installed_version
 
 @dataclass
 class Meter:
-    """What ``JobRunner.metered`` counts: the jobs' seconds (at the seconds each took when it
-    ran) and their rounds one after the other (``path_s``)."""
+    """What ``JobRunner.metered`` counts: the jobs' seconds (the CPU seconds each took when
+    it ran: the same on a busy machine as on an idle one, ``JobResult.spent_s``) and their
+    rounds one after the other (``path_s``)."""
 
     job_s: float = 0.0
     path_s: float = 0.0
@@ -118,13 +119,13 @@ class JobRunner:
         meter = getattr(self._meters, "value", None)
         if meter is None or not results:
             return
-        seconds = [r.duration_s for r, _ in results.values()]
+        seconds = [r.spent_s for r, _ in results.values()]
         meter.path_s += max(max(seconds), sum(seconds) / self.workers)
 
     def _metered(self, result: JobResult) -> None:
         meter = getattr(self._meters, "value", None)
         if meter is not None:
-            meter.job_s += result.duration_s
+            meter.job_s += result.spent_s
 
     def cached(self, job: Job) -> JobResult | None:
         if self.store is None or self.fresh:

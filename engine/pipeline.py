@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from mutant_gate.cache import Store
 
-from . import predictions
+from . import predictions, steady
 from .baseline import judge_own_check, own_check_record, run_baseline
 from .checks import ALWAYS, CHECKS
 from .errors import BadInput
@@ -36,7 +36,7 @@ from .events import (
     RunStarted,
     WriterNote,
 )
-from .job import CheckKind, JobResult
+from .job import CheckKind, Job, JobResult, JobStatus
 from .jobs import JobRunner
 from .kernel_file import EXTRA_TESTS, KernelFile, TestFile, load_kernel_file
 from .limits import REMOTE_MEMORY_MB, machine_memory_mb, sized_memory_mb
@@ -505,6 +505,8 @@ class Run:
             self.ledger.put_section("selection", selection)
         by_id = {m.id: m for m in mutants}
         results: dict[str, dict[int, tuple[JobResult, bool]]] = {m.id: {} for m in mutants}
+        #: verdicts a limit decided near its edge: run once more before they are recorded
+        near: dict[str, tuple[Job, JobResult, bool, str]] = {}
         watch = Watch(ctx, jobs, by_id, total)  # the estimate, as the first job starts
         for event in ctx.run_jobs(jobs):
             if (estimated := watch.see(event)) is not None:
@@ -525,20 +527,59 @@ class Run:
                 configs - 1,
             )
             note = f"autotune config {chosen + 1} of {configs}" if configs > 1 else ""
-            outcome = self.ledger.judge(
-                mutant_id,
-                ordered[chosen][0],
-                all(c for _, c in ordered),
-                stage=self.plan.stage,
-                note=note,
-            )
-            if selection is not None:  # the cases its job ran, to the first kill
-                outcomes = ordered[chosen][0].outcomes
-                ran = [o.name.split("::", 1)[1] for o in outcomes if o.name.startswith(TESTS)]
-                self.ledger.put_row(mutant_id, "tests_run", ran)
-            yield MutantFinished(mutant, outcome, done, total)
+            job = jobs[f"{mutant_id}@{chosen}"]
+            if (side := steady.near_limit(job, ordered[chosen][0])) is not None:
+                done -= 1  # judged once its second run is in
+                near[mutant_id] = (job, *ordered[chosen], note, side)  # type: ignore[assignment]
+                continue
+            yield self._judged(mutant, job, ordered[chosen], note, selection, done, total)
+        yield from self._run_again(near, by_id, selection, done, total)
         if (estimated := watch.end()) is not None:  # every result came from the cache
             yield estimated
+
+    def _judged(
+        self, mutant: Mutant, job: Job, ran: tuple[JobResult, bool], note: str, selection,
+        done: int, total: int,
+    ) -> MutantFinished:  # fmt: skip
+        """Record a mutant's verdict from its job's result; a timeout says its limit's
+        figures (``StageContext.limit_words``)."""
+        result, cached = ran
+        if result.status is JobStatus.TIMEOUT:
+            note = "; ".join(filter(None, [self.ctx.limit_words(job), note]))
+        outcome = self.ledger.judge(mutant.id, result, cached, stage=self.plan.stage, note=note)
+        if selection is not None:  # the cases its job ran, to the first kill
+            ran_cases = [
+                o.name.split("::", 1)[1] for o in result.outcomes if o.name.startswith(TESTS)
+            ]
+            self.ledger.put_row(mutant.id, "tests_run", ran_cases)
+        return MutantFinished(mutant, outcome, done, total)
+
+    def _run_again(
+        self, near: dict, by_id: dict, selection, done: int, total: int
+    ) -> Iterator[Event]:
+        """The jobs whose verdict a limit decided near its edge, once more (``steady``): one
+        verdict from both runs stands; two make the mutant flaky."""
+        if not near:
+            return
+        ctx = self.ctx
+        again = {i: steady.again(job, side) for i, (job, _, _, _, side) in near.items()}
+        for event in ctx.run_jobs(again):
+            if event.result is None:
+                continue
+            job, first, cached, note, _ = near[event.key]
+            mutant = by_id[event.key]
+            done += 1
+            record = steady.settle((job, first), (again[event.key], event.result))
+            if record is None:
+                ran = (event.result, cached and event.cached)
+                yield self._judged(mutant, again[event.key], ran, note, selection, done, total)
+                continue
+            spent = first.duration_s + event.result.duration_s
+            record["reason"] += f" ({ctx.limit_words(job)})"
+            outcome = self.ledger.flaky(
+                mutant.id, record, spent, cached and event.cached, stage=self.plan.stage
+            )
+            yield MutantFinished(mutant, outcome, done, total)
 
     # -- what the faces may ask of a running or finished run -----------------------------
     def row(self, mutant: Mutant) -> dict:

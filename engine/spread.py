@@ -194,6 +194,7 @@ def joined(results: list[JobResult]) -> JobResult:
         bounds=next((r.bounds for r in results if r.bounds), None),
         shims=tuple(shims),
         extra=_joined_extra(results),
+        cpu_s=sum(r.cpu_s for r in results),
     )
 
 

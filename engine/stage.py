@@ -109,7 +109,7 @@ class StageContext:
     def set_baseline(self, result: JobResult) -> None:
         """The original passed: its run, and each mutant's limit from its time."""
         self._baseline = result
-        self._timeout_s = self.mutant_timeout(result.duration_s)
+        self._timeout_s = self.mutant_timeout(result.spent_s)
 
     def set_mutants(self, mutants: list[Mutant]) -> None:
         """The mutants a rerun carries over, in the recorded run's order."""
@@ -157,6 +157,16 @@ class StageContext:
         """A mutant's limit from the original's time: ``factor * time + base``."""
         return original_s * self.settings.timeout_factor + self.settings.timeout_base_s
 
+    def limit_words(self, job: Job) -> str:
+        """How ``job``'s CPU limit was set, in words: ``the limit: the original's 1.1 CPU s
+        x 3 + 5``."""
+        original = self.original_s(job.checks) if self.baseline is not None else 0.0
+        s = self.settings
+        return (
+            f"the limit: the original's {original:.2f} CPU s x {s.timeout_factor:g} + "
+            f"{s.timeout_base_s:g}"
+        )
+
     def original_s(self, checks: tuple[Check, ...]) -> float:
         """The original's time on ``checks`` (a mutant's selection): the baseline's time
         less its test cases, plus the cases ``checks`` run, each at its time on the
@@ -165,18 +175,23 @@ class StageContext:
         if baseline is None:
             return self.settings.timeout_s
         if self.coverage is None:
-            return baseline.duration_s
+            return baseline.spent_s
         cases = self.coverage
-        everyone = sum(cases[n]["duration_s"] for n in self.baseline_cases)
+        key = "cpu_s" if baseline.cpu_s > 0 else "duration_s"  # CPU seconds where measured
+
+        def seconds(info: dict) -> float:
+            return float(info.get(key, info["duration_s"]))
+
+        everyone = sum(seconds(cases[n]) for n in self.baseline_cases)
         selected = 0.0
         for check in checks:
             if check.name != EXTRA_TESTS:
                 continue
             mine = file_cases(self.kernel, check, cases)
             if not mine:
-                return baseline.duration_s
-            selected += sum(mine[n]["duration_s"] for n in check.select or mine if n in mine)
-        return selection_seconds(baseline.duration_s, everyone, selected)
+                return baseline.spent_s
+            selected += sum(seconds(mine[n]) for n in check.select or mine if n in mine)
+        return selection_seconds(baseline.spent_s, everyone, selected)
 
     # -- jobs ------------------------------------------------------------------------
     def job_for(
@@ -281,8 +296,9 @@ class StageContext:
             return self._handed.pop(key, default)
 
     def mutant_job_seconds(self) -> float:
-        """The mutants' jobs so far, at the seconds each took when it ran."""
-        return sum(o.duration_s for o in self.ledger.outcomes().values())
+        """The mutants' jobs so far, at the CPU seconds each took when it ran (its wall
+        seconds where they were not measured)."""
+        return sum(self.ledger.spent_s(i) for i in self.ledger.outcomes())
 
     # -- what a stage records -------------------------------------------------------------
     def add_tests(self, tests: list[TestFile]) -> None:

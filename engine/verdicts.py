@@ -240,6 +240,8 @@ ROW_SECTIONS = frozenset(
         "limit",  # killed by a sandbox limit (memory, cpu time, output, open files)
         "error",  # stages that raised while working on it: [{stage, reason}]
         "file",  # a library run's rows: the module the mutant is in (engine/library.py)
+        "cpu_s",  # the CPU seconds its job used: what its limit counts
+        "flaky",  # a limit decided it near its edge, a second run disagreed: both runs
     }
 )
 #: Run-level report sections (the report's top-level fields beside the core ones).
@@ -394,6 +396,8 @@ class Ledger:
             if mutant_id in self._outcomes:
                 self._record(mutant_id, stage, outcome, reason)
             self._outcomes[mutant_id] = outcome
+            if result.cpu_s > 0:  # what its limit counted (``spent_s``)
+                self._details.setdefault(mutant_id, {})["cpu_s"] = round(result.cpu_s, 3)
             if limit:
                 self._details.setdefault(mutant_id, {})["limit"] = limit["limit"]
             else:
@@ -420,6 +424,29 @@ class Ledger:
             self._outcomes[mutant_id] = outcome
             self._details.setdefault(mutant_id, {})["reached"] = False
         return outcome
+
+    def flaky(
+        self, mutant_id: str, record: dict, duration_s: float, cached: bool, *, stage: str
+    ) -> MutantOutcome:
+        """Two runs of its job near the CPU limit disagree (``steady.settle``): ``flaky``,
+        out of the score, both runs on its row; never a pick of one."""
+        reason = record["reason"]
+        outcome = MutantOutcome(mutant_id, Verdict.FLAKY, None, reason, duration_s, cached)
+        with self._lock:
+            if mutant_id in self._outcomes:
+                self._record(mutant_id, stage, outcome, reason)
+            self._outcomes[mutant_id] = outcome
+            details = self._details.setdefault(mutant_id, {})
+            details["flaky"] = record["runs"]
+            details.pop("limit", None)
+        return outcome
+
+    def spent_s(self, mutant_id: str) -> float:
+        """What the mutant's job cost: its CPU seconds, else its wall seconds (0: none)."""
+        with self._lock:
+            cpu = self._details.get(mutant_id, {}).get("cpu_s")
+            outcome = self._outcomes.get(mutant_id)
+        return float(cpu) if cpu else (outcome.duration_s if outcome else 0.0)
 
     def reached(self, mutant_id: str) -> bool:
         """False for a mutant no check launches (``unreached``)."""

@@ -19,6 +19,9 @@ class Verdict(StrEnum):
     EQUIVALENT = "equivalent"
     NOT_COMPILABLE = "not_compilable"
     ERROR = "error"
+    #: a limit decided it near its edge and a second run gave the other verdict
+    #: (``engine/steady.py``): both outcomes are on its row, and it is out of the score
+    FLAKY = "flaky"
 
 
 class By(StrEnum):
@@ -41,6 +44,7 @@ ORDER: tuple[Verdict, ...] = (
     Verdict.SURVIVED,
     Verdict.EQUIVALENT,
     Verdict.NOT_COMPILABLE,
+    Verdict.FLAKY,
     Verdict.ERROR,
 )
 #: Verdict values, then ``pending``: the states a report row can hold.
@@ -49,7 +53,7 @@ REPORT_STATES: tuple[str, ...] = (*(v.value for v in ORDER), PENDING)
 CELL_STATES: tuple[str, ...] = (PENDING, RUNNING, *(v.value for v in ORDER))
 
 #: Verdicts the adjusted score leaves out; every exclusion is listed with its evidence.
-EXCLUDED: tuple[Verdict, ...] = (Verdict.NOT_COMPILABLE, Verdict.EQUIVALENT)
+EXCLUDED: tuple[Verdict, ...] = (Verdict.NOT_COMPILABLE, Verdict.EQUIVALENT, Verdict.FLAKY)
 
 #: One character per state, so a grid reads without colour too.
 GLYPHS: dict[str, str] = {
@@ -59,6 +63,7 @@ GLYPHS: dict[str, str] = {
     Verdict.SURVIVED.value: "✗",
     Verdict.EQUIVALENT.value: "≡",
     Verdict.NOT_COMPILABLE.value: "⊘",
+    Verdict.FLAKY.value: "≈",
     Verdict.ERROR.value: "!",
 }
 
@@ -68,6 +73,7 @@ STYLES: dict[str, str] = {
     Verdict.SURVIVED.value: "bold red",
     Verdict.EQUIVALENT.value: "yellow",
     Verdict.NOT_COMPILABLE.value: "magenta",
+    Verdict.FLAKY.value: "bold yellow",
     Verdict.ERROR.value: "bold magenta",
     PENDING: "dim",
     RUNNING: "cyan",
@@ -78,7 +84,7 @@ WORDS: dict[str, str] = {
     By.OWN_CHECK.value: "the file's own check",
     By.BOUNDS.value: "the bounds check (an unmasked load/store outside its tensors)",
     By.CRASH.value: "a crash (the sandbox child died by a signal)",
-    By.TIMEOUT.value: "a timeout (the mutant outlived its limit)",
+    By.TIMEOUT.value: "a timeout (the mutant used its CPU-time limit, or the wall clock's far backstop)",
     By.BIG_INDEX.value: "the big-index check (an int32 offset that wraps past 2^31 elements)",
 }
 

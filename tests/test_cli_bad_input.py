@@ -145,7 +145,7 @@ def test_original_failing_its_own_check(tmp_path):
 def test_original_check_timing_out(tmp_path):
     path = write(tmp_path, "k.py", BROKEN_KERNEL.replace("{check}", "while True: pass"))
     proc = run_cli("run", str(path), "-j", "1", "--timeout", "3", cwd=tmp_path)
-    assert_one_line_error(proc, "timed out after 3 s")
+    assert_one_line_error(proc, "timed out after 3 CPU s")
 
 
 # -- optional extras: a face or writer that is not installed is one line, exit 2 ----------

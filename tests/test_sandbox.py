@@ -72,11 +72,44 @@ def test_failing_assertion_is_failed_with_tail(sandbox):
     assert "arithmetic is broken" in result.error
 
 
-def test_infinite_loop_times_out_and_pool_goes_on(sandbox):
+def test_infinite_loop_times_out_on_its_cpu_seconds_and_pool_goes_on(sandbox):
+    """The limit is CPU seconds: a busy loop is stopped once it has used them, and the
+    result says how many it used against which limit."""
     result = sandbox.run(main_job("while True:\n    pass\n", timeout_s=1.5))
     assert result.status is JobStatus.TIMEOUT
-    assert "timed out after 1.5 s" in result.error
+    assert "CPU s against a limit of 1.5 CPU s" in result.error, result.error
+    assert result.extra["timed_out"]["by"] == "cpu"
+    assert 1.5 <= result.cpu_s < 6.0, result.cpu_s
     assert sandbox.run(main_job("x = 1\n")).status is JobStatus.PASSED
+
+
+def test_a_sleeping_job_is_stopped_by_the_wall_backstop_named_as_such(sandbox):
+    """A job that waits (no CPU) never reaches its CPU limit: the wall clock's far
+    backstop stops it, and says so, with the few CPU seconds it used."""
+    job = main_job("import time\ntime.sleep(600)\n", timeout_s=1.0)
+    start = time.monotonic()
+    result = sandbox.run(job)
+    took = time.monotonic() - start
+    assert result.status is JobStatus.TIMEOUT
+    assert "wall-clock backstop" in result.error, result.error
+    assert result.extra["timed_out"]["by"] == "wall"
+    assert job.wall_limit_s <= took < job.wall_limit_s + 30
+    assert result.cpu_s < 1.0, result.cpu_s
+
+
+def test_a_passing_job_counts_its_cpu_seconds_with_those_of_its_children(sandbox):
+    """A job's CPU seconds are its processes': the child and the one it started."""
+    body = """
+        import subprocess, sys, time
+        code = "import time\\nend = time.process_time() + 0.6\\nwhile time.process_time() < end: pass"
+        subprocess.run([sys.executable, "-c", code], check=True)
+        end = time.process_time() + 0.6
+        while time.process_time() < end:
+            pass
+    """
+    result = sandbox.run(main_job(body))
+    assert result.status is JobStatus.PASSED, result.error
+    assert 1.2 <= result.cpu_s < 4.0, result.cpu_s
 
 
 def test_segfault_is_a_crash_and_pool_goes_on(sandbox):

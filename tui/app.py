@@ -587,7 +587,7 @@ def log_line(row: dict, rejudged: bool) -> str:
     what = f"{row['id']} {row.get('operator')} line {row.get('line')}: {verdict}"
     if verdict == "killed":
         what += f" by {by_words(row.get('by'))}"
-    elif verdict in ("error", "not_compilable", "equivalent"):
+    elif verdict in ("error", "not_compilable", "equivalent", "flaky"):
         what += f": {row.get('reason', '')}"
     return ("updated " if rejudged else "") + what
 

@@ -53,11 +53,11 @@ def esc(text: object) -> str:
 
 STYLE = """
 :root{--bg:#fff;--fg:#1f2328;--muted:#656d76;--line:#d0d7de;--panel:#f6f8fa;
---killed:#1a7f37;--survived:#cf222e;--equivalent:#9a6700;--not_compilable:#8250df;
+--killed:#1a7f37;--survived:#cf222e;--equivalent:#9a6700;--not_compilable:#8250df;--flaky:#bc4c00;
 --error:#bc4c00;--pending:#8c959f;--add:#dafbe1;--del:#ffebe9;--hunk:#ddf4ff}
 @media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#8d96a0;
 --line:#30363d;--panel:#161b22;--killed:#3fb950;--survived:#f85149;--equivalent:#d29922;
---not_compilable:#a371f7;--error:#db6d28;--pending:#6e7681;--add:#12261e;--del:#25171c;
+--not_compilable:#a371f7;--flaky:#f0883e;--error:#db6d28;--pending:#6e7681;--add:#12261e;--del:#25171c;
 --hunk:#121d2f}}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--fg);
@@ -83,7 +83,7 @@ outline-offset:2px}
 .cell.sel,.cell:focus{outline:3px solid var(--fg)}
 .cell[hidden],.group[hidden]{display:none}
 .v-killed{background:var(--killed)}.v-survived{background:var(--survived)}
-.v-equivalent{background:var(--equivalent)}.v-not_compilable{background:var(--not_compilable)}
+.v-equivalent{background:var(--equivalent)}.v-not_compilable{background:var(--not_compilable)}.v-flaky{background:var(--flaky)}
 .v-error{background:var(--error)}.v-pending{background:var(--pending)}
 .cell.k-identical{background:repeating-linear-gradient(45deg,var(--survived) 0 5px,var(--equivalent) 5px 8px)}
 .kind-differs{color:var(--survived);font-weight:600}.kind-identical{color:var(--equivalent);font-weight:600}

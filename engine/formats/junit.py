@@ -64,7 +64,10 @@ def junit_xml(report: dict) -> str:
         "failures": str(per_verdict["survived"]),
         "errors": str(per_verdict["error"]),
         "skipped": str(
-            per_verdict["equivalent"] + per_verdict["not_compilable"] + per_verdict["pending"]
+            per_verdict["equivalent"]
+            + per_verdict["not_compilable"]
+            + per_verdict["flaky"]
+            + per_verdict["pending"]
         ),
         "time": f"{total_time:.3f}",
     }
@@ -114,7 +117,7 @@ def junit_xml(report: dict) -> str:
                 case, "error", {"type": "error", "message": f"harness error: {reason}"}
             )
             error.text = details
-        elif verdict in ("equivalent", "not_compilable", "pending"):
+        elif verdict in ("equivalent", "not_compilable", "flaky", "pending"):
             message = reason if verdict != "pending" else "not judged: the run is incomplete"
             ET.SubElement(case, "skipped", {"message": _clean(f"{verdict}: {message}")})
             ET.SubElement(case, "system-out").text = details

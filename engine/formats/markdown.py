@@ -311,9 +311,10 @@ def _predictions_part(report: dict) -> list[str]:
 
 
 def _excluded_part(rows: list[dict]) -> list[str]:
-    """The mutants out of the adjusted score (equivalent, not compilable), each with
-    why and the claims behind it."""
-    excluded = [r for r in rows if r.get("verdict") in ("equivalent", "not_compilable")]
+    """The mutants out of the adjusted score (equivalent, not compilable, flaky), each
+    with why and the claims behind it."""
+    out_of_score = ("equivalent", "not_compilable", "flaky")
+    excluded = [r for r in rows if r.get("verdict") in out_of_score]
     if not excluded:
         return []
     out = ["", f"### Excluded from the adjusted score ({len(excluded)})", ""]

@@ -55,6 +55,7 @@ def status_of(row: dict) -> str:
         "survived": "Survived",
         "equivalent": "Ignored",
         "not_compilable": "CompileError",
+        "flaky": "Ignored",
         "error": "RuntimeError",
     }.get(verdict, "Pending")
 

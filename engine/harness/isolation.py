@@ -7,6 +7,7 @@ namespaces) and reports whether it took, so the report can say so.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import re
 import resource
@@ -139,6 +140,14 @@ def address_space_after(memory_mb: int) -> int:
     return _vm_size_bytes() + memory_mb * 1024 * 1024
 
 
+def cpu_limit(cpu_s: float) -> None:
+    """End this process (SIGPROF, its default action) once it has used ``cpu_s`` more CPU
+    seconds, all its threads together: to the tick, where RLIMIT_CPU counts whole seconds.
+    ``cpu_s`` 0 turns the clock off."""
+    signal.signal(signal.SIGPROF, signal.SIG_DFL)
+    signal.setitimer(signal.ITIMER_PROF, max(0.0, cpu_s))
+
+
 def apply_limits(memory_mb: int | None, cpu_s: float, output_limit_bytes: int) -> None:
     """Address space (on top of what the warm worker already maps), CPU time, file size.
 
@@ -148,7 +157,8 @@ def apply_limits(memory_mb: int | None, cpu_s: float, output_limit_bytes: int) -
     if memory_mb is not None:
         address_space = address_space_after(memory_mb)
         resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-    cpu = int(cpu_s) + 1
+    cpu_limit(cpu_s)
+    cpu = math.ceil(cpu_s) + 1  # the kernel's own, in whole seconds: a backstop
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
     resource.setrlimit(resource.RLIMIT_FSIZE, (output_limit_bytes, output_limit_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

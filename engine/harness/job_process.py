@@ -137,6 +137,61 @@ def _too_big(size: int, output: str, duration: float) -> dict:
     }
 
 
+def wall_limit_s(job_data: dict) -> float:
+    """The job's wall-clock backstop (``Job.wall_limit_s``): its limit is CPU seconds."""
+    from mutant_gate.engine.job import WALL_BASE_S, WALL_FACTOR
+
+    return float(job_data["timeout_s"]) * WALL_FACTOR + WALL_BASE_S
+
+
+def _over_cpu(job_data: dict, status: int | None, cpu_s: float) -> bool:
+    """The process ended by its CPU-time limit: SIGXCPU at the soft limit, or SIGKILL at
+    the hard one (a process that ignored SIGXCPU) with its CPU seconds past the limit."""
+    if status is None or not os.WIFSIGNALED(status):
+        return False
+    sig = os.WTERMSIG(status)
+    return sig in (signal.SIGXCPU, signal.SIGPROF) or (
+        sig == signal.SIGKILL and cpu_s >= float(job_data["timeout_s"])
+    )
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """The CPU seconds of process ``pid`` and of the children it waited for (a zombie's
+    too: read before it is reaped), or None where /proc cannot tell."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        ticks = sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+        return ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _timed_out(job_data: dict, by: str, cpu_s: float, duration: float, output: str) -> dict:
+    """A job stopped by its CPU-time limit (``by`` "cpu") or by the wall clock's backstop
+    ("wall"), each said with its figures."""
+    from mutant_gate.engine.job import WALL_BASE_S, WALL_FACTOR
+
+    limit = float(job_data["timeout_s"])
+    wall = wall_limit_s(job_data)
+    if by == "cpu":
+        said = f"timed out: {cpu_s:.1f} CPU s against a limit of {limit:g} CPU s"
+    else:
+        said = (
+            f"timed out by the wall-clock backstop: {duration:.1f} s of wall clock, the "
+            f"backstop {wall:g} s ({WALL_FACTOR:g} x the CPU limit of {limit:g} s + "
+            f"{WALL_BASE_S:g}), with only {cpu_s:.1f} CPU s used"
+        )
+    record = {"by": by, "cpu_s": round(cpu_s, 3), "limit_s": limit, "wall_s": round(duration, 3)}
+    return {
+        "status": "timeout",
+        "error": f"{said}\n{output}".strip(),
+        "duration_s": duration,
+        "cpu_s": cpu_s,
+        "extra": {"timed_out": {**record, "wall_limit_s": wall}},
+    }
+
+
 def _result(
     job_data: dict,
     timed_out: bool,
@@ -145,15 +200,27 @@ def _result(
     output: str,
     head: str,
     duration: float,
+    cpu_s: float = 0.0,
 ) -> dict:
-    """What a job's process left (its answer, its exit status, its output) as a result."""
-    timeout = float(job_data["timeout_s"])
+    """What a job's process left (its answer, its exit status, its output) as a result;
+    ``cpu_s``: the CPU seconds its processes used (``JobResult.cpu_s``)."""
+    result = _left(job_data, timed_out, status, answer, output, head, duration, cpu_s)
+    result["cpu_s"] = round(cpu_s, 4)
+    return result
+
+
+def _left(
+    job_data: dict,
+    timed_out: bool,
+    status: int | None,
+    answer: bytes,
+    output: str,
+    head: str,
+    duration: float,
+    cpu_s: float,
+) -> dict:
     if timed_out:
-        return {
-            "status": "timeout",
-            "error": f"timed out after {timeout:.1f} s\n{output}".strip(),
-            "duration_s": duration,
-        }
+        return _timed_out(job_data, "wall", cpu_s, duration, output)
     summary = re.search(r"ERROR SUMMARY: (\d+) error", output) if job_data.get("sanitize") else None
     if job_data.get("sanitize"):
         exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
@@ -177,13 +244,14 @@ def _result(
             return result
         except ValueError:
             pass
+    if _over_cpu(job_data, status, cpu_s):  # it never answered: its CPU limit ended it
+        return _timed_out(job_data, "cpu", cpu_s, duration, output)
     status = status or 0
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
         why = {
             signal.SIGXFSZ: f"output exceeded {job_data['output_limit_bytes']} bytes",
-            signal.SIGXCPU: "CPU time limit exceeded",
         }.get(sig, f"killed by {name}")
         return {
             "status": "crash",

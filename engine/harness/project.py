@@ -255,6 +255,7 @@ class Coverage:
 
     def pytest_runtest_call(self, item: Any) -> None:
         item._mutant_gate_start = time.perf_counter()
+        item._mutant_gate_cpu = time.process_time()
 
     def pytest_runtest_teardown(self, item: Any) -> None:
         start = getattr(item, "_mutant_gate_start", None)
@@ -262,6 +263,8 @@ class Coverage:
             "functions": sorted(_LAUNCHED),
             "reaches": sorted(_REACHED),
             "duration_s": round(time.perf_counter() - start, 6) if start else 0.0,
+            # what a mutant's CPU-time limit counts (the process's threads)
+            "cpu_s": round(time.process_time() - item._mutant_gate_cpu, 6) if start else 0.0,
         }
         # forgotten here too: a case skipped in its setup never reaches this plugin's
         # setup hook, and would otherwise be recorded with the case before it's launches

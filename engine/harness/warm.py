@@ -8,6 +8,7 @@ Runs in the worker and its runner; imports only the stdlib (and, in functions, t
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import shutil
@@ -17,7 +18,16 @@ import tempfile
 import time
 import traceback
 
-from .job_process import RESULT_LIMIT, ParentGone, _harden, _read_tail, _result, _too_big
+from .job_process import (
+    RESULT_LIMIT,
+    ParentGone,
+    _harden,
+    _read_tail,
+    _result,
+    _too_big,
+    process_cpu_s,
+    wall_limit_s,
+)
 
 # In compiled mode a forked child per job pays a new CUDA context, Triton's driver
 # utilities built with gcc and every launcher compiled again in a fresh cache: more than
@@ -257,7 +267,8 @@ def run_warm(job_data: dict, parent_fd: int | None = None) -> dict:
         return runner
     runner.served += 1
     start = time.monotonic()
-    deadline = start + float(job_data["timeout_s"])
+    deadline = start + wall_limit_s(job_data)  # the backstop: RLIMIT_CPU is the limit
+    cpu_before = process_cpu_s(runner.pid) or 0.0
     try:
         data = json.dumps({"job": job_data}).encode() + b"\n"
         view = memoryview(data)
@@ -267,6 +278,8 @@ def run_warm(job_data: dict, parent_fd: int | None = None) -> dict:
     except OSError:  # the runner died before it read the job
         line = b""
     duration = time.monotonic() - start
+    # the runner's CPU seconds while it ran the job (a dead one's too: read before reaped)
+    cpu_s = max(0.0, (process_cpu_s(runner.pid) or cpu_before) - cpu_before)
     if not line:  # a timeout (None), an answer too big, or the runner's death (b"")
         output = _read_tail(runner.log_path)
         status = runner.end()
@@ -274,7 +287,7 @@ def run_warm(job_data: dict, parent_fd: int | None = None) -> dict:
             result = _too_big(runner.too_big, output, duration)
             result["extra"] = {"runner": {"pid": None, "retired": "its answer was too big"}}
             return result
-        result = _result(job_data, line is None, status, b"", output, "", duration)
+        result = _result(job_data, line is None, status, b"", output, "", duration, cpu_s)
         why = "the job timed out" if line is None else "the runner died"
         result.setdefault("extra", {})["runner"] = {"pid": None, "retired": why}
         return result
@@ -289,7 +302,8 @@ def run_warm(job_data: dict, parent_fd: int | None = None) -> dict:
     if retire:
         answer["extra"]["runner"]["pid"] = None  # the pid that now runs: none until the next job
         answer["extra"]["runner"]["served_by"] = runner.pid
-    return _result(job_data, False, None, json.dumps(answer).encode(), output, "", duration)
+    data = json.dumps(answer).encode()
+    return _result(job_data, False, None, data, output, "", duration, cpu_s)
 
 
 def _fresh_view(runner: _Runner) -> str:
@@ -415,8 +429,9 @@ def _serve(job_data: dict, root: str, env: dict, report: dict, number: int, devi
         os.environ["TRITON_CACHE_DIR"] = env["TRITON_CACHE_DIR"]  # kept between jobs
         # Soft limits only: an unprivileged process cannot raise a hard limit again.
         used = resource.getrusage(resource.RUSAGE_SELF)
-        cpu = int(used.ru_utime + used.ru_stime + job.timeout_s) + 1
+        cpu = math.ceil(used.ru_utime + used.ru_stime + job.timeout_s) + 1  # a backstop
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, resource.RLIM_INFINITY))
+        isolation.cpu_limit(job.timeout_s)  # the limit, to the tick (SIGPROF)
         limit = job.output_limit_bytes
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
         if job.mode == "interpret":  # a CUDA context cannot be bounded by address space
@@ -431,6 +446,7 @@ def _serve(job_data: dict, root: str, env: dict, report: dict, number: int, devi
     except BaseException:  # noqa: BLE001 - a harness failure is data, not a dead runner
         answer = {"status": "error", "error": traceback.format_exc()[-4000:]}
     finally:
+        isolation.cpu_limit(0)
         if job_data.get("mode") == "interpret":
             resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)
         sys.stdout.flush()

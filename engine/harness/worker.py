@@ -34,6 +34,7 @@ from .job_process import (
     _read_tail,
     _result,
     _too_big,
+    wall_limit_s,
 )
 from .warm import _runner, _sandbox_uid, _sweep, run_warm, warm_eligible
 
@@ -189,7 +190,6 @@ def run_job(job_data: dict, parent_fd: int | None = None, on_progress=None) -> d
     workdir = os.path.join(base, "work")
     os.mkdir(workdir)
     log_path = os.path.join(base, "output.log")
-    timeout = float(job_data["timeout_s"])
     rfd, wfd = os.pipe()
     start = time.monotonic()
     pid = os.fork()
@@ -202,25 +202,26 @@ def run_job(job_data: dict, parent_fd: int | None = None, on_progress=None) -> d
     except OSError:
         pass
     cases = CaseLog()
-    deadline = start + timeout
+    deadline = start + wall_limit_s(job_data)  # the backstop: RLIMIT_CPU is the limit
     chunks, size, timed_out = _read_answer(rfd, parent_fd, pid, base, deadline, on_progress, cases)
     os.close(rfd)
-    status = None
+    status = cpu_s = None
     if job_data.get("sanitize"):
         # memcheck reports (and sets the exit code) after the job wrote its result.
         while status is None and time.monotonic() < deadline:
             if _hung_up(parent_fd):
                 _abandon(pid, base)
-            done, code = os.waitpid(pid, os.WNOHANG)
-            status = code if done else None
+            done, code, used = os.wait4(pid, os.WNOHANG)
+            status, cpu_s = (code, used.ru_utime + used.ru_stime) if done else (None, None)
             if status is None:
                 time.sleep(0.05)
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    if status is None:
-        _, status = os.waitpid(pid, 0)
+    if status is None:  # its CPU seconds and those of the children it waited for
+        _, status, used = os.wait4(pid, 0)
+        cpu_s = used.ru_utime + used.ru_stime
     _sweep(_sandbox_uid())
     duration = time.monotonic() - start
     output = _read_tail(log_path)
@@ -230,7 +231,8 @@ def run_job(job_data: dict, parent_fd: int | None = None, on_progress=None) -> d
     shutil.rmtree(base, ignore_errors=True)
     if size > RESULT_LIMIT and not timed_out:
         return _too_big(size, output, duration)
-    result = _result(job_data, timed_out, status, b"".join(chunks), output, head, duration)
+    answer = b"".join(chunks)
+    result = _result(job_data, timed_out, status, answer, output, head, duration, cpu_s or 0.0)
     if timed_out and cases.seen:  # what ran before time ran out: the evidence for a timeout
         result["extra"] = {**result.get("extra", {}), "cases": cases.to_json()}
     return result

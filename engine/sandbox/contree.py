@@ -435,7 +435,7 @@ class ContreeSandbox(Sandbox):
         """One disposable run of the one-shot worker; raises ``_Retry`` on infrastructure trouble."""
         assert self._image is not None and self._archive is not None
         payload = json.dumps(job.to_json(), sort_keys=True).encode()
-        limit_s = job.timeout_s + self.startup_allowance_s + self.grace_s
+        limit_s = job.wall_limit_s + self.startup_allowance_s + self.grace_s
         env = dict(REMOTE_ENV)
         if self.mode == "interpret":
             env["TRITON_INTERPRET"] = "1"

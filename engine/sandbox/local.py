@@ -156,7 +156,7 @@ class _Worker:
         ``closed()`` turns true meanwhile (the pool closed: nobody waits for the answer).
         ``on_progress`` is called with each progress report of the job as it arrives."""
         assert self.proc.stdin is not None
-        deadline = time.monotonic() + job.timeout_s + WORKER_GRACE_S
+        deadline = time.monotonic() + job.wall_limit_s + WORKER_GRACE_S
         request = {"job": job.to_json(), **({"progress": True} if on_progress else {})}
         try:
             self.proc.stdin.write(json.dumps(request) + "\n")

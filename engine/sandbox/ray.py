@@ -342,7 +342,7 @@ class RaySandbox(Sandbox):
         with self._lock:
             self._inflight.add(ref)
         try:
-            answer = ray.get(ref, timeout=job.timeout_s + WORKER_GRACE_S + RAY_GRACE_S)
+            answer = ray.get(ref, timeout=job.wall_limit_s + WORKER_GRACE_S + RAY_GRACE_S)
         except LOST as exc:
             return None, self._lose(actor, f"ray actor on {actor.ip} lost: {type(exc).__name__}")
         except rex.GetTimeoutError:

@@ -12,6 +12,7 @@ from mutant_gate.engine.vocabulary import CELL_STATES, GLYPHS, Verdict
 LABELS = {
     Verdict.EQUIVALENT.value: "equivalent (claimed)",
     Verdict.NOT_COMPILABLE.value: "not compilable",
+    Verdict.FLAKY.value: "flaky (runs disagree)",
 }
 #: What a click does (the grid is mouse-driven as much as key-driven).
 CLICKS = "click a cell: inspect it, double click: full screen"

@@ -130,7 +130,7 @@ class Budget:
     def clocked(self, estimate: float, result: JobResult) -> None:
         """A harness job's estimated seconds and its measured seconds."""
         self.estimated += estimate
-        self.measured += result.duration_s
+        self.measured += result.spent_s
 
     def scale(self) -> float:
         """The jobs' measured over estimated seconds so far (0.5 to 50; 1 before any)."""

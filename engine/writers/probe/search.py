@@ -324,11 +324,11 @@ def estimate(entries: list[tuple[Search, list[Candidate]]], known: dict) -> floa
 
 def slowness(ctx: StageContext, mutant: Mutant) -> float:
     """The mutant's own job over the original's (1 to 100; 1 where either is unknown)."""
-    outcome = ctx.ledger.outcome(mutant.id)
-    original = ctx.baseline.duration_s if ctx.baseline is not None else 0.0
-    if outcome is None or original <= 0 or outcome.duration_s <= 0:
+    mine = ctx.ledger.spent_s(mutant.id)
+    original = ctx.baseline.spent_s if ctx.baseline is not None else 0.0
+    if original <= 0 or mine <= 0:
         return 1.0
-    return min(100.0, max(1.0, outcome.duration_s / original))
+    return min(100.0, max(1.0, mine / original))
 
 
 def work(search: Search) -> float:
