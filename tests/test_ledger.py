@@ -29,6 +29,9 @@ def ledger_with(verdict: Verdict) -> Ledger:
         assert ledger.claim("m", "the model says so", stage="stage2") is not None
     if verdict is Verdict.NOT_COMPILABLE:
         assert ledger.set_aside("m", "does not compile for sm_75", stage="compile") is not None
+    if verdict is Verdict.FLAKY:  # two runs near the CPU limit disagreed (engine/steady.py)
+        record = {"reason": "two runs disagree near the CPU limit", "runs": [{}, {}]}
+        ledger.flaky("m", record, 1.0, False, stage="mutants")
     assert ledger.verdict("m") is verdict
     return ledger
 
