@@ -746,7 +746,10 @@ def judge_own_check(ctx: StageContext) -> Iterator[Event]:
         judged(asserts=False, evidence=evidence, note=NO_KERNEL_LAUNCHED, launches=0)
         yield OwnCheckJudged(False, evidence, NO_KERNEL_LAUNCHED)
         return
-    job = replace(ctx.job_for(None, ctx.settings.timeout_s), checks=own, null_launches=True)
+    # the limit of a mutant's job (the original's CPU seconds, scaled): a check that
+    # hangs without its kernels (sleeping, so its CPU limit never fires) stops at that
+    # limit's wall-clock backstop, not the original's far one
+    job = replace(ctx.job_for(None, ctx.timeout_s), checks=own, null_launches=True)
     result, _ = ctx.execute(job)
     skipped = int(result.extra.get("null_run", {}).get("skipped_launches", 0))
     if result.status is JobStatus.PASSED and skipped:

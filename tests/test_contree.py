@@ -142,7 +142,7 @@ def test_job_runs_the_shipped_harness_and_never_sees_the_key(box, clean_fake):
     assert all(KEY.encode() not in data for data in clean_fake.files.values())
     # The SDK is given the job's limit plus start-up allowance plus grace; the
     # job's own limit travels in the job file and is enforced inside.
-    assert spawn["timeout"] == math.ceil(job.timeout_s + STARTUP_ALLOWANCE_S + GRACE_S)
+    assert spawn["timeout"] == math.ceil(job.wall_limit_s + STARTUP_ALLOWANCE_S + GRACE_S)
     assert spawn["disposable"] is True
 
 
@@ -228,12 +228,15 @@ def test_run_that_never_finishes_is_an_error_not_a_timeout_verdict(credentials):
         try:
             box.start()
             fake.hang_runs = True
-            result = box.run(check_job("pass\n", timeout_s=1.0))
+            job = check_job("pass\n", timeout_s=0.1)
+            result = box.run(job)
         finally:
             box.close()
         assert result.status is JobStatus.ERROR
         assert "2 attempts" in result.error and "did not finish" in result.error
-        hung = [op for op in fake.operations.values() if op.metadata.get("timeout") == 2]
+        # each attempt waited out the job's wall-clock backstop (its limit is CPU seconds)
+        waited = math.ceil(job.wall_limit_s + 1.0)
+        hung = [op for op in fake.operations.values() if op.metadata.get("timeout") == waited]
         assert len(hung) == 2
         assert all(op.status == "CANCELLED" for op in hung)
 
