@@ -21,7 +21,8 @@ HARNESS_VERSION = "8"  # 2: private filesystem and unprivileged user; 3: interpr
 #: violation names the test case that made it, which fails with it; 7: results carry the
 #: closeness assertions the checks made (``harness/closeness.py``), and ``Job.tighten``;
 #: 8: a job's limit is CPU seconds (``JobResult.cpu_s``, cases' ``cpu_s``), the wall clock
-#: a far backstop (``Job.wall_limit_s``)
+#: a far backstop (``Job.wall_limit_s``); memory from ``torch.empty`` is filled
+#: (``runner.fill_uninitialized``)
 
 #: The wall clock's backstop: a job whose processes use little CPU (a sleep, a wait on a
 #: lock) is stopped at ``WALL_FACTOR`` times its CPU limit plus ``WALL_BASE_S``; on a busy

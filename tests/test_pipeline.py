@@ -173,6 +173,66 @@ def test_hanging_mutant_times_out_and_segfaulting_mutant_crashes(tmp_path):
     assert all(m["verdict"] != "pending" for m in rows.values())
 
 
+JUST_OVER = """
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def ramp_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, offs.to(tl.float32) * 2.0 - 1.0, mask=offs < n)
+
+
+def ramp(n):
+    out = torch.empty(n)
+    ramp_kernel[(triton.cdiv(n, 16),)](out, n, BLOCK=16)
+    return out
+
+
+if __name__ == "__main__":
+    out = ramp(40)
+    # The original spends 8 CPU s here (and its first launch's few tenths), a wrong
+    # result 10.4: past a mutant's limit (the original's CPU s x 1 + 0.5) and under the
+    # rerun's 1.25 times that limit.
+    wrong = not torch.equal(out, torch.arange(40).float() * 2.0 - 1.0)
+    end = time.process_time() + 8.0 + 2.4 * wrong
+    while time.process_time() < end:
+        pass
+"""
+
+
+def test_a_mutant_just_over_its_cpu_limit_runs_again_and_is_flaky(tmp_path):
+    kernel = tmp_path / "ramp.py"
+    kernel.write_text(JUST_OVER)
+    path = tmp_path / "r.json"
+    proc = run_cli("run", str(kernel), "--json", str(path), "--timeout-factor", "1",
+                   "--timeout-base", "0.5", "--operators", "add-sub", "-j", "2",
+                   "--writer", "none",
+                   cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = read_report(path)
+    flaky = [m for m in report["mutants"] if m["verdict"] == "flaky"]
+    assert flaky, [(m["verdict"], m["reason"]) for m in report["mutants"]]
+    row = flaky[0]
+    # Both runs, each with its figures, in either order: stopped just over the limit,
+    # then passed with 1.25 times it; or passed within the margin under it, then stopped.
+    runs = {r["verdict"]: r for r in row["flaky"]}
+    assert sorted(runs) == ["killed", "survived"], row["flaky"]
+    stopped, passed = runs["killed"], runs["survived"]
+    assert stopped["status"] == "timeout"
+    assert stopped["cpu_s"] >= 0.95 * stopped["limit_s"], row["flaky"]  # /proc: to a tick
+    assert passed["limit_s"] / 1.25 <= passed["cpu_s"] < passed["limit_s"], row["flaky"]
+    assert "two runs disagree near the CPU limit" in row["reason"], row["reason"]
+    assert "the limit: the original's" in row["reason"]
+    # out of the score, and said as such in every face's words
+    assert {"id": row["id"], "verdict": "flaky"} in report["score"]["excluded"]
+    assert "flaky" in proc.stdout
+
+
 def _mutant_results(cache_dir) -> int:
     """Stored results of mutant jobs: all but the baseline (stored first, before any
     mutant runs) and the own check's run without kernels (``extra.null_run``), which
