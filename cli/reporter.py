@@ -45,6 +45,20 @@ def handler_name(event: object) -> str:
     return "on_" + _CAPITAL.sub("_", type(event).__name__).lower()
 
 
+def took(event: BaselineFinished) -> str:
+    """What the original's run took: wall seconds, and the CPU seconds that set the limit."""
+    if event.cached:
+        return "cached"
+    result = event.result
+    cpu = f", {result.cpu_s:.2f} CPU s" if result.cpu_s else ""
+    return f"{result.duration_s:.2f} s{cpu}"
+
+
+def limit(event: BaselineFinished) -> str:
+    """A mutant's limit, in the CPU seconds it counts."""
+    return f"mutant limit {event.mutant_timeout_s:.1f} CPU s"
+
+
 class Observer:
     """Dispatches each event to ``on_<event name>``; events without a method are ignored."""
 
@@ -126,10 +140,9 @@ class Reporter(Observer):
 
     def on_baseline_finished(self, event: BaselineFinished) -> None:
         """The original passed (its own check, later with the written tests); the timeout."""
-        src = "cached" if event.cached else f"{event.result.duration_s:.2f} s"
         what = "its own check" if not self.baselines else "its own check + written tests"
         self.baselines += 1
-        self.say(f"original passes {what} ({src}); mutant timeout {event.mutant_timeout_s:.1f} s")
+        self.say(f"original passes {what} ({took(event)}); {limit(event)}")
         self.progress.update(self.task, description="mutants")
 
     def on_run_estimated(self, event: RunEstimated) -> None:
@@ -410,10 +423,7 @@ class RerunReporter(Observer):
         )
 
     def on_baseline_finished(self, event: BaselineFinished) -> None:
-        src = "cached" if event.cached else f"{event.result.duration_s:.2f} s"
-        self.say(
-            f"original passes its checks ({src}); mutant timeout {event.mutant_timeout_s:.1f} s"
-        )
+        self.say(f"original passes its checks ({took(event)}); {limit(event)}")
 
     def on_run_estimated(self, event: RunEstimated) -> None:
         if event.to_run:

@@ -173,7 +173,7 @@ def anatomy(console: Console, report: dict) -> None:
         memory = f"memory {box['memory_mb']} MB per job ({source}), "
     console.print(
         f"[dim]sandbox: {box['backend']} x{box['workers']}, network {net}, {memory}"
-        f"mutant timeout {box['mutant_timeout_s']} s; {counted(cached, 'result')} from cache; "
+        f"mutant limit {box['mutant_timeout_s']} CPU s; {counted(cached, 'result')} from cache; "
         f"run {report['run_id']}[/]",
         highlight=False,
     )
