@@ -220,9 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="interpreter: let a masked tl.load without other= read 0 on masked-off lanes, "
         "as the interpreter does (default: NaN, or the integer maximum, for lanes a GPU "
-        "leaves undefined, so a check that depends on them fails); both modes: let memory "
-        "from torch.empty hold what the allocator recycled (default: NaN or the integer "
-        "maximum, torch's deterministic fill, so a verdict never hangs on it)",
+        "leaves undefined, so a check that depends on them fails); compiled mode: let "
+        "device memory from torch.empty hold what the allocator recycled (default: NaN or "
+        "the integer maximum, torch's deterministic fill, so a verdict never hangs on it)",
     )
     run.add_argument(
         "--sanitize",

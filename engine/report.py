@@ -203,6 +203,8 @@ def build_report(
         "tests": tests,
         "baseline": {
             "duration_s": round(baseline.duration_s, 4),
+            # what the mutants' limits are reckoned from (absent: not measured)
+            **({"cpu_s": round(baseline.cpu_s, 4)} if baseline.cpu_s > 0 else {}),
             "shims": list(baseline.shims),
             "cases": baseline_cases(baseline),
             **({"spread": baseline.extra["spread"]} if "spread" in baseline.extra else {}),

@@ -162,8 +162,8 @@ class RunSettings:
     #: the closeness assertion that let each survivor through (``checks/tolerance.py``)
     tolerance: bool = True
     #: interpreter: masked loads without ``other=`` read NaN / the integer maximum on
-    #: masked-off lanes (a GPU leaves them undefined); both modes: so does memory from
-    #: ``torch.empty`` a kernel leaves unwritten (``runner.fill_uninitialized``);
+    #: masked-off lanes (a GPU leaves them undefined); compiled mode: so does device memory
+    #: from ``torch.empty`` a kernel leaves unwritten (``runner.fill_uninitialized``);
     #: ``--no-poison`` turns both off
     poison_undefined: bool = True
     #: interpreter: who runs a launch's programs, "batched" (every program at once,

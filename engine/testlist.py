@@ -154,16 +154,20 @@ def report_tests(
 
 def baseline_cases(baseline: JobResult) -> list[dict]:
     """Every case the original ran, slowest first: its name (in project mode the node id
-    from the project root), status and seconds (setup, call and teardown)."""
-    full = {node.split("::", 1)[1]: node for node in baseline.extra.get("coverage") or {}}
+    from the project root), status and seconds (setup, call and teardown), and its CPU
+    seconds where they were measured (what a mutant's limit counts)."""
+    coverage = baseline.extra.get("coverage") or {}
+    full = {node.split("::", 1)[1]: node for node in coverage}
     rows = []
     for outcome in baseline.outcomes:
         case = outcome.name.partition("::")[2]
+        cpu = (coverage.get(full.get(case, "")) or {}).get("cpu_s")
         rows.append(
             {
                 "case": full.get(case, outcome.name),
                 "status": outcome.status,
                 "duration_s": round(outcome.duration_s, 4),
+                **({"cpu_s": round(float(cpu), 4)} if cpu is not None else {}),
             }
         )
     return sorted(rows, key=lambda r: -r["duration_s"])

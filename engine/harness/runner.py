@@ -80,18 +80,23 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def fill_uninitialized(on: bool) -> None:
-    """Memory a kernel leaves unwritten reads the same in every run and every pool: torch
-    fills what ``torch.empty`` (and ``empty_like``, ``new_empty``...) returns with NaN, or
-    an integer type's largest value, as its deterministic mode does. Without it such an
-    output holds whatever the allocator recycled, and a mutant that skips part of it
-    (a loop's step doubled) passes or fails by what an earlier tensor left there: a
-    verdict that changed between runs and between the local and Ray pools. Ops torch has
-    no deterministic version of only warn (``warn_only``); ``--no-poison`` turns it off."""
+def fill_uninitialized(on: bool, mode: str) -> None:
+    """Memory a kernel leaves unwritten reads the same in every run and every pool. On the
+    CPU (the interpreter) glibc fills every allocation alike (``MALLOC_PERTURB_``, set by
+    ``local.worker_env``: float32 -1.69e38). Device memory comes from torch's caching
+    allocator, which hands back what an earlier tensor left there: in compiled mode torch
+    fills what ``torch.empty`` (``empty_like``, ``new_empty``...) returns with NaN, or an
+    integer type's largest value, as its deterministic mode does. Without it a mutant that
+    skips part of an output (a loop's step doubled) passes or fails by what ran before.
+    Ops torch has no deterministic version of only warn (``warn_only``); ``--no-poison``
+    turns it off. Set through ``torch._C``: ``torch.use_deterministic_algorithms`` also
+    imports inductor's config (0.6 CPU s, charged to the job's limit)."""
+    if mode == "interpret":
+        return
     import torch
 
-    torch.use_deterministic_algorithms(on, warn_only=True)
-    torch.utils.deterministic.fill_uninitialized_memory = True
+    torch._C._set_deterministic_algorithms(on, warn_only=True)
+    torch._C._set_deterministic_fill_uninitialized_memory(True)
 
 
 def _run_main(check: Check, workdir: str) -> CheckOutcome:
@@ -519,7 +524,7 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
     closeness.start(job.tighten, job.project["root"] if job.project else workdir)
     sys.path.insert(0, workdir)
     seed_everything(job.seed)
-    fill_uninitialized(job.poison_undefined)
+    fill_uninitialized(job.poison_undefined, job.mode)
     if job.mode == "interpret":
         prepare()
         batched.install(job.interpreter)

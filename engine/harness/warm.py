@@ -479,7 +479,7 @@ def _reset_torch_state() -> None:
     try:
         torch.set_default_dtype(torch.float32)
         torch.set_grad_enabled(True)
-        torch.use_deterministic_algorithms(False)
+        torch._C._set_deterministic_algorithms(False)  # not the wrapper: it imports inductor
     except Exception:  # noqa: BLE001 - a reset that fails leaves the runner as it was
         pass
 
