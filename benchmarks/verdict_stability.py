@@ -1,12 +1,14 @@
 """The same verdicts on a busy machine: each target judged idle, then beside a load.
 
-Run: ``python benchmarks/verdict_stability.py OUT [TARGET ...] [--load N] [-j N]``.
+Run: ``python benchmarks/verdict_stability.py OUT [TARGET ...] [--load N] [-j N]
+[--writer probe|none]``.
 
 Each target (a kernel file, or a library: ``DIR`` judged by its ``DIR/tests`` from
 ``DIR``) runs twice with the CLI, each time from an empty cache: first on an idle
 machine, then beside ``--load`` busy processes (default: twice the cores; each spins
 ``while True: pass`` until the run ends). Kernel files run with the probe writer, so
-its written tests and kills are compared too.
+its written tests and kills are compared too (``--writer none``: the verdicts alone, for
+a file whose probe would take longer than the session has).
 
 Printed per target: the mutants, the wall seconds idle and busy and their ratio (the
 load's cost, measured side by side), the verdicts that differ (mutant id: idle verdict
@@ -35,13 +37,15 @@ def default_targets() -> list[Path]:
     return sorted(EXAMPLES.glob("*.py")) + [EXAMPLES / "kernel_lib"]
 
 
-def command(target: Path, report: Path, cache: Path, jobs: int) -> tuple[list[str], Path]:
+def command(
+    target: Path, report: Path, cache: Path, jobs: int, writer: str = "probe"
+) -> tuple[list[str], Path]:
     """The CLI command for one target and the folder it runs from."""
     run = [sys.executable, "-m", "mutant_gate.cli", "run", "--json", str(report),
            "--cache-dir", str(cache), "-j", str(jobs), "--no-write-tests"]  # fmt: skip
     if target.is_dir():  # a library: its source judged by its own tests
         return run + ["--writer", "none", "src", "--tests", "tests"], target
-    return run + ["--writer", "probe", str(target)], report.parent
+    return run + ["--writer", writer, str(target)], report.parent
 
 
 def busy(count: int) -> list[subprocess.Popen]:
@@ -50,11 +54,11 @@ def busy(count: int) -> list[subprocess.Popen]:
     return [subprocess.Popen(spin) for _ in range(count)]
 
 
-def one_run(target: Path, out: Path, jobs: int) -> dict:
+def one_run(target: Path, out: Path, jobs: int, writer: str = "probe") -> dict:
     """Run the CLI on ``target``; its wall seconds, exit status and report."""
     out.mkdir(parents=True, exist_ok=True)
     report = out / "report.json"
-    cmd, cwd = command(target, report, out / "cache", jobs)
+    cmd, cwd = command(target, report, out / "cache", jobs, writer)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -110,6 +114,7 @@ def main() -> int:
     parser.add_argument("targets", nargs="*", type=Path)
     parser.add_argument("--load", type=int, default=2 * (os.cpu_count() or 1))
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--writer", choices=("probe", "none"), default="probe")
     args = parser.parse_args()
     targets = [t.resolve() for t in args.targets] or default_targets()
     results: dict[str, dict] = {}
@@ -117,7 +122,8 @@ def main() -> int:
         load = busy(args.load) if condition == "busy" else []
         try:
             for target in targets:
-                run = one_run(target, args.out / condition / target.stem, args.jobs)
+                out = args.out / condition / target.stem
+                run = one_run(target, out, args.jobs, args.writer)
                 results.setdefault(target.name, {})[condition] = run
                 print(f"{condition} {target.name}: rc {run['rc']}, {run['wall_s']} s",
                       file=sys.stderr, flush=True)  # fmt: skip

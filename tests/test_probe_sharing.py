@@ -167,3 +167,48 @@ def test_a_mutant_hanging_or_faulting_in_a_shared_job_loses_nothing_of_the_other
     # its first input differed: no further input of it ran
     assert sub["probe"]["probes"] == 1
     assert spend["mutant_runs"] == 1  # the lost job's runs never came back
+
+
+def test_the_original_jobs_started_ahead_do_not_follow_which_survivors_are_known(sandbox, tmp_path):
+    """The original's jobs the probe starts beside the mutant phase, once the capture comes
+    back, are the same whatever verdicts are known by then: none yet, some killed, or all
+    survived. Which survivors are known then follows the machine's load; the jobs planned
+    from them set the first round's seconds and so what the budget leaves (on a busy
+    machine the probe wrote no test where idle it wrote two)."""
+    from mutant_gate.engine.job import CheckOutcome, JobResult, JobStatus
+    from mutant_gate.engine.jobs import JobRunner
+    from mutant_gate.engine.pipeline import load
+    from mutant_gate.engine.settings import RunSettings
+    from mutant_gate.engine.stage import StageContext
+    from mutant_gate.engine.verdicts import Ledger
+    from mutant_gate.engine.writers.probe.stage import AHEAD, capture_job, originals_ahead
+
+    (tmp_path / "scale.py").write_text(SCALE_KERNEL)
+    settings = RunSettings(kernel_path=str(tmp_path / "scale.py"), memory_mb=4096)
+    kernel, mutants, _, _ = load(settings)
+    assert len(mutants) >= 4
+    killed = JobResult(JobStatus.FAILED, (CheckOutcome("own-check", "failed", 0.1, "no"),))
+    passed = JobResult(JobStatus.PASSED, (CheckOutcome("own-check", "passed", 0.1),))
+    known = {
+        "none yet": {},
+        "every other killed": {m.id: killed for m in mutants[::2]},
+        "all survived": {m.id: passed for m in mutants},
+    }
+    captured = None
+    planned = {}
+    for name, results in known.items():
+        ledger = Ledger()
+        for mutant_id, result in results.items():
+            ledger.judge(mutant_id, result, False)
+        ctx = StageContext(
+            settings, JobRunner(sandbox, None, "interpret", 2), ledger, kernel, mutants
+        )
+        ctx.jobs.cancel.set()  # the plan only: nothing is started
+        if captured is None:
+            captured = sandbox.run(capture_job(ctx))
+            assert captured.status is JobStatus.PASSED, captured.error
+        originals_ahead(ctx, captured)
+        jobs = ctx.take(AHEAD, [])
+        planned[name] = [(job.cache_key({}), [c.id for c in chunk]) for job, chunk in jobs]
+    assert planned["none yet"], "no original job planned"
+    assert planned["none yet"] == planned["every other killed"] == planned["all survived"]

@@ -91,16 +91,19 @@ AHEAD = "probe: the original's jobs started ahead"
 
 def originals_ahead(ctx: StageContext, captured: JobResult) -> None:
     """With the capture's answer, beside the mutant phase: start the original's jobs on
-    the first round's inputs of the survivors known now (the first round's compare jobs
-    need them first). The probe's first round takes them (``_taken_ahead``)."""
+    the first inputs of every mutant the calls reach, whatever its verdict so far (the
+    first round's compare jobs need them first). Not only the survivors known by then:
+    which those are follows the machine's load, and with them the first round's jobs, the
+    seconds they cost the budget and so the inputs the probe gets to try (on a busy
+    machine it wrote no test where idle it wrote two). The candidates of mutants of one
+    function and family are the same, so the set grows little. The probe's first round
+    takes them (``_taken_ahead``)."""
     data = answer_of(captured)
     calls = calls_of(data) if data is not None else []
     if not calls or not ctx.settings.writers.probe_share:
         return
     needed: dict[str, Candidate] = {}
     for m in ctx.mutants:
-        if ctx.ledger.verdict(m.id) is not Verdict.SURVIVED:
-            continue
         search = new_search(ctx, m, calls)
         if search is not None:
             needed.update((c.id, c) for c in search.batch({}) if c.id not in needed)
@@ -112,10 +115,9 @@ def originals_ahead(ctx: StageContext, captured: JobResult) -> None:
 
 
 def _taken_ahead(ctx: StageContext) -> dict[str, tuple[Job, list]]:
-    """The original's jobs started ahead for the first round (``originals_ahead``). The
-    first round's inputs they do not cover (survivors known only later) need no round
-    of their own: the compare jobs run the original on them, beside the mutants (most
-    survivors that die, die on the inputs covered, and never reach the others)."""
+    """The original's jobs started ahead for the first round (``originals_ahead``): they
+    cover every survivor's first inputs (the first round's own inputs not among them, a
+    rerun's reordered ones, get a job of their own: ``_originals_first``)."""
     started = ctx.take(AHEAD, [])
     return {f"ahead-{i}": (job, chunk) for i, (job, chunk) in enumerate(started)}
 
@@ -280,8 +282,10 @@ class _Probing:
             return False
         before = len(unusable)
         originals = _taken_ahead(ctx) if self.first else {}
-        if not self.first or not originals:
-            originals = original_jobs(ctx, list(needed.values()), ship=self.first)
+        covered = {c.id for _, chunk in originals.values() for c in chunk}
+        left = [c for c in needed.values() if c.id not in covered]
+        if left:
+            originals.update(original_jobs(ctx, left, ship=self.first))
         self.first = False
         spend.ahead += sum(k.startswith("ahead-") for k in originals)
         results = proving.run_all(ctx, {k: job for k, (job, _) in originals.items()})
