@@ -408,7 +408,6 @@ def test_a_job_started_ahead_is_taken_not_run_again(sandbox):
     assert taken.status is JobStatus.FAILED
     assert taken.error == future.result().error  # the very run started ahead
     assert meter.job_s == pytest.approx(taken.spent_s)  # its CPU seconds, not the sleep
-    assert taken.spent_s < 0.5 < taken.duration_s
     ((again, _),) = run.run_all({"capture": job}).values()
     assert again.error != taken.error  # a fresh run: a fresh random line
 
