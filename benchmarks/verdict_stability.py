@@ -1,14 +1,15 @@
 """The same verdicts on a busy machine: each target judged idle, then beside a load.
 
 Run: ``python benchmarks/verdict_stability.py OUT [TARGET ...] [--load N] [-j N]
-[--writer probe|none]``.
+[--writer probe|none] [--no-probe FILE ...]``.
 
 Each target (a kernel file, or a library: ``DIR`` judged by its ``DIR/tests`` from
 ``DIR``) runs twice with the CLI, each time from an empty cache: first on an idle
 machine, then beside ``--load`` busy processes (default: twice the cores; each spins
 ``while True: pass`` until the run ends). Kernel files run with the probe writer, so
 its written tests and kills are compared too (``--writer none``: the verdicts alone, for
-a file whose probe would take longer than the session has).
+a file whose probe would take longer than the session has; ``--no-probe FILE``: the same
+for that file alone, added to the targets).
 
 Printed per target: the mutants, the wall seconds idle and busy and their ratio (the
 load's cost, measured side by side), the verdicts that differ (mutant id: idle verdict
@@ -115,15 +116,20 @@ def main() -> int:
     parser.add_argument("--load", type=int, default=2 * (os.cpu_count() or 1))
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--writer", choices=("probe", "none"), default="probe")
+    parser.add_argument("--no-probe", type=Path, action="append", default=[], metavar="FILE",
+                        help="a kernel file judged with --writer none (repeatable)")  # fmt: skip
     args = parser.parse_args()
+    unprobed = [t.resolve() for t in args.no_probe]
     targets = [t.resolve() for t in args.targets] or default_targets()
+    targets += [t for t in unprobed if t not in targets]
     results: dict[str, dict] = {}
     for condition in ("idle", "busy"):
         load = busy(args.load) if condition == "busy" else []
         try:
             for target in targets:
                 out = args.out / condition / target.stem
-                run = one_run(target, out, args.jobs, args.writer)
+                writer = "none" if target in unprobed else args.writer
+                run = one_run(target, out, args.jobs, writer)
                 results.setdefault(target.name, {})[condition] = run
                 print(f"{condition} {target.name}: rc {run['rc']}, {run['wall_s']} s",
                       file=sys.stderr, flush=True)  # fmt: skip

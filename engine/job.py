@@ -15,14 +15,16 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 #: Bump when the harness changes in a way that can change a result.
-HARNESS_VERSION = "9"  # 2: private filesystem and unprivileged user; 3: interpreter parity;
+HARNESS_VERSION = "10"  # 2: private filesystem and unprivileged user; 3: interpreter parity;
 #: 4: a writable view of the project, and the jit functions each launch reaches; 5: the
 #: original's case clock (--case-time), a collection failure names its file; 6: a bounds
 #: violation names the test case that made it, which fails with it; 7: results carry the
 #: closeness assertions the checks made (``harness/closeness.py``), and ``Job.tighten``;
 #: 8: a job's limit is CPU seconds (``JobResult.cpu_s``, cases' ``cpu_s``), the wall clock
 #: a far backstop (``Job.wall_limit_s``); 9: device memory from ``torch.empty`` is filled
-#: in compiled mode, host memory by glibc alone again (``runner.fill_uninitialized``)
+#: in compiled mode, host memory by glibc alone again (``runner.fill_uninitialized``);
+#: 10: a worker runs pytest once before any job (``runner.warm_pytest``): a forked job's
+#: CPU seconds no longer hold the installed plugins' imports
 
 #: The wall clock's backstop: a job whose processes use little CPU (a sleep, a wait on a
 #: lock) is stopped at ``WALL_FACTOR`` times its CPU limit plus ``WALL_BASE_S``; on a busy

@@ -290,6 +290,42 @@ class _Tee(io.TextIOBase):
 _NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 
 
+def warm_pytest() -> None:
+    """Run pytest once, on one passing test in a scratch directory, and put the process
+    back as it was. The plugins the environment installs (entry points) are imported and
+    their modules' asserts rewritten here, once, instead of in every job forked from this
+    process: with a few common plugins that was 2-3.5 CPU s a job, more than a small
+    file's checks, and it varied by a second from job to job (a mutant's CPU limit and
+    the probe's budget are reckoned from such jobs). Never fatal."""
+    import shutil
+    import tempfile
+
+    import pytest
+
+    saved = (list(sys.path), list(sys.meta_path), dict(os.environ), set(sys.modules))
+    cwd = os.getcwd()
+    scratch = tempfile.mkdtemp(prefix="mg-warm-pytest-")
+    path = os.path.join(scratch, "test_mg_warm.py")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("def test_warm():\n    assert True\n")
+    quiet = ["-q", "-p", "no:cacheprovider", "-p", "no:unraisableexception"]
+    try:
+        os.chdir(scratch)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            pytest.main([path, *quiet, "--rootdir", scratch, "-c", os.devnull])
+    except Exception:  # noqa: BLE001 - a warm-up only: the jobs' own runs say what fails
+        pass
+    finally:
+        os.chdir(cwd)
+        sys.path[:], sys.meta_path[:] = saved[0], saved[1]
+        os.environ.clear()
+        os.environ.update(saved[2])
+        for name in set(sys.modules) - saved[3]:
+            if (getattr(sys.modules.get(name), "__file__", None) or "").startswith(scratch):
+                sys.modules.pop(name, None)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def _run_pytest(
     check: Check, workdir: str, stop_first: bool, project: dict | None = None, coverage: Any = None
 ) -> list[CheckOutcome]:

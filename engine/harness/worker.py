@@ -74,6 +74,9 @@ def _warm_imports() -> dict:
         compiler.warm()  # the compile-check's one-off cost per process, paid before forking
     # Compiled mode: nothing here may touch CUDA. A CUDA context does not survive
     # fork, so each child initialises its own.
+    # pytest's first run in a process imports the installed plugins and rewrites their
+    # asserts: paid here once, not by every job (their CPU seconds set mutants' limits).
+    runner.warm_pytest()
 
     return {
         "torch": torch.__version__,
