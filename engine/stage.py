@@ -13,6 +13,7 @@ order on the mutants whose verdict they apply to, after every mutant is judged.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -374,13 +375,30 @@ def file_cases(kernel: KernelFile, check: Check, coverage: dict[str, dict]) -> d
     }
 
 
+#: Cases (and test files) run fastest first by classes of their seconds on the original,
+#: each class twice the one before from this floor; within a class, in the project's own
+#: order. Sorted by the seconds themselves, two cases a millisecond apart swapped places
+#: with the load, and with them the case that killed a mutant.
+SPEED_FLOOR_S = 0.05
+
+
+def speed_class(seconds: float) -> int:
+    """0 up to ``SPEED_FLOOR_S``, then 1, 2, ... for each doubling above it."""
+    return 0 if seconds <= SPEED_FLOOR_S else math.ceil(math.log2(seconds / SPEED_FLOOR_S))
+
+
+def _case_seconds(info: dict) -> float:
+    """A case's time on the original: its CPU seconds where measured."""
+    return float(info.get("cpu_s", info["duration_s"]))
+
+
 def select_tests(
     kernel: KernelFile, checks: tuple[Check, ...], coverage: dict[str, dict], function: str
 ) -> tuple[Check, ...]:
     """The own check, then each test file's cases that reach ``function`` (a kernel they
     launch calls it, wherever that kernel was defined or generated: ``record_reaches``),
-    fastest first, files too. A test file of a kernel file's own run with no record (a
-    result cached before launches were recorded) runs whole, last."""
+    fastest first by ``speed_class``, files too. A test file of a kernel file's own run
+    with no record (a result cached before launches were recorded) runs whole, last."""
     reach = jit_callers(kernel.source, function)
     module = kernel.project.module if kernel.project is not None else None
     own: list[Check] = []
@@ -395,11 +413,11 @@ def select_tests(
                 chosen.append((float("inf"), n, check))
             continue
         cases = sorted(
-            (info["duration_s"], name)
-            for name, info in known.items()
+            (speed_class(_case_seconds(info)), i, name, _case_seconds(info))
+            for i, (name, info) in enumerate(known.items())
             if record_reaches(info, module, reach)
         )
         if cases:
-            seconds = sum(d for d, _ in cases)
-            chosen.append((seconds, n, replace(check, select=tuple(name for _, name in cases))))
+            seconds = speed_class(sum(c[-1] for c in cases))
+            chosen.append((seconds, n, replace(check, select=tuple(c[2] for c in cases))))
     return (*own, *(check for *_, check in sorted(chosen, key=lambda c: c[:2])))

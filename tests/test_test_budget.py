@@ -171,6 +171,31 @@ def test_select_tests_keeps_the_own_check_and_orders_the_cases_that_launch_the_k
     ]
 
 
+def test_cases_a_few_milliseconds_apart_keep_the_projects_order_whatever_the_load(tmp_path):
+    """The case that kills a mutant must not follow the load: cases whose times on the
+    original differ by noise run in the project's order, in either measurement."""
+    from dataclasses import replace
+
+    from mutant_gate.engine.kernel_file import TestFile, load_kernel_file
+    from mutant_gate.engine.stage import select_tests
+
+    path = tmp_path / "two_kernels.py"
+    path.write_text(TWO_KERNELS)
+    kernel = load_kernel_file(str(path))
+    kernel = replace(kernel, tests=(TestFile("", "a.py", "def test_x():\n    pass\n"),))
+    orders = set()
+    # idle, then busy: the same cases, their milliseconds swapped by the load
+    for first, second in ((0.0091, 0.0086), (0.0136, 0.0176)):
+        coverage = {
+            "a.py::test_sum[shape0]": {"functions": ["sum_kernel"], "duration_s": first},
+            "a.py::test_sum[shape1]": {"functions": ["sum_kernel"], "duration_s": second},
+            "a.py::test_sum_big": {"functions": ["sum_kernel"], "duration_s": 0.9},
+        }
+        checks = select_tests(kernel, kernel.checks, coverage, "sum_kernel")
+        orders.add(checks[-1].select)
+    assert orders == {("test_sum[shape0]", "test_sum[shape1]", "test_sum_big")}
+
+
 @pytest.mark.slow
 def test_each_mutant_runs_the_tests_of_its_kernel_fastest_first_under_their_limit(tmp_path):
     report, _, proc = _run(tmp_path, [python_reply(FOUR_TESTS)], "--test-budget-min", "10")
