@@ -1,7 +1,7 @@
 """The same verdicts on a busy machine: each target judged idle, then beside a load.
 
 Run: ``python benchmarks/verdict_stability.py OUT [TARGET ...] [--load N] [-j N]
-[--writer probe|none] [--no-probe FILE ...]``.
+[--writer probe|none] [--no-probe FILE ...] [--run-args "ARGS"]``.
 
 Each target (a kernel file, or a library: ``DIR`` judged by its ``DIR/tests`` from
 ``DIR``) runs twice with the CLI, each time from an empty cache: first on an idle
@@ -9,7 +9,9 @@ machine, then beside ``--load`` busy processes (default: twice the cores; each s
 ``while True: pass`` until the run ends). Kernel files run with the probe writer, so
 its written tests and kills are compared too (``--writer none``: the verdicts alone, for
 a file whose probe would take longer than the session has; ``--no-probe FILE``: the same
-for that file alone, added to the targets).
+for that file alone, added to the targets; ``--run-args``: more options for every run,
+such as ``--no-diff-oracle --no-tolerance`` where the survivors' kinds and tolerances
+are not wanted).
 
 Printed per target: the mutants, the wall seconds idle and busy and their ratio (the
 load's cost, measured side by side), the verdicts that differ (mutant id: idle verdict
@@ -25,6 +27,7 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -39,11 +42,12 @@ def default_targets() -> list[Path]:
 
 
 def command(
-    target: Path, report: Path, cache: Path, jobs: int, writer: str = "probe"
+    target: Path, report: Path, cache: Path, jobs: int, writer: str = "probe", more: str = ""
 ) -> tuple[list[str], Path]:
     """The CLI command for one target and the folder it runs from."""
     run = [sys.executable, "-m", "mutant_gate.cli", "run", "--json", str(report),
-           "--cache-dir", str(cache), "-j", str(jobs), "--no-write-tests"]  # fmt: skip
+           "--cache-dir", str(cache), "-j", str(jobs), "--no-write-tests",
+           *shlex.split(more)]  # fmt: skip
     if target.is_dir():  # a library: its source judged by its own tests
         return run + ["--writer", "none", "src", "--tests", "tests"], target
     return run + ["--writer", writer, str(target)], report.parent
@@ -55,11 +59,11 @@ def busy(count: int) -> list[subprocess.Popen]:
     return [subprocess.Popen(spin) for _ in range(count)]
 
 
-def one_run(target: Path, out: Path, jobs: int, writer: str = "probe") -> dict:
+def one_run(target: Path, out: Path, jobs: int, writer: str = "probe", more: str = "") -> dict:
     """Run the CLI on ``target``; its wall seconds, exit status and report."""
     out.mkdir(parents=True, exist_ok=True)
     report = out / "report.json"
-    cmd, cwd = command(target, report, out / "cache", jobs, writer)
+    cmd, cwd = command(target, report, out / "cache", jobs, writer, more)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -118,6 +122,8 @@ def main() -> int:
     parser.add_argument("--writer", choices=("probe", "none"), default="probe")
     parser.add_argument("--no-probe", type=Path, action="append", default=[], metavar="FILE",
                         help="a kernel file judged with --writer none (repeatable)")  # fmt: skip
+    parser.add_argument("--run-args", default="", metavar="ARGS",
+                        help="more options for every run, e.g. '--no-diff-oracle'")  # fmt: skip
     args = parser.parse_args()
     unprobed = [t.resolve() for t in args.no_probe]
     targets = [t.resolve() for t in args.targets] or default_targets()
@@ -129,7 +135,7 @@ def main() -> int:
             for target in targets:
                 out = args.out / condition / target.stem
                 writer = "none" if target in unprobed else args.writer
-                run = one_run(target, out, args.jobs, writer)
+                run = one_run(target, out, args.jobs, writer, args.run_args)
                 results.setdefault(target.name, {})[condition] = run
                 print(f"{condition} {target.name}: rc {run['rc']}, {run['wall_s']} s",
                       file=sys.stderr, flush=True)  # fmt: skip
