@@ -376,9 +376,10 @@ def file_cases(kernel: KernelFile, check: Check, coverage: dict[str, dict]) -> d
 
 
 #: Cases (and test files) run fastest first by classes of their seconds on the original,
-#: each class twice the one before from this floor; within a class, in the project's own
-#: order. Sorted by the seconds themselves, two cases a millisecond apart swapped places
-#: with the load, and with them the case that killed a mutant.
+#: each class twice the one before from this floor; within a class, by node id (test
+#: files: in the order given), however the original's record was put together (one run,
+#: or shares merged). Sorted by the seconds themselves, two cases a millisecond apart
+#: swapped places with the load, and with them the case that killed a mutant.
 SPEED_FLOOR_S = 0.05
 
 
@@ -413,11 +414,11 @@ def select_tests(
                 chosen.append((float("inf"), n, check))
             continue
         cases = sorted(
-            (speed_class(_case_seconds(info)), i, name, _case_seconds(info))
-            for i, (name, info) in enumerate(known.items())
+            (speed_class(_case_seconds(info)), name, _case_seconds(info))
+            for name, info in known.items()
             if record_reaches(info, module, reach)
         )
         if cases:
             seconds = speed_class(sum(c[-1] for c in cases))
-            chosen.append((seconds, n, replace(check, select=tuple(c[2] for c in cases))))
+            chosen.append((seconds, n, replace(check, select=tuple(c[1] for c in cases))))
     return (*own, *(check for *_, check in sorted(chosen, key=lambda c: c[:2])))

@@ -172,7 +172,8 @@ def _verdicts(tmp_path: Path, example: str, operators: str, mode: str) -> dict:
 
 
 def _timed_out(m: dict) -> bool:
-    return str(m.get("reason") or "").startswith("timed out")
+    """A verdict the CPU limit decided: a timeout, or flaky (two runs near the limit)."""
+    return m["verdict"] == "flaky" or str(m.get("reason") or "").startswith("timed out")
 
 
 def _row(m: dict) -> tuple:
@@ -193,8 +194,9 @@ def test_whole_runs_give_the_loops_verdicts(tmp_path: Path, example: str, operat
     loop = _verdicts(tmp_path, example, operators, "triton")
     batched = _verdicts(tmp_path, example, operators, "batched")
     assert loop["mutants"], "no mutant"
-    # A timeout is the one verdict that rests on the machine's speed: a mutant that makes the
-    # kernel slower can time out in Triton's loop and finish in time batched. Left out.
+    # A timeout (or a flaky verdict, two runs near the limit) is the one verdict that rests
+    # on the interpreter's speed: a mutant that makes the kernel slower can time out in
+    # Triton's loop and finish in time batched. Left out.
     timed = {m["id"] for r in (loop, batched) for m in r["mutants"] if _timed_out(m)}
     assert len(timed) <= len(loop["mutants"]) // 4, timed
     assert {m["id"]: _row(m) for m in batched["mutants"] if m["id"] not in timed} == {
