@@ -413,12 +413,13 @@ def select_tests(
             if kernel.project is None:  # unknown: run it (the project's record is whole)
                 chosen.append((float("inf"), n, check))
             continue
-        cases = sorted(
-            (speed_class(_case_seconds(info)), name, _case_seconds(info))
+        seconds = {
+            name: _case_seconds(info)
             for name, info in known.items()
             if record_reaches(info, module, reach)
-        )
-        if cases:
-            seconds = speed_class(sum(c[-1] for c in cases))
-            chosen.append((seconds, n, replace(check, select=tuple(c[1] for c in cases))))
+        }
+        if seconds:
+            order = sorted(seconds, key=lambda name: (speed_class(seconds[name]), name))
+            speed = speed_class(sum(seconds.values()))
+            chosen.append((speed, n, replace(check, select=tuple(order))))
     return (*own, *(check for *_, check in sorted(chosen, key=lambda c: c[:2])))

@@ -171,7 +171,7 @@ def test_select_tests_keeps_the_own_check_and_orders_the_cases_that_launch_the_k
     ]
 
 
-def test_cases_a_few_milliseconds_apart_keep_the_projects_order_whatever_the_load(tmp_path):
+def test_cases_a_few_milliseconds_apart_run_in_one_order_whatever_the_load(tmp_path):
     """The case that kills a mutant must not follow the load: cases whose times on the
     original differ by noise run in one order (by node id) in either measurement, and
     whatever order the original's record lists them in (shares merged)."""

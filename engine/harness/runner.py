@@ -288,6 +288,10 @@ class _Tee(io.TextIOBase):
 
 
 _NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
+# pytest's unraisable-exception plugin runs gc.collect() five times as a session ends:
+# 1.7 s with torch and triton loaded, against 0.05 s for a small test file's cases. It
+# only turns exceptions raised in __del__ into warnings: left out.
+_QUIET = ("-q", "-p", "no:cacheprovider", "-p", "no:unraisableexception")
 
 
 def warm_pytest() -> None:
@@ -308,11 +312,10 @@ def warm_pytest() -> None:
     path = os.path.join(scratch, "test_mg_warm.py")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("def test_warm():\n    assert True\n")
-    quiet = ["-q", "-p", "no:cacheprovider", "-p", "no:unraisableexception"]
     try:
         os.chdir(scratch)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            pytest.main([path, *quiet, "--rootdir", scratch, "-c", os.devnull])
+            pytest.main([path, *_QUIET, "--rootdir", scratch, "-c", os.devnull])
     except Exception:  # noqa: BLE001 - a warm-up only: the jobs' own runs say what fails
         pass
     finally:
@@ -343,14 +346,10 @@ def _run_pytest(
     if project is not None and not os.path.isabs(path):  # a file of the job (a written
         path = os.path.join(workdir, path)  # test): the checks run from the project's root
     targets = [f"{path}::{s}" for s in check.select] or [path]
-    # pytest's unraisable-exception plugin runs gc.collect() five times as a session
-    # ends: 1.7 s with torch and triton loaded, against 0.05 s for a small test file's
-    # cases. It only turns exceptions raised in __del__ into warnings: left out.
-    quiet = ["-q", "-p", "no:cacheprovider", "-p", "no:unraisableexception"]
     if project is None:
-        args = [*targets, *quiet, "--rootdir", workdir, "-c", os.devnull]
+        args = [*targets, *_QUIET, "--rootdir", workdir, "-c", os.devnull]
     else:  # the project's own configuration and conftest files, from its root
-        args = [*targets, *quiet, "--rootdir", project["root"]]
+        args = [*targets, *_QUIET, "--rootdir", project["root"]]
     if stop_first:
         args.append("-x")
     chosen = [(flag, v) for flag, v in (("-k", check.keyword), ("-m", check.marker)) if v]
