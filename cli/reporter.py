@@ -55,7 +55,13 @@ def took(event: BaselineFinished) -> str:
 
 
 def limit(event: BaselineFinished) -> str:
-    """A mutant's limit, in the CPU seconds it counts."""
+    """A mutant's limit, in the CPU seconds it counts: the whole suite's, or where each
+    mutant runs only its kernel's cases, the most any could get."""
+    if event.selected:
+        return (
+            f"mutant limit at most {event.mutant_timeout_s:.1f} CPU s "
+            "(each from the original's time on the cases it runs)"
+        )
     return f"mutant limit {event.mutant_timeout_s:.1f} CPU s"
 
 

@@ -40,6 +40,8 @@ class BaselineFinished:
     result: JobResult
     cached: bool
     mutant_timeout_s: float
+    #: each mutant runs only the cases that launch its kernel, its limit from their time
+    selected: bool = False
 
 
 @dataclass(frozen=True)

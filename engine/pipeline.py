@@ -274,7 +274,7 @@ class Run:
         yield BaselineStarted(settings.timeout_s)
         baseline, cached = yield from self._baseline(ctx)
         self.original_s += 0.0 if cached else baseline.duration_s
-        yield BaselineFinished(baseline, cached, ctx.timeout_s)
+        yield BaselineFinished(baseline, cached, ctx.timeout_s, bool(ctx.coverage))
         # The null run (does the own check see outputs?) decides no verdict: it runs
         # beside the mutants (in compiled mode it is a forked job with a CUDA context of
         # its own, seconds long), and what it found is said as soon as it is known.
@@ -285,7 +285,7 @@ class Run:
         if ctx.kernel is not kernel:  # written tests join every job: time the whole set
             baseline, cached = yield from self._baseline(ctx)
             self.original_s += 0.0 if cached else baseline.duration_s
-            yield BaselineFinished(baseline, cached, ctx.timeout_s)
+            yield BaselineFinished(baseline, cached, ctx.timeout_s, bool(ctx.coverage))
 
         reached = yield from self._not_reached(targets)
         if ctx.kernel.project is not None:  # which cases judge each kernel's mutants

@@ -171,16 +171,34 @@ def _case_seconds(result: JobResult) -> float:
     return sum(float(c.get("duration_s") or 0) for c in _case_log(result)["finished"])
 
 
+def _case_cpu_seconds(result: JobResult) -> float | None:
+    """A share's cases' CPU seconds, as its coverage record holds them; None where a case
+    has none."""
+    records = (result.extra.get("coverage") or {}).values()
+    if not records or any("cpu_s" not in r for r in records):
+        return None
+    return sum(float(r["cpu_s"]) for r in records)
+
+
+def _one_start(totals: list[float], cases: list[float]) -> float:
+    """Every case's own seconds plus the most any share spent outside its cases."""
+    return sum(cases) + max(max(t - c, 0.0) for t, c in zip(totals, cases, strict=True))
+
+
 def joined(results: list[JobResult]) -> JobResult:
-    """The shares' results as one job running every check would have returned. Its time:
-    every case's own time, plus the slowest share's time outside its cases (a mutant's job
-    pays one job's start, not every share's)."""
+    """The shares' results as one job running every check would have returned. Its time,
+    in wall and in CPU seconds: every case's own time, plus the most a share spent outside
+    its cases (a mutant's job pays one job's start, not every share's: summed, a real
+    library's three shares gave its mutants 7-minute limits for 12 CPU s of cases)."""
     if len(results) == 1:
         return results[0]
     status = _status(results)
     failing = next((r for r in results if r.status is status), results[0])
     case_s = [_case_seconds(r) for r in results]
-    outside = max(max(r.duration_s - s, 0.0) for r, s in zip(results, case_s, strict=True))
+    case_cpu = [_case_cpu_seconds(r) for r in results]
+    cpu_s = sum(r.cpu_s for r in results)
+    if all(c is not None for c in case_cpu) and all(r.cpu_s > 0 for r in results):
+        cpu_s = _one_start([r.cpu_s for r in results], case_cpu)  # type: ignore[arg-type]
     shims: list[str] = []
     for r in results:
         shims += [s for s in r.shims if s not in shims]
@@ -188,13 +206,13 @@ def joined(results: list[JobResult]) -> JobResult:
         status=status,
         outcomes=tuple(o for r in results for o in r.outcomes),
         error=failing.error if status is not JobStatus.PASSED else "",
-        duration_s=sum(case_s) + outside,
+        duration_s=_one_start([r.duration_s for r in results], case_s),
         network_cut=any(r.network_cut for r in results),
         signal=failing.signal,
         bounds=next((r.bounds for r in results if r.bounds), None),
         shims=tuple(shims),
         extra=_joined_extra(results),
-        cpu_s=sum(r.cpu_s for r in results),
+        cpu_s=cpu_s,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,26 @@ def test_joined_results_read_as_one_job():
     assert passed.status is JobStatus.PASSED and passed.error == "" and "limit" not in passed.extra
 
 
+def test_joined_cpu_seconds_pay_one_shares_start_not_every_shares():
+    """CPU seconds, which set the mutants' limits, are joined as the wall seconds are: the
+    cases' own plus the most a share spent outside its cases. Summed, three shares' starts
+    (imports, a GPU context, collection) made a real library's limits 7 minutes."""
+
+    def share(cases: dict[str, float], cpu_s: float) -> JobResult:
+        result = _result(JobStatus.PASSED, [(c, "passed", s) for c, s in cases.items()])
+        coverage = {c: {"functions": ["k"], "cpu_s": s} for c, s in cases.items()}
+        return replace(result, cpu_s=cpu_s, extra={**result.extra, "coverage": coverage})
+
+    a = share({"a": 1.0, "b": 2.0}, cpu_s=53.0)  # 50 s outside its cases
+    b = share({"c": 0.5}, cpu_s=40.5)  # 40 s outside
+    one = joined([a, b])
+    assert one.cpu_s == pytest.approx(3.5 + 50.0)
+    assert one.spent_s == pytest.approx(53.5)
+    # a share whose cases carry no CPU seconds: the shares' sum, as before they were kept
+    bare = _result(JobStatus.PASSED, [("d", "passed", 1.0)])
+    assert joined([a, replace(bare, cpu_s=7.0)]).cpu_s == pytest.approx(60.0)
+
+
 def test_a_share_that_timed_out_keeps_the_case_log_a_timeout_says():
     a = _result(JobStatus.PASSED, [("a", "passed", 0.5), ("c", "passed", 0.25)])
     log = {"collected": 3, "finished": [{"case": "b1", "status": "passed", "duration_s": 9.0}],
@@ -121,6 +142,8 @@ def test_a_spread_original_gives_the_single_jobs_verdicts(tmp_path):
     for jobs in ("1", "2"):
         assert re.search(r"original: tests/test_slow_case.py::test_sleeps passed in 1\.\d s",
                          said[jobs]), said[jobs]  # fmt: skip
+        # each mutant runs its kernel's cases: the limit said is the most one could get
+        assert "mutant limit at most" in said[jobs], said[jobs]
 
 
 #: a test file whose every case fails, with a long name: three of them make one job's answer

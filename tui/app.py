@@ -194,7 +194,7 @@ class MutantGateApp(App[int]):
         how = "from the cache" if message.cached else f"in {message.duration_s:.2f} s"
         self.explorer.log_view.say(
             f"the original passes its own check ({how}); mutant limit "
-            f"{message.mutant_timeout_s:.1f} s"
+            f"{message.mutant_timeout_s:.1f} CPU s"
         )
 
     @on(MutantRunning)

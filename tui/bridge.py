@@ -460,7 +460,7 @@ def describe(event: object) -> str:  # noqa: C901 - listed in tests/test_complex
         how = "from the cache" if get("cached") else f"{result.duration_s:.2f} s"
         return (
             f"the original's checks: {result.status.value} ({how}); mutant limit "
-            f"{get('mutant_timeout_s'):.1f} s"
+            f"{get('mutant_timeout_s'):.1f} CPU s"
         )
     if name in ("MutantStarted", "MutantFinished", "MutantUpdated"):
         where = _where(get("mutant"))
