@@ -505,7 +505,8 @@ class Run:
             self.ledger.put_section("selection", selection)
         by_id = {m.id: m for m in mutants}
         results: dict[str, dict[int, tuple[JobResult, bool]]] = {m.id: {} for m in mutants}
-        #: verdicts a limit decided near its edge: run once more before they are recorded
+        #: verdicts a limit decided near its edge, or the GPU's memory: run once more
+        #: before they are recorded
         near: dict[str, tuple[Job, JobResult, bool, str]] = {}
         watch = Watch(ctx, jobs, by_id, total)  # the estimate, as the first job starts
         for event in ctx.run_jobs(jobs):
@@ -528,7 +529,7 @@ class Run:
             )
             note = f"autotune config {chosen + 1} of {configs}" if configs > 1 else ""
             job = jobs[f"{mutant_id}@{chosen}"]
-            if (side := steady.near_limit(job, ordered[chosen][0])) is not None:
+            if (side := steady.in_doubt(job, ordered[chosen][0])) is not None:
                 done -= 1  # judged once its second run is in
                 near[mutant_id] = (job, *ordered[chosen], note, side)  # type: ignore[assignment]
                 continue
@@ -557,25 +558,31 @@ class Run:
     def _run_again(
         self, near: dict, by_id: dict, selection, done: int, total: int
     ) -> Iterator[Event]:
-        """The jobs whose verdict a limit decided near its edge, once more (``steady``): one
-        verdict from both runs stands; two make the mutant flaky."""
+        """The jobs whose verdict a limit decided near its edge, or the GPU's memory, once
+        more (``steady``): one verdict from both runs stands; two make the mutant flaky. A
+        job that ran out of GPU memory runs again alone, after the others."""
         if not near:
             return
         ctx = self.ctx
         again = {i: steady.again(job, side) for i, (job, _, _, _, side) in near.items()}
-        for event in ctx.run_jobs(again):
+        shared = {i: j for i, j in again.items() if near[i][4] != steady.ALONE}
+        batches = [shared] + [{i: j} for i, j in again.items() if i not in shared]
+        for event in (e for batch in batches if batch for e in ctx.run_jobs(batch)):
             if event.result is None:
                 continue
-            job, first, cached, note, _ = near[event.key]
+            job, first, cached, note, side = near[event.key]
             mutant = by_id[event.key]
             done += 1
-            record = steady.settle((job, first), (again[event.key], event.result))
+            record = steady.settle((job, first), (again[event.key], event.result), side)
             if record is None:
                 ran = (event.result, cached and event.cached)
+                if side == steady.ALONE:
+                    note = "; ".join(filter(None, [steady.ALONE_NOTE, note]))
                 yield self._judged(mutant, again[event.key], ran, note, selection, done, total)
                 continue
             spent = first.duration_s + event.result.duration_s
-            record["reason"] += f" ({ctx.limit_words(job)})"
+            if side != steady.ALONE:
+                record["reason"] += f" ({ctx.limit_words(job)})"
             outcome = self.ledger.flaky(
                 mutant.id, record, spent, cached and event.cached, stage=self.plan.stage
             )

@@ -1,5 +1,5 @@
-"""Verdicts a limit decided near its edge: run once more, and two outcomes that differ
-make the mutant ``flaky``, never a silent pick.
+"""Verdicts a limit decided near its edge (or the GPU's memory): run once more, and two
+outcomes that differ make the mutant ``flaky``, never a silent pick.
 
 A job's limit is CPU seconds (``Job.timeout_s``; the wall clock is only its far
 backstop), so the same job keeps its verdict on a busy machine. CPU seconds still vary
@@ -13,6 +13,10 @@ verdict could be the other one on the next run:
   again at the same limit: stopped then, two outcomes differ.
 
 Two kills (a timeout, then a test's failure) are one verdict: the second run's stands.
+
+A GPU's memory is the other thing a run's jobs share: a kill whose failure says the GPU
+ran out of memory (``memory``) runs again too, alone, after the others (two runs of a real
+library's modules at ``-j 16`` on one H100 moved five verdicts with it).
 """
 
 from __future__ import annotations
@@ -27,12 +31,28 @@ from .vocabulary import Verdict
 #: again with ``1 + MARGIN`` times the limit, a pass within ``limit / (1 + MARGIN)`` of
 #: it at the same limit.
 MARGIN = 0.25
+#: what a failure says when the GPU ran out of memory (torch's error, CUDA's)
+OUT_OF_MEMORY = ("OutOfMemoryError", "CUDA out of memory", "CUDA error: out of memory")
+#: the side of a job that runs again alone
+ALONE = "memory"
+#: said of a kill that ran out of GPU memory beside other jobs, and was killed again alone
+ALONE_NOTE = "its first run ran out of GPU memory beside the run's other jobs; run again alone"
 
 
-def near_limit(job: Job, result: JobResult) -> str | None:
+def out_of_memory(result: JobResult) -> bool:
+    """The job failed because the GPU ran out of memory."""
+    if result.status not in (JobStatus.FAILED, JobStatus.CRASH):
+        return False
+    failure = result.first_failure
+    text = result.error + (failure.message if failure is not None else "")
+    return any(words in text for words in OUT_OF_MEMORY)
+
+
+def in_doubt(job: Job, result: JobResult) -> str | None:
     """``over`` (stopped at its CPU limit), ``under`` (passed within the margin under
-    it) or None: the limit did not decide this verdict near its edge. A job already run
-    again is never run a third time; the wall clock's backstop is far from any edge."""
+    it), ``memory`` (failed for want of GPU memory) or None: nothing the run's other jobs
+    share decided this verdict. A job already run again is never run a third time; the
+    wall clock's backstop is far from any edge."""
     if job.attempt:
         return None
     stopped = result.extra.get("timed_out") or {}
@@ -40,12 +60,15 @@ def near_limit(job: Job, result: JobResult) -> str | None:
         return "over"
     if result.status is JobStatus.PASSED and result.cpu_s >= job.timeout_s / (1 + MARGIN):
         return "under"
+    if out_of_memory(result):
+        return ALONE
     return None
 
 
 def again(job: Job, side: str) -> Job:
     """The job run once more: with the margin added to its limit (``over``), or as it
-    was (``under``); ``attempt`` keeps its result apart from the first in the cache."""
+    was (``under``, ``memory``); ``attempt`` keeps its result apart from the first in the
+    cache."""
     if side == "over":
         return replace(job, timeout_s=round(job.timeout_s * (1 + MARGIN), 2), attempt=1)
     return replace(job, attempt=1)
@@ -62,9 +85,11 @@ def said(job: Job, result: JobResult) -> str:
     return f"{verdict.value}: {reason} ({used})"
 
 
-def settle(first: tuple[Job, JobResult], second: tuple[Job, JobResult]) -> dict | None:
+def settle(
+    first: tuple[Job, JobResult], second: tuple[Job, JobResult], side: str = "over"
+) -> dict | None:
     """None where both runs give one verdict (the second's stands); else the flaky
-    record: both runs, each in words, with its figures."""
+    record: both runs, each in words, with its figures, and why it ran again (``side``)."""
     if decide(first[1])[0] is decide(second[1])[0]:
         return None
     runs = [
@@ -78,8 +103,13 @@ def settle(first: tuple[Job, JobResult], second: tuple[Job, JobResult]) -> dict 
         }
         for j, r in (first, second)
     ]
-    return {
-        "runs": runs,
-        "reason": f"two runs disagree near the CPU limit: {runs[0]['said']}; "
-        f"run again: {runs[1]['said']}",
-    }
+    if side == ALONE:
+        reason = (
+            f"two runs disagree: the first ran out of GPU memory beside the run's other "
+            f"jobs: {runs[0]['said']}; run again alone: {runs[1]['said']}"
+        )
+    else:
+        reason = (
+            f"two runs disagree near the CPU limit: {runs[0]['said']}; run again: {runs[1]['said']}"
+        )
+    return {"runs": runs, "reason": reason}

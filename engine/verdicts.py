@@ -241,7 +241,7 @@ ROW_SECTIONS = frozenset(
         "error",  # stages that raised while working on it: [{stage, reason}]
         "file",  # a library run's rows: the module the mutant is in (engine/library.py)
         "cpu_s",  # the CPU seconds its job used: what its limit counts
-        "flaky",  # a limit decided it near its edge, a second run disagreed: both runs
+        "flaky",  # a limit or the GPU's memory decided it, a second run disagreed: both runs
     }
 )
 #: Run-level report sections (the report's top-level fields beside the core ones).
@@ -428,7 +428,8 @@ class Ledger:
     def flaky(
         self, mutant_id: str, record: dict, duration_s: float, cached: bool, *, stage: str
     ) -> MutantOutcome:
-        """Two runs of its job near the CPU limit disagree (``steady.settle``): ``flaky``,
+        """Two runs of its job disagree, near the CPU limit or short of GPU memory
+        (``steady.settle``): ``flaky``,
         out of the score, both runs on its row; never a pick of one."""
         reason = record["reason"]
         outcome = MutantOutcome(mutant_id, Verdict.FLAKY, None, reason, duration_s, cached)

@@ -19,8 +19,9 @@ class Verdict(StrEnum):
     EQUIVALENT = "equivalent"
     NOT_COMPILABLE = "not_compilable"
     ERROR = "error"
-    #: a limit decided it near its edge and a second run gave the other verdict
-    #: (``engine/steady.py``): both outcomes are on its row, and it is out of the score
+    #: a limit decided it near its edge (or it ran out of GPU memory) and a second run
+    #: gave the other verdict (``engine/steady.py``): both outcomes are on its row, and it
+    #: is out of the score
     FLAKY = "flaky"
 
 

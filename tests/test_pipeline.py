@@ -233,6 +233,48 @@ def test_a_mutant_just_over_its_cpu_limit_runs_again_and_is_flaky(tmp_path):
     assert "flaky" in proc.stdout
 
 
+OUT_OF_MEMORY = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def shift(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
+if __name__ == "__main__":
+    x = torch.arange(8, dtype=torch.float32)
+    out = torch.empty_like(x)
+    shift[(1,)](x, out, 8, BLOCK=8)
+    if not torch.equal(out, x * 2.0):  # as a test whose GPU ran short would end
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+"""
+
+
+def test_a_kill_for_want_of_gpu_memory_runs_again_alone_before_it_is_recorded(tmp_path):
+    """Every wrong result here ends in torch's out-of-memory error: each such kill runs
+    again alone, and killed again, its row says so (a pass then: flaky, test_steady)."""
+    kernel = tmp_path / "shift.py"
+    kernel.write_text(OUT_OF_MEMORY)
+    path = tmp_path / "r.json"
+    proc = run_cli("run", str(kernel), "--json", str(path), "--operators", "mul-div",
+                   "-j", "2", "--writer", "none", "--cache-dir", str(tmp_path / "cache"),
+                   cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = read_report(path)["mutants"]
+    memory = [m for m in rows if "OutOfMemoryError" in (m["reason"] or "")]
+    assert memory, [(m["verdict"], m["reason"]) for m in rows]
+    for row in memory:
+        assert row["verdict"] == "killed", row
+        assert "ran out of GPU memory beside the run's other jobs; run again alone" in row["reason"]
+    # each ran twice: its first result and the second's, apart in the cache
+    assert _mutant_results(tmp_path / "cache") == len(rows) + len(memory)
+
+
 def _mutant_results(cache_dir) -> int:
     """Stored results of mutant jobs: all but the baseline (stored first, before any
     mutant runs) and the own check's run without kernels (``extra.null_run``), which
