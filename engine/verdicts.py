@@ -429,8 +429,8 @@ class Ledger:
         self, mutant_id: str, record: dict, duration_s: float, cached: bool, *, stage: str
     ) -> MutantOutcome:
         """Two runs of its job disagree, near the CPU limit or short of GPU memory
-        (``steady.settle``): ``flaky``,
-        out of the score, both runs on its row; never a pick of one."""
+        (``steady.settle``): ``flaky``, out of the score, both runs on its row; never a
+        pick of one."""
         reason = record["reason"]
         outcome = MutantOutcome(mutant_id, Verdict.FLAKY, None, reason, duration_s, cached)
         with self._lock:
