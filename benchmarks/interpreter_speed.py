@@ -3,14 +3,16 @@
 Run: ``TRITON_INTERPRET=1 python benchmarks/interpreter_speed.py [--programs 64,512,4096]
 [--repeat N] [--cases layer_norm,softmax,vector_add]``.
 
-For each case and program count, one process times the same launch three ways, interleaved
-round by round (machines here are noisy: read the ratios), and checks the outputs bit for bit:
+For each case and program count, one process times the same launch four ways, interleaved
+round by round (each round starting with the next way) (machines here are noisy: read the ratios), and checks the outputs bit for bit:
 
 - ``stock``: Triton's interpreter untouched (``batched.uninstall()``);
 - ``triton``: Triton's loop with its language patched once per launch
   (``MUTANT_GATE_INTERPRETER=triton``);
 - ``batched``: every program at once (``MUTANT_GATE_INTERPRETER=batched``), with the executor
-  each launch had and any fallback's reason counted.
+  each launch had and any fallback's reason counted;
+- ``old gather``: batched, with every load gathered by Triton's ``_native.load`` instead of
+  numpy where it can (``batched_memory.numpy_gather``): the last column is that gain.
 
 Cases: ``layer_norm`` (examples/layer_norm.py, N = 1024 columns, BLOCK_SIZE 1024: one program a
 row), ``softmax`` (a row softmax, one program a row, two loops over 256-column blocks, N = 1024),
@@ -41,7 +43,9 @@ sys.path.insert(0, str(ROOT / "examples"))
 import layer_norm  # noqa: E402
 import vector_add  # noqa: E402
 
-from mutant_gate.engine.harness import batched  # noqa: E402
+from mutant_gate.engine.harness import batched, batched_memory  # noqa: E402
+
+GATHER_MIN = batched_memory.GATHER_MIN
 
 
 @triton.jit
@@ -88,7 +92,8 @@ def timed(mode: str, fn) -> tuple[float, torch.Tensor]:
     if mode == "stock":
         batched.uninstall()
     else:
-        batched.install(mode)
+        batched.install("batched" if mode == "old gather" else mode)
+    batched_memory.GATHER_MIN = 1 << 62 if mode == "old gather" else GATHER_MIN
     start = time.perf_counter()
     out = fn()
     return time.perf_counter() - start, out
@@ -96,11 +101,12 @@ def timed(mode: str, fn) -> tuple[float, torch.Tensor]:
 
 def bench(name: str, programs: int, repeat: int) -> dict:
     fn = make_case(name, programs)
-    times: dict[str, list[float]] = {"stock": [], "triton": [], "batched": []}
+    times: dict[str, list[float]] = {"stock": [], "triton": [], "batched": [], "old gather": []}
     outs: dict[str, torch.Tensor] = {}
     batched.clear()
-    for _ in range(repeat):
-        for mode in times:
+    modes = list(times)
+    for round_ in range(repeat):  # each round starts one mode later: no mode always first
+        for mode in modes[round_ % len(modes) :] + modes[: round_ % len(modes)]:
             if mode == "stock" and times["stock"] and times["stock"][0] > SLOW_ONCE_S:
                 continue
             seconds, outs[mode] = timed(mode, fn)
@@ -134,8 +140,10 @@ def main() -> None:
         sys.exit("interpreter_speed: --repeat and --programs must be at least 1")
     print(f"# Triton {triton.__version__}, torch {torch.__version__}, {os.cpu_count()} cores")
     head = "| case | programs | stock s | triton (patched once) s | batched s "
-    print(head + "| stock/triton | stock/batched | bit-identical | fallbacks |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        head + "| stock/triton | stock/batched | bit-identical | fallbacks | old gather/batched |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in [c.strip() for c in a.cases.split(",") if c.strip()]:
         for n in sizes:
             r = bench(name, n, a.repeat)
@@ -143,7 +151,8 @@ def main() -> None:
             print(
                 f"| {name} | {n} | {r['stock']:.3f} | {r['triton']:.3f} | {r['batched']:.4f} "
                 f"| {r['stock'] / r['triton']:.2f}x | {r['stock'] / r['batched']:.1f}x "
-                f"| {'yes' if r['equal'] else 'NO'} | {r['fallbacks']}{why} |",
+                f"| {'yes' if r['equal'] else 'NO'} | {r['fallbacks']}{why} "
+                f"| {r['old gather'] / r['batched']:.2f}x |",
                 flush=True,
             )
 

@@ -48,6 +48,17 @@ WORKER = textwrap.dedent("""
 
 
     @triton.jit
+    def wide_loads(H, I, D, Y, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        cols = tl.arange(0, BLOCK)
+        keep = cols < n
+        h = tl.load(H + pid * n + cols, mask=keep, other=-1.0)
+        i = tl.load(I + pid * n + cols - 5, mask=keep & (cols >= 5), other=7)
+        d = tl.load(D + pid * n + cols, mask=keep, other=0.5)
+        tl.store(Y + pid * BLOCK + cols, h.to(tl.float32) + i.to(tl.float32) + d.to(tl.float32))
+
+
+    @triton.jit
     def first_program(X, Y, BLOCK: tl.constexpr):
         pid = tl.program_id(0)
         offs = pid * BLOCK + tl.arange(0, BLOCK)
@@ -270,6 +281,13 @@ WORKER = textwrap.dedent("""
             return y
 
         xf = rnd(8, 32)
+        wh, wi = rnd(64 * 100).half(), torch.arange(64 * 100, dtype=torch.int32)
+        wd = rnd(64 * 100).double()
+
+        def wide():  # 8192 lanes a load: numpy's gather (batched_memory.numpy_gather)
+            y = torch.zeros(64 * 128)
+            wide_loads[(64,)](wh, wi, wd, y, 100, BLOCK=128)
+            return y
 
         def first():
             y = torch.empty_like(xf)
@@ -332,6 +350,7 @@ WORKER = textwrap.dedent("""
             ),
             "gelu_tanh_libdevice": gelu,
             "early_return": early,
+            "wide_loads": wide,
             "loaded_bound": bound,
             "if_pid_0": first,
             "data_while": while_loop,
@@ -406,6 +425,7 @@ EXPECTED = {
     "rms_norm_libdevice": ("batched", None),
     "gelu_tanh_libdevice": ("batched", None),
     "early_return": ("batched", None),
+    "wide_loads": ("batched", None),
     "loaded_bound": ("batched", None),
     "if_pid_0": ("batched", None),
     "data_while": ("batched", None),
@@ -534,3 +554,48 @@ def test_patched_once_loop_and_another_tools_hooks(tmp_path: Path) -> None:
     assert hooked["executor"] == "triton"
     assert hooked["reason"].startswith("memory hooks of another tool need Triton's loop")
     assert "InterpreterBuilder.create_masked_load" in hooked["reason"]
+
+
+def test_numpys_gather_gives_tritons_where_it_applies_and_leaves_the_rest() -> None:
+    """A batched load's gather (``Memory.numpy_gather``) against Triton's own
+    (``_native.load``) on the same lanes: where it applies, the same bits; where not (lanes
+    in two buffers, between elements, too few, a bool), None, and Triton's runs."""
+    import numpy as np
+    import torch
+
+    from mutant_gate.engine.harness import batched_memory as bm
+
+    f32 = torch.randn(64 * 100 + 3)
+    i16 = torch.arange(64 * 100, dtype=torch.int16)
+    f64 = torch.randn(64 * 100, dtype=torch.float64)
+    tensors = (f32, i16, f64)
+    memory = bm.Memory([(t.data_ptr(), t.numel() * t.element_size()) for t in tensors])
+    rows = np.arange(64, dtype=np.uint64)[:, None]
+    cols = np.arange(128, dtype=np.uint64)[None, :]
+    keep = np.broadcast_to(cols < 100, (64, 128))
+
+    def lanes(t: torch.Tensor, shift: int = 0) -> np.ndarray:
+        size = np.uint64(t.element_size())
+        return np.ascontiguousarray(np.uint64(t.data_ptr() + shift) + (rows * 100 + cols) * size)
+
+    def same(p, m, dtype, other=0) -> np.ndarray | None:
+        o = np.full(p.shape, other, dtype=dtype)
+        ours = memory.numpy_gather(p, np.ascontiguousarray(m), o, np.dtype(dtype))
+        if ours is not None:
+            theirs = bm._native.load(p, np.ascontiguousarray(m), o, np.dtype(dtype))
+            assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs, equal_nan=True)
+        return ours
+
+    # one buffer each, the masked lanes past its end or below its start
+    assert same(lanes(f32), keep, np.float32, other=-1.0) is not None
+    assert same(lanes(i16), keep, np.int16, other=7) is not None
+    below = np.ascontiguousarray(keep & (cols >= 5))
+    assert same(lanes(f64) - np.uint64(5 * 8), below, np.float64) is not None
+    inside = np.ascontiguousarray(np.ones((64, 128), bool) & (rows < 63))  # every lane kept
+    assert same(lanes(f32), inside, np.float32) is not None
+    # not for numpy: a load reaching past its buffer, between elements, small, bool
+    assert same(lanes(i16), np.ones((64, 128), bool), np.int16) is None
+    assert same(lanes(f32, shift=2), keep, np.float32) is None
+    assert same(lanes(f32)[:8], keep[:8], np.float32) is None
+    assert same(lanes(i16), keep, np.bool_) is None
+    assert same(lanes(f32), np.zeros((64, 128), bool), np.float32) is None  # nothing kept

@@ -25,6 +25,9 @@ from . import batched_ops as ops
 NONE = -1  # element not written in this chunk
 MULTI = -2  # written by several programs in one operation, or by every program alike
 _native = interp._interpreter
+#: loads of fewer lanes go to Triton's gather: numpy's few passes cost more than they save
+GATHER_MIN = 4096
+_TOP = np.uint64(np.iinfo(np.uint64).max)
 
 
 def _alike(n: int) -> int:
@@ -140,10 +143,42 @@ class Memory:
             o = np.zeros(p.shape, dtype=dtype_np)
         b.largest = max(b.largest, p.size // n)
         self.reads.append(_Access(p, m, dtype_np.itemsize, None))
-        out = _native.load(p, m, o, dtype_np)
+        out = self._gather(p, m, o, dtype_np)
         if checks is not None:
             checks.loaded(b, out, own)
         return ops.batched(out, dtype_tt)
+
+    def _gather(self, p: np.ndarray, m: np.ndarray, o: np.ndarray, dtype_np: Any) -> np.ndarray:
+        """Triton's gather (``_native.load``: each lane the mask keeps reads its address,
+        the others take ``o``), by numpy where ``numpy_gather`` can (2-3x faster on a
+        million lanes)."""
+        out = self.numpy_gather(p, m, o, dtype_np)
+        return _native.load(p, m, o, dtype_np) if out is None else out
+
+    def numpy_gather(
+        self, p: np.ndarray, m: np.ndarray, o: np.ndarray, dtype_np: Any
+    ) -> np.ndarray | None:
+        """Triton's gather by numpy, where every kept lane lies in one argument buffer at
+        a whole element of an int or float dtype; None for anything else (several
+        buffers, an address between elements, a small load) and for Triton's to do."""
+        item = dtype_np.itemsize
+        if p.size < GATHER_MIN or dtype_np.kind not in "fiu" or item & (item - 1):
+            return None
+        lo = p.min(where=m, initial=_TOP)
+        hi = p.max(where=m, initial=np.uint64(0))
+        s = int(np.searchsorted(self.bases, lo, side="right")) - 1
+        if lo == _TOP or s < 0 or hi + np.uint64(item) > self.ends[s]:
+            return None
+        base = int(self.bases[s])
+        offsets = p - np.uint64(base)  # lanes the mask drops may wrap: clamped below
+        if base % item or np.any(offsets & np.uint64(item - 1), where=m):
+            return None
+        count = (int(self.ends[s]) - base) // item
+        index = offsets >> np.uint64(item.bit_length() - 1)
+        np.minimum(index, np.uint64(count - 1), out=index)
+        out = _view(base, count * item).view(dtype_np).take(index.view(np.int64))
+        np.copyto(out, o, where=~m)
+        return out
 
     def _mask(self, b: Any, own: np.ndarray, shape: tuple) -> np.ndarray:
         """The load's or store's own mask and the programs still running."""
