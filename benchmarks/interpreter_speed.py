@@ -4,7 +4,8 @@ Run: ``TRITON_INTERPRET=1 python benchmarks/interpreter_speed.py [--programs 64,
 [--repeat N] [--cases layer_norm,softmax,vector_add]``.
 
 For each case and program count, one process times the same launch four ways, interleaved
-round by round (each round starting with the next way) (machines here are noisy: read the ratios), and checks the outputs bit for bit:
+round by round, each round starting with the next way (machines here are noisy: read the
+ratios), and checks the outputs bit for bit:
 
 - ``stock``: Triton's interpreter untouched (``batched.uninstall()``);
 - ``triton``: Triton's loop with its language patched once per launch

@@ -507,7 +507,7 @@ class Run:
         results: dict[str, dict[int, tuple[JobResult, bool]]] = {m.id: {} for m in mutants}
         #: verdicts a limit decided near its edge, or the GPU's memory: run once more
         #: before they are recorded
-        near: dict[str, tuple[Job, JobResult, bool, str]] = {}
+        near: dict[str, tuple[Job, JobResult, bool, str, str]] = {}
         watch = Watch(ctx, jobs, by_id, total)  # the estimate, as the first job starts
         for event in ctx.run_jobs(jobs):
             if (estimated := watch.see(event)) is not None:
@@ -565,7 +565,7 @@ class Run:
             return
         ctx = self.ctx
         again = {i: steady.again(job, side) for i, (job, _, _, _, side) in near.items()}
-        shared = {i: j for i, j in again.items() if near[i][4] != steady.ALONE}
+        shared = {i: j for i, j in again.items() if near[i][-1] != steady.ALONE}
         batches = [shared] + [{i: j} for i, j in again.items() if i not in shared]
         for event in (e for batch in batches if batch for e in ctx.run_jobs(batch)):
             if event.result is None:
