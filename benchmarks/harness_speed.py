@@ -51,7 +51,8 @@ import torch, triton  # imports left out of the figure
 # and the modules a check loads lazily on first use (torch.testing.assert_close pulls in
 # torch.distributed.tensor): the tool's warm runner loads them once before any job
 import importlib
-for name in ("torch.distributed.tensor", "torch.testing._comparison", "numpy.random"):
+from mutant_gate.engine.harness.worker import LAZY_MODULES
+for name in LAZY_MODULES:
     importlib.import_module(name)
 how, path = sys.argv[1], sys.argv[2]
 if how == "plain":

@@ -599,3 +599,94 @@ def test_numpys_gather_gives_tritons_where_it_applies_and_leaves_the_rest() -> N
     assert same(lanes(f32)[:8], keep[:8], np.float32) is None
     assert same(lanes(i16), keep, np.bool_) is None
     assert same(lanes(f32), np.zeros((64, 128), bool), np.float32) is None  # nothing kept
+
+
+def test_numpys_scatter_writes_tritons_bits_where_it_applies_and_leaves_the_rest() -> None:
+    """A batched store's scatter (``Memory.numpy_scatter``) against Triton's own
+    (``_native.store``) on two copies of one buffer: where it applies, the same bytes after;
+    where not (an element written twice, lanes in two buffers, between elements, too few),
+    False and nothing written."""
+    import numpy as np
+    import torch
+
+    from mutant_gate.engine.harness import batched_memory as bm
+
+    rows = np.arange(64, dtype=np.uint64)[:, None]
+    cols = np.arange(128, dtype=np.uint64)[None, :]
+    keep = np.ascontiguousarray(np.broadcast_to(cols < 100, (64, 128)))
+    every = np.ones((64, 128), dtype=bool)
+
+    def same(dtype: torch.dtype, m: np.ndarray, order=None, shift: int = 0, width=100) -> bool:
+        ours, theirs = (torch.zeros(64 * 128 + 7, dtype=dtype) for _ in "ab")
+        other = torch.ones(16, dtype=dtype)  # a second buffer, never written
+        size = np.uint64(ours.element_size())
+        elements = rows * width + (cols if order is None else order)
+        values = torch.randn(64, 128).to(dtype).numpy()
+        done = []
+        for t in (ours, theirs):
+            memory = bm.Memory([(t.data_ptr(), t.numel() * t.element_size()),
+                                (other.data_ptr(), 16 * other.element_size())])  # fmt: skip
+            p = np.ascontiguousarray(np.uint64(t.data_ptr() + shift) + elements * size)
+            p = np.where(m, p, np.uint64(0))  # dropped lanes point nowhere
+            if t is ours:
+                done.append(memory.numpy_scatter(p, values, m))
+            else:
+                bm._native.store(p, values, m)
+        if done[0]:
+            assert torch.equal(ours.view(torch.uint8), theirs.view(torch.uint8))
+        else:
+            assert not ours.view(torch.uint8).any()
+        return done[0]
+
+    assert same(torch.float32, keep)
+    assert same(torch.float16, keep)
+    assert same(torch.int64, every, width=128)
+    assert same(torch.float32, np.ascontiguousarray(keep & (rows < 63)))
+    assert same(torch.bool, keep)
+    # not for numpy: an element written twice, lanes out of order, between elements
+    assert not same(torch.float32, keep, order=cols // 2)
+    assert not same(torch.float32, keep, order=(127 - cols) % 100)
+    assert not same(torch.float32, keep, shift=2)
+
+
+def test_the_quick_proof_reads_apart_programs_and_leaves_the_rest_to_the_maps() -> None:
+    """``_apart``, a chunk's quick proof: programs that write their own row and read
+    anything but another's written row are apart; a read of another program's row, or
+    rows that interleave, go to the exact maps, which raise only for the real conflict."""
+    import numpy as np
+    import torch
+
+    from mutant_gate.engine.harness import batched_memory as bm
+    from mutant_gate.engine.harness import batched_ops as ops
+
+    x, y = torch.zeros(8 * 32), torch.zeros(8 * 32)
+    memory = bm.Memory([(t.data_ptr(), t.numel() * 4) for t in (x, y)])
+    rows = np.arange(8, dtype=np.uint64)[:, None]
+    cols = np.arange(32, dtype=np.uint64)[None, :]
+    keep = np.ones((8, 32), dtype=bool)
+
+    def at(t: torch.Tensor, elements: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.uint64(t.data_ptr()) + elements.astype(np.uint64) * 4)
+
+    def chunk(writes: list, reads: list) -> tuple[bool, bool]:
+        """(quick proof, the exact maps raised)."""
+        w = [bm._Access(p, keep, 4, None) for p in writes]
+        r = [bm._Access(p, keep, 4, None) for p in reads]
+        quick = bm._apart(r, w)
+        memory.reads, memory.writes = r, w
+        try:
+            memory.check_chunk()
+        except ops.Divergence:
+            return quick, True
+        return quick, False
+
+    own_rows = at(y, rows * 32 + cols)
+    assert chunk([own_rows], [at(x, rows * 32 + cols), own_rows]) == (True, False)
+    # program p reads row p + 1 of what the others write: a real conflict
+    assert chunk([own_rows], [at(y, ((rows + 1) % 8) * 32 + cols)]) == (False, True)
+    # interleaved columns (program p writes p, p + 8, ...): hulls overlap, no conflict
+    woven = at(y, cols * 8 + rows)
+    assert chunk([woven], [at(x, rows * 32 + cols)]) == (False, False)
+    # a read the same in every program of a written element
+    same = bm._Access(np.ascontiguousarray(at(y, cols)[0]), np.ones(32, bool), 4, bm.MULTI)
+    assert bm._apart([same], [bm._Access(own_rows, keep, 4, None)]) is False

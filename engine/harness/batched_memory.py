@@ -5,8 +5,10 @@ Triton's loop runs program 0 to its end, then program 1, and so on. A batched la
 operation for every program before the next, in program order inside the operation. The two
 agree unless programs of one chunk talk through memory: one reads an element another writes
 (before or after, in either order), or two programs write one element in different operations.
-Every unmasked lane's address is recorded per chunk and checked at the chunk's end against the
-elements written, a dense map per written buffer; a conflict raises ``Divergence``, the launch's
+Every unmasked lane's address is recorded per chunk and checked at the chunk's end: first
+each program's range of written addresses against the others' writes and reads (the usual
+launch, a row a program, ends there), else against the elements written, a dense map per
+written buffer; a conflict raises ``Divergence``, the launch's
 buffers are put back from the snapshot taken before their first write, and Triton's loop runs
 it. Chunks run one after another, as the programs do in Triton's loop, so only programs of one
 chunk are compared.
@@ -46,6 +48,19 @@ class _Access:
         """``pid`` None: batched data, a program per leading index; else every lane's program
         (``MULTI`` for a value the same in every program of a chunk of several)."""
         self.ptrs, self.mask, self.itemsize, self.pid = ptrs, mask, itemsize, pid
+        #: ``bounds()`` where a write has read them already
+        self.spans: tuple[np.ndarray, np.ndarray] | None = None
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per program (one row for an access the same in every program): the lowest address
+        its kept lanes touch and one past the highest element's end; ``_TOP``/0 for none."""
+        p, m = self.ptrs, np.broadcast_to(self.mask, self.ptrs.shape)
+        rows = 1 if self.pid is not None or p.ndim == 0 else p.shape[0]
+        p, m = p.reshape(rows, -1), m.reshape(rows, -1)
+        lo = p.min(axis=1, where=m, initial=_TOP)
+        end = p.max(axis=1, where=m, initial=np.uint64(0)) + np.uint64(self.itemsize)
+        end[lo == _TOP] = 0
+        return lo, end
 
     def lanes(self) -> tuple[np.ndarray, np.ndarray]:
         sel = self.ptrs[self.mask]
@@ -73,6 +88,39 @@ def _groups(sids: np.ndarray) -> list[int]:
     if sids.strides == (0,) * sids.ndim or sids.min() == sids.max():
         return [int(sids.flat[0])]
     return np.unique(sids).tolist()
+
+
+def _apart(reads: list[_Access], writes: list[_Access]) -> bool:
+    """The quick proof that a chunk's programs did not talk through memory: every program's
+    writes lie in one address range (its hull) that no other program's writes reach and
+    no other program's reads touch. False where it cannot tell (hulls that overlap, a
+    write the same in every program of several), for the exact maps to decide."""
+    hull_lo = hull_end = None
+    for access in writes:
+        lo, end = access.spans or access.bounds()
+        if access.pid == MULTI:
+            return False
+        hull_lo = lo if hull_lo is None else np.minimum(hull_lo, lo)
+        hull_end = end if hull_end is None else np.maximum(hull_end, end)
+    used = np.flatnonzero(hull_lo != _TOP)
+    order = used[np.argsort(hull_lo[used], kind="stable")]
+    los, ends = hull_lo[order], hull_end[order]
+    if (los[1:] < ends[:-1]).any():
+        return False
+    for access in reads:
+        lo, end = access.bounds()
+        first = np.searchsorted(ends, lo, side="right")  # the first hull ending past lo
+        last = np.searchsorted(los, end, side="left") - 1  # the last one starting before end
+        touched = (last >= first) & (lo != _TOP)
+        if access.pid == MULTI:  # read by every program: any hull it touches is another's
+            if touched.any():
+                return False
+            continue
+        programs = np.arange(lo.size) if access.pid is None else np.array([access.pid])
+        own = (last == first) & (order[np.minimum(first, order.size - 1)] == programs)
+        if (touched & ~own).any():
+            return False
+    return True
 
 
 class Memory:
@@ -104,8 +152,8 @@ class Memory:
             raise ops.Divergence("an address outside the launch's arguments")
         return sids
 
-    def _save(self, sids: np.ndarray) -> None:
-        for s in _groups(sids):
+    def _save(self, buffers: list[int]) -> None:
+        for s in buffers:
             if s not in self.saved:
                 base, end = int(self.bases[s]), int(self.ends[s])
                 self.saved[s] = _view(base, end - base).copy()
@@ -155,6 +203,30 @@ class Memory:
         out = self.numpy_gather(p, m, o, dtype_np)
         return _native.load(p, m, o, dtype_np) if out is None else out
 
+    def _locate(self, p: np.ndarray, m: np.ndarray, item: int, every: bool) -> tuple | None:
+        """(buffer's first address, its elements, every lane's element index) where every
+        lane ``m`` keeps lies in one argument buffer at a whole element of ``item`` bytes;
+        None otherwise. ``every``: ``m`` keeps every lane (no pass under a mask)."""
+        if every:
+            lo, hi = p.min(), p.max()
+            low_bits = np.bitwise_or.reduce(p & np.uint64(item - 1), axis=None)
+        else:
+            lo = p.min(where=m, initial=_TOP)
+            hi = p.max(where=m, initial=np.uint64(0))
+            low_bits = np.bitwise_or.reduce(p & np.uint64(item - 1), axis=None, where=m)
+        s = int(np.searchsorted(self.bases, lo, side="right")) - 1
+        if lo == _TOP or s < 0 or hi + np.uint64(item) > self.ends[s]:
+            return None
+        base = int(self.bases[s])
+        if base % item or int(low_bits):
+            return None
+        index = np.subtract(p, np.uint64(base))  # lanes the mask drops may wrap: clamped
+        np.right_shift(index, np.uint64(item.bit_length() - 1), out=index)
+        count = (int(self.ends[s]) - base) // item
+        if not every:
+            np.minimum(index, np.uint64(count - 1), out=index)
+        return base, count, index.view(np.int64)
+
     def numpy_gather(
         self, p: np.ndarray, m: np.ndarray, o: np.ndarray, dtype_np: Any
     ) -> np.ndarray | None:
@@ -164,21 +236,37 @@ class Memory:
         item = dtype_np.itemsize
         if p.size < GATHER_MIN or dtype_np.kind not in "fiu" or item & (item - 1):
             return None
-        lo = p.min(where=m, initial=_TOP)
-        hi = p.max(where=m, initial=np.uint64(0))
-        s = int(np.searchsorted(self.bases, lo, side="right")) - 1
-        if lo == _TOP or s < 0 or hi + np.uint64(item) > self.ends[s]:
+        every = bool(m.all())
+        located = self._locate(p, m, item, every)
+        if located is None:
             return None
-        base = int(self.bases[s])
-        offsets = p - np.uint64(base)  # lanes the mask drops may wrap: clamped below
-        if base % item or np.any(offsets & np.uint64(item - 1), where=m):
-            return None
-        count = (int(self.ends[s]) - base) // item
-        index = offsets >> np.uint64(item.bit_length() - 1)
-        np.minimum(index, np.uint64(count - 1), out=index)
-        out = _view(base, count * item).view(dtype_np).take(index.view(np.int64))
-        np.copyto(out, o, where=~m)
+        base, count, index = located
+        out = _view(base, count * item).view(dtype_np).take(index)
+        if not every:
+            np.copyto(out, o, where=~m)
         return out
+
+    def numpy_scatter(self, p: np.ndarray, v: np.ndarray, m: np.ndarray) -> bool:
+        """Triton's scatter (``_native.store``: each lane the mask keeps writes its value
+        at its address, in lane order) by numpy, where every kept lane lies in one
+        argument buffer at a whole element and the lanes' elements rise strictly (no
+        element written twice, so no order to keep); False for Triton's to do."""
+        dtype = v.dtype
+        item = dtype.itemsize
+        if p.size < GATHER_MIN or dtype.kind not in "fiub" or item & (item - 1):
+            return False
+        every = bool(m.all())
+        located = self._locate(p, m, item, every)
+        if located is None:
+            return False
+        base, count, index = located
+        index, values = (index.reshape(-1), v.reshape(-1)) if every else (index[m], v[m])
+        if index.size > 1 and not (index[1:] > index[:-1]).all():
+            return False
+        target = _view(base, count * item)
+        target = target.view(np.uint8) if dtype.kind == "b" else target.view(dtype)
+        target[index] = values.view(np.uint8) if dtype.kind == "b" else values
+        return True
 
     def _mask(self, b: Any, own: np.ndarray, shape: tuple) -> np.ndarray:
         """The load's or store's own mask and the programs still running."""
@@ -207,15 +295,28 @@ class Memory:
                 checks.stored(b, ptrs, p, v, own)
         itemsize = interp._get_np_dtype(ptrs.get_element_ty()).itemsize
         access = _Access(p, m, itemsize, pid)
-        sel, pids = access.lanes()
-        sids = self._storage_of(sel, itemsize)
-        self._save(sids)
-        self.writes.append((access, sel, pids, sids))
+        self._save(self._buffers(access))
+        self.writes.append(access)
         return p, v, m
+
+    def _buffers(self, access: _Access) -> list[int]:
+        """The buffers an access's kept lanes touch (raises Divergence for an address
+        outside them all)."""
+        lo, end = access.bounds()
+        access.spans = (lo, end)
+        first, last = lo.min(), end.max()
+        if first == _TOP:
+            return []
+        s = int(np.searchsorted(self.bases, first, side="right")) - 1
+        if s >= 0 and last <= self.ends[s]:
+            return [s]
+        sel, _ = access.lanes()
+        return _groups(self._storage_of(sel, access.itemsize))
 
     def store(self, b: Any, ptrs: Any, value: Any, mask: Any) -> None:
         p, v, m = self._prepare_write(b, ptrs, value, mask, "store")
-        _native.store(p, v, m)
+        if not self.numpy_scatter(p, v, m):
+            _native.store(p, v, m)
 
     def atomic(self, b: Any, op: Any, ptr: Any, val: Any, mask: Any, sem: Any) -> Any:
         p, v, m = self._prepare_write(b, ptr, val, mask, "atomic_rmw")
@@ -226,18 +327,22 @@ class Memory:
     def check_chunk(self) -> None:
         """Raise Divergence if this chunk's programs talked through memory; then forget it.
 
-        One map a written buffer, of the elements between the first and the last this chunk
+        First the quick proof (``_apart``: programs' written ranges apart, none read by
+        another program); where it cannot tell, one map a written buffer, of the elements between the first and the last this chunk
         wrote (not the whole buffer: a chunk of a 262M-element logits buffer writes 4M), each
         holding the program that wrote it."""
         reads, writes = self.reads, self.writes
         self.reads, self.writes = [], []
-        if not writes:
+        if not writes or _apart(reads, writes):
             return
-        written = [
-            (s, elem, pid, access.itemsize)
-            for access, sel, pids, sids in writes
-            for s, elem, pid in self._split(access.itemsize, sel, pids, sids)
-        ]
+        written = []
+        for access in writes:
+            sel, pids = access.lanes()
+            sids = self._storage_of(sel, access.itemsize)
+            written += [
+                (s, elem, pid, access.itemsize)
+                for s, elem, pid in self._split(access.itemsize, sel, pids, sids)
+            ]
         maps = self._maps(written)
         for s, elem, pid, _ in written:
             if not elem.size:

@@ -49,6 +49,19 @@ def _protocol_stream():
     return proto
 
 
+#: Modules that ordinary checks load lazily, at great cost, on first use, imported by a
+#: worker once before it forks any job: torch.testing.assert_close pulls in
+#: torch.distributed.tensor (sympy...), numpy 2 loads numpy.random on first touch, and
+#: a kernel's first launch specialises its arguments with Triton's native code, which
+#: imports triton.experimental.gluon (about 0.08 s a job here).
+LAZY_MODULES = (
+    "torch.distributed.tensor",
+    "torch.testing._comparison",
+    "numpy.random",
+    "triton.experimental.gluon",
+)
+
+
 def _warm_imports() -> dict:
     import numpy  # noqa: F401
     import pytest  # noqa: F401
@@ -57,10 +70,7 @@ def _warm_imports() -> dict:
 
     from mutant_gate.engine.harness import compiler, runner
 
-    # Modules that ordinary checks load lazily, at great cost, on first use:
-    # torch.testing.assert_close pulls in torch.distributed.tensor (sympy...),
-    # numpy 2 loads numpy.random on first touch.
-    for name in ("torch.distributed.tensor", "torch.testing._comparison", "numpy.random"):
+    for name in LAZY_MODULES:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - an optional warm-up, never fatal
