@@ -672,6 +672,8 @@ def test_the_quick_proof_reads_apart_programs_and_leaves_the_rest_to_the_maps() 
         """(quick proof, the exact maps raised)."""
         w = [bm._Access(p, keep, 4, None) for p in writes]
         r = [bm._Access(p, keep, 4, None) for p in reads]
+        for access in w:
+            memory._buffers(access)  # as a store does: its buffer and ranges
         quick = bm._apart(r, w)
         memory.reads, memory.writes = r, w
         try:
@@ -689,4 +691,14 @@ def test_the_quick_proof_reads_apart_programs_and_leaves_the_rest_to_the_maps() 
     assert chunk([woven], [at(x, rows * 32 + cols)]) == (False, False)
     # a read the same in every program of a written element
     same = bm._Access(np.ascontiguousarray(at(y, cols)[0]), np.ones(32, bool), 4, bm.MULTI)
-    assert bm._apart([same], [bm._Access(own_rows, keep, 4, None)]) is False
+    written = bm._Access(own_rows, keep, 4, None)
+    memory._buffers(written)
+    assert bm._apart([], [written]) is True
+    assert bm._apart([same], [written]) is False
+    # writes into two buffers (a row of y, one element of x a program): apart in each
+    assert chunk([own_rows, at(x, rows + cols * 0)], [own_rows]) == (True, False)
+    # ... but program p + 1 reading the x element program p wrote is not
+    assert chunk([own_rows, at(x, rows + cols * 0)], [at(x, (rows + 1) % 8 + cols * 0)]) == (
+        False,
+        True,
+    )

@@ -50,6 +50,9 @@ class _Access:
         self.ptrs, self.mask, self.itemsize, self.pid = ptrs, mask, itemsize, pid
         #: ``bounds()`` where a write has read them already
         self.spans: tuple[np.ndarray, np.ndarray] | None = None
+        #: a write's buffer index where its kept lanes lie in one buffer (``NONE``: no
+        #: lane kept), else None
+        self.buffer: int | None = None
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Per program (one row for an access the same in every program): the lowest address
@@ -91,24 +94,34 @@ def _groups(sids: np.ndarray) -> list[int]:
 
 
 def _apart(reads: list[_Access], writes: list[_Access]) -> bool:
-    """The quick proof that a chunk's programs did not talk through memory: every program's
-    writes lie in one address range (its hull) that no other program's writes reach and
-    no other program's reads touch. False where it cannot tell (hulls that overlap, a
-    write the same in every program of several), for the exact maps to decide."""
-    hull_lo = hull_end = None
+    """The quick proof that a chunk's programs did not talk through memory: in every written
+    buffer, each program's writes lie in one address range (its hull) that no other
+    program's writes reach and no other program's reads touch. False where it cannot tell
+    (hulls that overlap, a write the same in every program of several, one across
+    buffers), for the exact maps to decide."""
+    by_buffer: dict[int, list[_Access]] = {}
     for access in writes:
-        lo, end = access.spans or access.bounds()
-        if access.pid == MULTI:
+        if access.buffer == NONE:
+            continue
+        if access.pid == MULTI or access.buffer is None:
             return False
-        hull_lo = lo if hull_lo is None else np.minimum(hull_lo, lo)
-        hull_end = end if hull_end is None else np.maximum(hull_end, end)
+        by_buffer.setdefault(access.buffer, []).append(access)
+    bounds = [access.bounds() for access in reads]
+    return all(_hulls_apart(group, reads, bounds) for group in by_buffer.values())
+
+
+def _hulls_apart(writes: list[_Access], reads: list[_Access], bounds: list[tuple]) -> bool:
+    """``_apart`` for the writes into one buffer."""
+    hull_lo, hull_end = writes[0].spans or writes[0].bounds()
+    for access in writes[1:]:
+        lo, end = access.spans or access.bounds()
+        hull_lo, hull_end = np.minimum(hull_lo, lo), np.maximum(hull_end, end)
     used = np.flatnonzero(hull_lo != _TOP)
     order = used[np.argsort(hull_lo[used], kind="stable")]
     los, ends = hull_lo[order], hull_end[order]
     if (los[1:] < ends[:-1]).any():
         return False
-    for access in reads:
-        lo, end = access.bounds()
+    for access, (lo, end) in zip(reads, bounds, strict=True):
         first = np.searchsorted(ends, lo, side="right")  # the first hull ending past lo
         last = np.searchsorted(los, end, side="left") - 1  # the last one starting before end
         touched = (last >= first) & (lo != _TOP)
@@ -207,18 +220,21 @@ class Memory:
         """(buffer's first address, its elements, every lane's element index) where every
         lane ``m`` keeps lies in one argument buffer at a whole element of ``item`` bytes;
         None otherwise. ``every``: ``m`` keeps every lane (no pass under a mask)."""
-        if every:
+        if m.dtype != np.bool_:
+            return None
+        if every:  # reductions under a mask cost numpy 5x more
             lo, hi = p.min(), p.max()
-            low_bits = np.bitwise_or.reduce(p & np.uint64(item - 1), axis=None)
+            ored = np.bitwise_or.reduce(p, axis=None)
         else:
             lo = p.min(where=m, initial=_TOP)
             hi = p.max(where=m, initial=np.uint64(0))
-            low_bits = np.bitwise_or.reduce(p & np.uint64(item - 1), axis=None, where=m)
+            ored = np.bitwise_or.reduce(p, axis=None, where=m)
+        low_bits = int(ored) & (item - 1)  # an address's low bits are set in the OR of all
         s = int(np.searchsorted(self.bases, lo, side="right")) - 1
         if lo == _TOP or s < 0 or hi + np.uint64(item) > self.ends[s]:
             return None
         base = int(self.bases[s])
-        if base % item or int(low_bits):
+        if base % item or low_bits:
             return None
         index = np.subtract(p, np.uint64(base))  # lanes the mask drops may wrap: clamped
         np.right_shift(index, np.uint64(item.bit_length() - 1), out=index)
@@ -306,9 +322,11 @@ class Memory:
         access.spans = (lo, end)
         first, last = lo.min(), end.max()
         if first == _TOP:
+            access.buffer = NONE  # no lane kept: nothing written
             return []
         s = int(np.searchsorted(self.bases, first, side="right")) - 1
         if s >= 0 and last <= self.ends[s]:
+            access.buffer = s
             return [s]
         sel, _ = access.lanes()
         return _groups(self._storage_of(sel, access.itemsize))
