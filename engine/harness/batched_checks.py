@@ -244,7 +244,7 @@ class Checks:
         if self.bounds is None:
             return
         active = own & running.reshape((b.n,) + (1,) * (own.ndim - 1))
-        if bounds.races_on():
+        if bounds.races_on(self.bounds):
             site = bounds.store_site(self.bounds)
             self.stores.append((addr, active, bounds.itemsize(ptrs), site))
         if not bounds.poison_stored_known():

@@ -152,8 +152,9 @@ def _find_race(launch: _Launch) -> None:
 # every program of a launch at once (``batched_checks.py``)
 
 
-def races_on() -> bool:
-    return _RACES.on
+def races_on(launch: _Launch | None = None) -> bool:
+    """Whether the race hint keeps stores (of ``launch``: until it holds its most)."""
+    return _RACES.on and (launch is None or launch.store_lanes <= MAX_RACE_LANES)
 
 
 def store_site(launch: _Launch) -> tuple:
@@ -167,6 +168,8 @@ def add_program_stores(launch: _Launch, stores: list[tuple], pids: list[tuple]) 
     at a time would keep them. ``stores``: (addresses, active lanes, itemsize, site), each
     with the program axis first."""
     n = len(pids)
+    if launch.store_lanes > MAX_RACE_LANES:
+        return
     kept = []
     for addr, active, isz, site in stores:
         a = np.asarray(addr)[:n].reshape(n, -1)
