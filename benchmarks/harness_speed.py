@@ -1,7 +1,7 @@
 """The tool's whole original run of a check, every harness check on, against Triton's
 interpreter running the same check plainly (issue 45's second done-when).
 
-Run: ``python benchmarks/harness_speed.py [--rows 2048] [--repeat 3]``.
+Run: ``python benchmarks/harness_speed.py [--rows 2048] [--repeat 3] [--against DIR]``.
 
 The check: examples/layer_norm.py's kernel on a (rows, 1024) input, one program a row,
 against torch. Each figure comes from a fresh process, imports left out (torch, triton, and
@@ -12,7 +12,10 @@ the modules a check loads lazily that the tool's warm runner loads before any jo
   (``harness/runner.run_checks``: bounds checks, poisoned masked lanes, the race hint, the
   line trace, the shims), with ``interpreter`` "triton" (Triton's loop) or "batched";
 - ``oracle batched``: the same run with the diff-oracle's value trace on top (lane digests
-  and every launch's arguments handed to a sink).
+  and every launch's arguments handed to a sink);
+- ``against-tool`` (with ``--against DIR``, an install of another version of the tool, e.g.
+  ``pip install --no-deps --target DIR`` of an older commit): ``tool batched`` with DIR first
+  on the path, in the same rounds, so two versions are compared side by side.
 """
 
 from __future__ import annotations
@@ -51,8 +54,10 @@ import torch, triton  # imports left out of the figure
 # and the modules a check loads lazily on first use (torch.testing.assert_close pulls in
 # torch.distributed.tensor): the tool's warm runner loads them once before any job
 import importlib
-from mutant_gate.engine.harness.worker import LAZY_MODULES
-for name in LAZY_MODULES:
+from mutant_gate.engine.harness import worker
+# an older version's list (--against) where it had none of its own
+LAZY = ("torch.distributed.tensor", "torch.testing._comparison", "numpy.random")
+for name in getattr(worker, "LAZY_MODULES", LAZY):
     importlib.import_module(name)
 how, path = sys.argv[1], sys.argv[2]
 if how == "plain":
@@ -89,8 +94,11 @@ def kernel_source() -> str:
     return text[start:end]
 
 
-def measure(how: str, path: Path) -> tuple[float, str]:
+def measure(how: str, path: Path, against: str | None = None) -> tuple[float, str]:
     env = {**os.environ, "TRITON_INTERPRET": "1"}
+    if how == "against-tool":
+        how = "batched-tool"
+        env["PYTHONPATH"] = os.pathsep.join([against or "", env.get("PYTHONPATH", "")])
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, how, str(path)], capture_output=True, text=True, env=env
     )
@@ -104,16 +112,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2048)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--against", help="another install of the tool, timed beside this one")
     args = parser.parse_args()
+    if args.against and not (Path(args.against) / "mutant_gate").is_dir():
+        sys.exit(f"harness_speed: --against {args.against}: no mutant_gate package there")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "check.py"
         path.write_text(CHECK.format(kernel=kernel_source(), rows=args.rows))
         hows = ("plain", "triton-tool", "batched-tool", "batched-oracle")
+        hows += ("against-tool",) if args.against else ()
         times: dict[str, list[float]] = {h: [] for h in hows}
         said = {}
         for _ in range(args.repeat):
             for how in hows:
-                seconds, interp = measure(how, path)
+                seconds, interp = measure(how, path, args.against)
                 times[how].append(seconds)
                 said[how] = interp
     plain = statistics.median(times["plain"])
