@@ -271,6 +271,8 @@ class Memory:
         item = dtype.itemsize
         if p.size < GATHER_MIN or dtype.kind not in "fiub" or item & (item - 1):
             return False
+        if v.shape != p.shape or m.shape != p.shape:
+            return False
         every = bool(m.all())
         located = self._locate(p, m, item, every)
         if located is None:
@@ -346,9 +348,9 @@ class Memory:
         """Raise Divergence if this chunk's programs talked through memory; then forget it.
 
         First the quick proof (``_apart``: programs' written ranges apart, none read by
-        another program); where it cannot tell, one map a written buffer, of the elements between the first and the last this chunk
-        wrote (not the whole buffer: a chunk of a 262M-element logits buffer writes 4M), each
-        holding the program that wrote it."""
+        another program); where it cannot tell, one map a written buffer, of the elements
+        between the first and the last this chunk wrote (not the whole buffer: a chunk of a
+        262M-element logits buffer writes 4M), each holding the program that wrote it."""
         reads, writes = self.reads, self.writes
         self.reads, self.writes = [], []
         if not writes or _apart(reads, writes):
