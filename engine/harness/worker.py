@@ -53,7 +53,7 @@ def _protocol_stream():
 #: worker once before it forks any job: torch.testing.assert_close pulls in
 #: torch.distributed.tensor (sympy...), numpy 2 loads numpy.random on first touch, and
 #: a kernel's first launch specialises its arguments with Triton's native code, which
-#: imports triton.experimental.gluon (about 0.08 s a job here).
+#: imports triton.experimental.gluon (about 0.07 s a job here).
 LAZY_MODULES = (
     "torch.distributed.tensor",
     "torch.testing._comparison",
