@@ -216,12 +216,17 @@ class Memory:
         out = self.numpy_gather(p, m, o, dtype_np)
         return _native.load(p, m, o, dtype_np) if out is None else out
 
-    def _locate(self, p: np.ndarray, m: np.ndarray, item: int, every: bool) -> tuple | None:
-        """(buffer's first address, its elements, every lane's element index) where every
-        lane ``m`` keeps lies in one argument buffer at a whole element of ``item`` bytes;
-        None otherwise. ``every``: ``m`` keeps every lane (no pass under a mask)."""
+    def _locate(self, p: np.ndarray, m: np.ndarray, dtype: Any, kinds: str) -> tuple | None:
+        """(buffer's first address, its elements, every lane's element index, whether ``m``
+        keeps every lane) where the access has ``GATHER_MIN`` lanes or more, a power-of-two
+        ``dtype`` of one of ``kinds``, a bool mask, and every lane ``m`` keeps lies in one
+        argument buffer at a whole element; None otherwise (Triton's to do)."""
+        item = dtype.itemsize
+        if p.size < GATHER_MIN or dtype.kind not in kinds or item & (item - 1):
+            return None
         if m.dtype != np.bool_:
             return None
+        every = bool(m.all())
         if every:  # reductions under a mask cost numpy 5x more
             lo, hi = p.min(), p.max()
             ored = np.bitwise_or.reduce(p, axis=None)
@@ -241,7 +246,7 @@ class Memory:
         count = (int(self.ends[s]) - base) // item
         if not every:
             np.minimum(index, np.uint64(count - 1), out=index)
-        return base, count, index.view(np.int64)
+        return base, count, index.view(np.int64), every
 
     def numpy_gather(
         self, p: np.ndarray, m: np.ndarray, o: np.ndarray, dtype_np: Any
@@ -249,15 +254,11 @@ class Memory:
         """Triton's gather by numpy, where every kept lane lies in one argument buffer at
         a whole element of an int or float dtype; None for anything else (several
         buffers, an address between elements, a small load) and for Triton's to do."""
-        item = dtype_np.itemsize
-        if p.size < GATHER_MIN or dtype_np.kind not in "fiu" or item & (item - 1):
-            return None
-        every = bool(m.all())
-        located = self._locate(p, m, item, every)
+        located = self._locate(p, m, dtype_np, "fiu")
         if located is None:
             return None
-        base, count, index = located
-        out = _view(base, count * item).view(dtype_np).take(index)
+        base, count, index, every = located
+        out = _view(base, count * dtype_np.itemsize).view(dtype_np).take(index)
         if not every:
             np.copyto(out, o, where=~m)
         return out
@@ -267,23 +268,17 @@ class Memory:
         at its address, in lane order) by numpy, where every kept lane lies in one
         argument buffer at a whole element and the lanes' elements rise strictly (no
         element written twice, so no order to keep); False for Triton's to do."""
-        dtype = v.dtype
-        item = dtype.itemsize
-        if p.size < GATHER_MIN or dtype.kind not in "fiub" or item & (item - 1):
-            return False
         if v.shape != p.shape or m.shape != p.shape:
             return False
-        every = bool(m.all())
-        located = self._locate(p, m, item, every)
+        located = self._locate(p, m, v.dtype, "fiub")
         if located is None:
             return False
-        base, count, index = located
+        base, count, index, every = located
         index, values = (index.reshape(-1), v.reshape(-1)) if every else (index[m], v[m])
         if index.size > 1 and not (index[1:] > index[:-1]).all():
             return False
-        target = _view(base, count * item)
-        target = target.view(np.uint8) if dtype.kind == "b" else target.view(dtype)
-        target[index] = values.view(np.uint8) if dtype.kind == "b" else values
+        raw = np.uint8 if v.dtype.kind == "b" else v.dtype  # bools as their bytes
+        _view(base, count * v.dtype.itemsize).view(raw)[index] = values.view(raw)
         return True
 
     def _mask(self, b: Any, own: np.ndarray, shape: tuple) -> np.ndarray:

@@ -168,8 +168,6 @@ def add_program_stores(launch: _Launch, stores: list[tuple], pids: list[tuple]) 
     at a time would keep them. ``stores``: (addresses, active lanes, itemsize, site), each
     with the program axis first."""
     n = len(pids)
-    if launch.store_lanes > MAX_RACE_LANES:
-        return
     kept = []
     for addr, active, isz, site in stores:
         a = np.asarray(addr)[:n].reshape(n, -1)
