@@ -2,7 +2,9 @@
 
 It rests on one measurement: the original's time on the checks each mutant runs
 (``StageContext.original_s``: the whole baseline, or in project mode and with selected
-test cases, the cases that launch its kernel). Each mutant still to run is counted at
+test cases, the cases that launch its kernel), less the imports the original paid that a
+warm runner keeps loaded for the jobs after it (``harness/imports.py``: a real library's
+test files import seconds of third-party code once). Each mutant still to run is counted at
 that time, shared over the workers (never less than the longest one); results served
 from the cache and mutants no check reaches cost nothing. A killed mutant often stops
 at its first failing check, sooner than that; one that hangs runs to its limit; the
@@ -71,7 +73,7 @@ def estimate(
     for key, job in jobs.items():
         if key not in cached:
             mutant_id = key.split("@")[0]
-            seconds[mutant_id] = seconds.get(mutant_id, 0.0) + ctx.original_s(job.checks)
+            seconds[mutant_id] = seconds.get(mutant_id, 0.0) + ctx.original_s(job.checks, True)
     workers = max(1, ctx.workers)
     wall = max(sum(seconds.values()) / workers, max(seconds.values(), default=0.0))
     to_run = [mutants[i] for i in seconds]

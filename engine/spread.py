@@ -185,6 +185,16 @@ def _one_start(totals: list[float], cases: list[float]) -> float:
     return sum(cases) + max(max(t - c, 0.0) for t, c in zip(totals, cases, strict=True))
 
 
+def _imports_s(results: list[JobResult], key: str, totals: list[float], cases: list) -> float:
+    """The joined job's ``imports`` seconds (``key``: ``cpu_s`` or ``wall_s``), set so that
+    its time outside the cases less them is what a warm runner's share pays most: the
+    largest of the shares' outside times less their own imports (``harness/imports.py``)."""
+    imports = [float((r.extra.get("imports") or {}).get(key, 0.0)) for r in results]
+    outside = [max(t - c, 0.0) for t, c in zip(totals, cases, strict=True)]
+    warm = max(max(o - i, 0.0) for o, i in zip(outside, imports, strict=True))
+    return round(max(outside) - warm, 4)
+
+
 def joined(results: list[JobResult]) -> JobResult:
     """The shares' results as one job running every check would have returned. Its time,
     in wall and in CPU seconds: every case's own time, plus the most a share spent outside
@@ -202,6 +212,15 @@ def joined(results: list[JobResult]) -> JobResult:
     shims: list[str] = []
     for r in results:
         shims += [s for s in r.shims if s not in shims]
+    extra = _joined_extra(results)
+    if any("imports" in r.extra for r in results):
+        extra["imports"] = {
+            "wall_s": _imports_s(results, "wall_s", [r.duration_s for r in results], case_s),
+            "modules": sum(int((r.extra.get("imports") or {}).get("modules", 0)) for r in results),
+        }
+        if all(c is not None for c in case_cpu) and all(r.cpu_s > 0 for r in results):
+            totals = [r.cpu_s for r in results]
+            extra["imports"]["cpu_s"] = _imports_s(results, "cpu_s", totals, case_cpu)
     return JobResult(
         status=status,
         outcomes=tuple(o for r in results for o in r.outcomes),
@@ -211,7 +230,7 @@ def joined(results: list[JobResult]) -> JobResult:
         signal=failing.signal,
         bounds=next((r.bounds for r in results if r.bounds), None),
         shims=tuple(shims),
-        extra=_joined_extra(results),
+        extra=extra,
         cpu_s=cpu_s,
     )
 

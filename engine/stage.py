@@ -168,17 +168,23 @@ class StageContext:
             f"{s.timeout_base_s:g}"
         )
 
-    def original_s(self, checks: tuple[Check, ...]) -> float:
+    def original_s(self, checks: tuple[Check, ...], warm: bool = False) -> float:
         """The original's time on ``checks`` (a mutant's selection): the baseline's time
         less its test cases, plus the cases ``checks`` run, each at its time on the
-        original. The baseline's whole time where a test file's cases are unknown."""
+        original. The baseline's whole time where a test file's cases are unknown.
+        ``warm``: less the imports a warm runner keeps loaded (``harness/imports.py``),
+        what a mutant's job on a runner that ran a job before pays (the estimate); a
+        limit keeps them, as a job on a fresh runner pays them."""
         baseline = self.baseline
         if baseline is None:
             return self.settings.timeout_s
-        if self.coverage is None:
-            return baseline.spent_s
-        cases = self.coverage
         key = "cpu_s" if baseline.cpu_s > 0 else "duration_s"  # CPU seconds where measured
+        imports = baseline.extra.get("imports") or {}
+        kept = float(imports.get("cpu_s" if key == "cpu_s" else "wall_s", 0.0)) if warm else 0.0
+        whole = max(baseline.spent_s - kept, 0.0)
+        if self.coverage is None:
+            return whole
+        cases = self.coverage
 
         def seconds(info: dict) -> float:
             return float(info.get(key, info["duration_s"]))
@@ -190,9 +196,9 @@ class StageContext:
                 continue
             mine = file_cases(self.kernel, check, cases)
             if not mine:
-                return baseline.spent_s
+                return whole
             selected += sum(seconds(mine[n]) for n in check.select or mine if n in mine)
-        return selection_seconds(baseline.spent_s, everyone, selected)
+        return selection_seconds(whole, everyone, selected)
 
     # -- jobs ------------------------------------------------------------------------
     def job_for(

@@ -28,7 +28,7 @@ def context(path: str, per_job_s: float, workers: int, **settings) -> SimpleName
         settings=RunSettings(path, **settings),
         kernel=load_kernel_file(path),
         workers=workers,
-        original_s=lambda checks: per_job_s,
+        original_s=lambda checks, warm=False: per_job_s,
     )
 
 
@@ -126,3 +126,21 @@ def test_a_selections_time_never_loses_its_cases_to_the_whole_runs_overlap():
 
     assert selection_seconds(10.0, 4.0, 1.5) == 7.5  # 6 s outside the cases, 1.5 s of them
     assert selection_seconds(671.6, 1400.0, 12.0) == 12.0  # was max(671.6 - 1400 + 12, 0) = 0
+
+
+def test_the_estimate_leaves_out_the_imports_a_warm_runner_keeps_and_limits_keep_them():
+    """The original paid its test files' third-party imports (``extra["imports"]``); a
+    mutant's job on a warm runner does not, so the estimate prices it without them, while
+    its limit (a job on a fresh runner pays them) keeps them."""
+    from mutant_gate.engine.job import JobResult, JobStatus
+    from mutant_gate.engine.stage import StageContext
+
+    path = str(EXAMPLES / "layer_norm.py")
+    ctx = StageContext(RunSettings(path), None, None, load_kernel_file(path), [])
+    imports = {"cpu_s": 6.0, "wall_s": 7.0, "modules": 40}
+    ctx.set_baseline(
+        JobResult(JobStatus.PASSED, duration_s=10.0, cpu_s=8.5, extra={"imports": imports})
+    )
+    assert ctx.original_s(()) == pytest.approx(8.5)
+    assert ctx.original_s((), warm=True) == pytest.approx(2.5)
+    assert ctx.timeout_s == pytest.approx(ctx.mutant_timeout(8.5))

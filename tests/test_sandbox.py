@@ -442,3 +442,26 @@ def test_closing_ends_every_job_and_the_worker_started_in_a_dead_ones_place():
     time.sleep(0.5)
     assert all(p.poll() is not None for p in procs), "a worker outlived the pool"
     assert box.run(main_job("x = 1\n")).status is JobStatus.ERROR  # closed stays closed
+
+
+def test_a_job_times_the_imports_a_warm_runner_keeps_not_its_own_modules(sandbox):
+    """``extra["imports"]``: the modules a job loads from outside its own files (what a
+    warm runner keeps for the next job), timed; a module of the job's own, however slow to
+    import, is not among them."""
+    tests = textwrap.dedent("""
+        import burn
+
+        def test_it():
+            import mailbox, pydoc, wave
+            assert burn.total > 0
+    """)
+    burn = "total = 0\nfor i in range(4_000_000):\n    total += i\n"  # about 0.3 CPU s
+    job = Job(
+        files=(("test_x.py", tests), ("burn.py", burn)),
+        checks=(Check(CheckKind.PYTEST, "test_x.py", "test"),),
+    )
+    result = sandbox.run(job)
+    assert result.status is JobStatus.PASSED, result.error
+    imports = result.extra["imports"]
+    assert imports["modules"] >= 3  # mailbox, pydoc, wave (and what they import, inside)
+    assert 0 < imports["cpu_s"] < 0.15 < result.cpu_s - imports["cpu_s"]

@@ -98,6 +98,28 @@ def test_joined_cpu_seconds_pay_one_shares_start_not_every_shares():
     assert joined([a, replace(bare, cpu_s=7.0)]).cpu_s == pytest.approx(60.0)
 
 
+def test_joined_imports_leave_what_a_warm_runners_share_pays_most():
+    """A warm runner keeps the third-party modules a job imported: the joined record's
+    ``imports`` are what, taken from its time outside the cases, leaves the largest of the
+    shares' outside times less their own imports (the estimate's per-mutant start)."""
+
+    def share(case_s: float, cpu_s: float, imports_cpu_s: float) -> JobResult:
+        result = _result(JobStatus.PASSED, [("x", "passed", case_s)])
+        coverage = {"x": {"functions": ["k"], "cpu_s": case_s}}
+        imports = {"cpu_s": imports_cpu_s, "wall_s": imports_cpu_s, "modules": 3}
+        return replace(
+            result, cpu_s=cpu_s, extra={**result.extra, "coverage": coverage, "imports": imports}
+        )
+
+    a = share(1.0, 31.0, 28.0)  # 30 s outside its case, 2 of them not imports
+    b = share(1.0, 21.0, 15.0)  # 20 s outside, 5 not imports
+    one = joined([a, b])
+    outside = one.cpu_s - 2.0
+    assert outside == pytest.approx(30.0)
+    assert outside - one.extra["imports"]["cpu_s"] == pytest.approx(5.0)
+    assert one.extra["imports"]["modules"] == 6
+
+
 def test_a_share_that_timed_out_keeps_the_case_log_a_timeout_says():
     a = _result(JobStatus.PASSED, [("a", "passed", 0.5), ("c", "passed", 0.25)])
     log = {"collected": 3, "finished": [{"case": "b1", "status": "passed", "duration_s": 9.0}],

@@ -30,7 +30,7 @@ from mutant_gate.engine.job import (
     JobStatus,
 )
 
-from . import batched, bounds, closeness, closeness_helpers, null_run, parity, shims
+from . import batched, bounds, closeness, closeness_helpers, imports, null_run, parity, shims
 from .cuda_fault import lost_cuda_context
 from .project import Coverage, launched, reached, record_launches
 
@@ -544,12 +544,17 @@ def _fitted(outcomes: list[CheckOutcome]) -> tuple[CheckOutcome, ...]:
 def run_checks(job: Job, workdir: str) -> JobResult:
     """Write the job's files into ``workdir`` (the cwd) and run its checks in order."""
     traced = job.trace_lines and job.mode == "interpret" and job.project is None
-    if traced:
-        with LineTrace(os.path.join(workdir, job.files[0][0])) as trace:
+    project = job.project or {}
+    own = (workdir, *(project[k] for k in ("root", "import_root") if project.get(k)))
+    with imports.Clock(own) as clock:
+        if traced:
+            with LineTrace(os.path.join(workdir, job.files[0][0])) as trace:
+                result = _run_checks(job, workdir)
+            result.extra["lines"] = sorted(trace.lines)
+        else:
             result = _run_checks(job, workdir)
-        result.extra["lines"] = sorted(trace.lines)
-        return result
-    return _run_checks(job, workdir)
+    result.extra.update(clock.record())
+    return result
 
 
 def _run_checks(job: Job, workdir: str) -> JobResult:
