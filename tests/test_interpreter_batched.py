@@ -616,7 +616,7 @@ def test_numpys_scatter_writes_tritons_bits_where_it_applies_and_leaves_the_rest
     keep = np.ascontiguousarray(np.broadcast_to(cols < 100, (64, 128)))
     every = np.ones((64, 128), dtype=bool)
 
-    def same(dtype: torch.dtype, m: np.ndarray, order=None, shift: int = 0, width=100) -> bool:
+    def same(dtype: torch.dtype, m: np.ndarray, order=None, shift=0, width=100, known=False):
         ours, theirs = (torch.zeros(64 * 128 + 7, dtype=dtype) for _ in "ab")
         other = torch.ones(16, dtype=dtype)  # a second buffer, never written
         size = np.uint64(ours.element_size())
@@ -629,7 +629,9 @@ def test_numpys_scatter_writes_tritons_bits_where_it_applies_and_leaves_the_rest
             p = np.ascontiguousarray(np.uint64(t.data_ptr() + shift) + elements * size)
             p = np.where(m, p, np.uint64(0))  # dropped lanes point nowhere
             if t is ours:
-                done.append(memory.numpy_scatter(p, values, m))
+                # known: the buffer a write's bounds found its kept lanes in, handed on
+                found = int(np.searchsorted(memory.bases, t.data_ptr(), side="right")) - 1
+                done.append(memory.numpy_scatter(p, values, m, found if known else None))
             else:
                 bm._native.store(p, values, m)
         if done[0]:
@@ -643,10 +645,12 @@ def test_numpys_scatter_writes_tritons_bits_where_it_applies_and_leaves_the_rest
     assert same(torch.int64, every, width=128)
     assert same(torch.float32, np.ascontiguousarray(keep & (rows < 63)))
     assert same(torch.bool, keep)
+    assert same(torch.float32, keep, known=True)
     # not for numpy: an element written twice, lanes out of order, between elements
     assert not same(torch.float32, keep, order=cols // 2)
     assert not same(torch.float32, keep, order=(127 - cols) % 100)
     assert not same(torch.float32, keep, shift=2)
+    assert not same(torch.float32, keep, shift=2, known=True)
 
 
 def test_the_quick_proof_reads_apart_programs_and_leaves_the_rest_to_the_maps() -> None:

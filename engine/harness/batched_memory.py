@@ -216,36 +216,43 @@ class Memory:
         out = self.numpy_gather(p, m, o, dtype_np)
         return _native.load(p, m, o, dtype_np) if out is None else out
 
-    def _locate(self, p: np.ndarray, m: np.ndarray, dtype: Any, kinds: str) -> tuple | None:
+    def _locate(
+        self, p: np.ndarray, m: np.ndarray, dtype: Any, kinds: str, buffer: int | None = None
+    ) -> tuple | None:
         """(buffer's first address, its elements, every lane's element index, whether ``m``
         keeps every lane) where the access has ``GATHER_MIN`` lanes or more, a power-of-two
         ``dtype`` of one of ``kinds``, a bool mask, and every lane ``m`` keeps lies in one
-        argument buffer at a whole element; None otherwise (Triton's to do)."""
+        argument buffer at a whole element; None otherwise (Triton's to do). ``buffer``: the
+        one buffer a write's kept lanes were found in (``_buffers``). A lane ``m`` drops gets
+        index 0. The buffer is the first kept lane's; every kept lane's offset from its
+        start, in uint64, must then lie below its end (a lane below it wraps above) and have
+        no low bits set: a few passes without a mask, not numpy's slow masked reductions."""
         item = dtype.itemsize
         if p.size < GATHER_MIN or dtype.kind not in kinds or item & (item - 1):
             return None
         if m.dtype != np.bool_:
             return None
         every = bool(m.all())
-        if every:  # reductions under a mask cost numpy 5x more
-            lo, hi = p.min(), p.max()
-            ored = np.bitwise_or.reduce(p, axis=None)
-        else:
-            lo = p.min(where=m, initial=_TOP)
-            hi = p.max(where=m, initial=np.uint64(0))
-            ored = np.bitwise_or.reduce(p, axis=None, where=m)
-        low_bits = int(ored) & (item - 1)  # an address's low bits are set in the OR of all
-        s = int(np.searchsorted(self.bases, lo, side="right")) - 1
-        if lo == _TOP or s < 0 or hi + np.uint64(item) > self.ends[s]:
+        s = buffer
+        if s is None:
+            first = 0 if every else int(np.argmax(m))
+            if not m.flat[first]:
+                return None  # no lane kept
+            s = int(np.searchsorted(self.bases, p.flat[first], side="right")) - 1
+        if s < 0:
             return None
         base = int(self.bases[s])
-        if base % item or low_bits:
-            return None
-        index = np.subtract(p, np.uint64(base))  # lanes the mask drops may wrap: clamped
-        np.right_shift(index, np.uint64(item.bit_length() - 1), out=index)
         count = (int(self.ends[s]) - base) // item
+        if base % item:
+            return None
+        index = np.subtract(p, np.uint64(base))
         if not every:
-            np.minimum(index, np.uint64(count - 1), out=index)
+            np.multiply(index, m, out=index)  # dropped lanes: element 0
+        if buffer is None and int(index.max()) > (count - 1) * item:
+            return None
+        if int(np.bitwise_or.reduce(index, axis=None)) & (item - 1):
+            return None  # a kept lane between elements
+        np.right_shift(index, np.uint64(item.bit_length() - 1), out=index)
         return base, count, index.view(np.int64), every
 
     def numpy_gather(
@@ -263,14 +270,17 @@ class Memory:
             np.copyto(out, o, where=~m)
         return out
 
-    def numpy_scatter(self, p: np.ndarray, v: np.ndarray, m: np.ndarray) -> bool:
+    def numpy_scatter(
+        self, p: np.ndarray, v: np.ndarray, m: np.ndarray, buffer: int | None = None
+    ) -> bool:
         """Triton's scatter (``_native.store``: each lane the mask keeps writes its value
         at its address, in lane order) by numpy, where every kept lane lies in one
         argument buffer at a whole element and the lanes' elements rise strictly (no
-        element written twice, so no order to keep); False for Triton's to do."""
+        element written twice, so no order to keep); False for Triton's to do. ``buffer``:
+        the one buffer the write's kept lanes were found in, where known."""
         if v.shape != p.shape or m.shape != p.shape:
             return False
-        located = self._locate(p, m, v.dtype, "fiub")
+        located = self._locate(p, m, v.dtype, "fiub", buffer)
         if located is None:
             return False
         base, count, index, every = located
@@ -330,7 +340,7 @@ class Memory:
 
     def store(self, b: Any, ptrs: Any, value: Any, mask: Any) -> None:
         p, v, m = self._prepare_write(b, ptrs, value, mask, "store")
-        if not self.numpy_scatter(p, v, m):
+        if not self.numpy_scatter(p, v, m, self.writes[-1].buffer):
             _native.store(p, v, m)
 
     def atomic(self, b: Any, op: Any, ptr: Any, val: Any, mask: Any, sem: Any) -> Any:
