@@ -42,16 +42,27 @@ def find_root(start: str) -> str | None:
 
 
 def module_path(path: str) -> tuple[str, str] | None:
-    """(import_root, dotted name) when ``path`` lies inside a package, else None."""
+    """(import_root, dotted name) when ``path`` lies inside a package, else None. A folder
+    without an ``__init__.py`` inside a package is a namespace portion of it (PEP 420:
+    ``pkg/ops/experimental/k.py`` imports as ``pkg.ops.experimental.k`` when ``pkg/ops`` is
+    a package), as Python imports it."""
     path = os.path.abspath(path)
     parts = [os.path.splitext(os.path.basename(path))[0]]
     folder = os.path.dirname(path)
-    while os.path.exists(os.path.join(folder, "__init__.py")):
+    while _in_package(folder):
         parts.append(os.path.basename(folder))
         folder = os.path.dirname(folder)
     if len(parts) == 1:
         return None
     return folder, ".".join(reversed(parts))
+
+
+def _in_package(folder: str) -> bool:
+    """Whether ``folder`` is a package, or a namespace portion of the package above it."""
+    if os.path.exists(os.path.join(folder, "__init__.py")):
+        return True
+    parent = os.path.dirname(folder)
+    return parent != folder and os.path.exists(os.path.join(parent, "__init__.py"))
 
 
 def detect(kernel_path: str, tests: list[tuple[str, str]], root: str | None) -> Project | None:

@@ -24,6 +24,25 @@ def test_module_path_follows_the_package():
     assert module_path(str(EXAMPLES / "vector_add.py")) is None
 
 
+def test_a_folder_without_init_inside_a_package_is_a_namespace_portion_of_it(tmp_path):
+    """``pkg/ops/experimental/k.py`` with no ``experimental/__init__.py`` imports as
+    ``pkg.ops.experimental.k`` (PEP 420), as a real library's experimental kernels do; a
+    folder of loose files outside any package stays outside."""
+    experimental = tmp_path / "src" / "pkg" / "ops" / "experimental"
+    experimental.mkdir(parents=True)
+    for package in (tmp_path / "src" / "pkg", tmp_path / "src" / "pkg" / "ops"):
+        (package / "__init__.py").write_text("")
+    (experimental / "k.py").write_text("x = 1\n")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "k.py").write_text("x = 1\n")
+    located = module_path(str(experimental / "k.py"))
+    assert located == (str(tmp_path / "src"), "pkg.ops.experimental.k")
+    probe = "import importlib, sys; sys.path.insert(0, sys.argv[1]); importlib.import_module(sys.argv[2])"
+    done = subprocess.run([sys.executable, "-c", probe, *located], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # Python imports it by that name
+    assert module_path(str(tmp_path / "scripts" / "k.py")) is None
+
+
 def test_helpers_are_reached_through_their_callers():
     source = MODULE.read_text()
     assert jit_callers(source, "_mean_square") == {"_mean_square", "rms_norm_kernel"}
