@@ -13,13 +13,19 @@ from mutant_gate.engine import library
 from mutant_gate.engine.errors import EXIT_UNDER_THRESHOLD
 
 
-def left_out(console: Console, report: dict) -> None:
-    """One line for the test cases the original failed or ``--case-time`` left out."""
+def left_out(console: Console, report: dict, said: set[str] | None = None) -> None:
+    """One line for the test cases the original failed or ``--case-time`` left out; with
+    ``said`` (a library run's lines so far), not again for a module whose original is an
+    earlier module's."""
     records = report.get("left_out_cases") or []
     if records:
         first = records[0]
-        said = f"{library.left_out_line(records)} (first: {first['case']}, {first['reason']})"
-        console.print(f"[yellow]{escape(said)}[/]", highlight=False)
+        line = f"{library.left_out_line(records)} (first: {first['case']}, {first['reason']})"
+        if said is not None and line in said:
+            return
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
+        if said is not None:
+            said.add(line)
 
 
 def path_gate(report: dict, args: argparse.Namespace, console: Console) -> int:

@@ -170,6 +170,7 @@ def drive(library, args: argparse.Namespace, console: Console) -> None:
 
     total = len(library.modules)
     settings = library.settings
+    said: set[str] = set()  # the suite's left-out cases, said once, not for every module
     with session.Session(settings, warn=warn) as run:
         for number, (module, events) in enumerate(library.module_runs(run), 1):
             shown = escape(library_paths.shown(module.path))
@@ -184,7 +185,7 @@ def drive(library, args: argparse.Namespace, console: Console) -> None:
                 console.print(f"[yellow]left out: {escape(module.reason)}[/]", highlight=False)
             elif module.report is not None:
                 say_written(run, settings.writers.write_tests, console, module.driver)
-                left_out(console, module.report)
+                left_out(console, module.report, said)
 
 
 def next_step(report: dict) -> str | None:

@@ -352,3 +352,26 @@ def test_an_original_case_out_of_bounds_is_left_out_and_the_run_goes_on(tmp_path
         assert "out-of-bounds load in kernel rms_norm_kernel" in record["reason"], record
     mine = {r["id"]: r["verdict"] for r in report["mutants"]}
     assert mine == verdicts(json.loads(alone.read_text()))
+
+
+def test_a_library_run_says_the_suites_left_out_cases_once_not_for_every_module():
+    """A library's modules share one original: its left-out line comes once (a real
+    library's run said the same line for each of its 54 modules), and again only where a
+    module's original left out other cases."""
+    from rich.console import Console
+
+    from mutant_gate.cli.gates import left_out
+
+    records = [{"case": "t.py::a", "reason": "failed on the original: x", "why": "failed"}]
+    other = [{"case": "u.py::b", "reason": "failed on the original: y", "why": "failed"}]
+    console = Console(record=True, width=200)
+    said: set[str] = set()
+    for report in ({"left_out_cases": records},) * 3 + ({"left_out_cases": other},):
+        left_out(console, report, said)
+    text = console.export_text()
+    assert text.count("1 test case left out") == 2, text
+    assert "(first: t.py::a," in text and "(first: u.py::b," in text
+    alone = Console(record=True, width=200)
+    for _ in range(2):  # a kernel file's own run: no set, every call says it
+        left_out(alone, {"left_out_cases": records})
+    assert alone.export_text().count("1 test case left out") == 2
