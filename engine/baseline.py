@@ -425,13 +425,16 @@ def _left(nodeid: str, why: str, reason: str, coverage: dict[str, dict]) -> dict
     info = coverage[nodeid]
     seconds = round(float(info.get("duration_s") or 0.0), 3)
     functions = list(info.get("functions") or [])  # what it launched: whom it would judge
-    return {
+    record = {
         "case": nodeid,
         "why": why,
         "reason": reason,
         "duration_s": seconds,
         "functions": functions,
     }
+    if info.get("reaches") is not None:  # module:name: which module's functions it reached
+        record["reaches"] = list(info["reaches"])
+    return record
 
 
 def _case_failures(kernel: KernelFile, result: JobResult) -> list[CheckOutcome] | None:

@@ -47,7 +47,7 @@ from .jobs import toolchain
 from .kernel_file import GIVEN
 from .library_paths import shown
 from .pipeline import Plan
-from .project import module_path
+from .project import module_path, record_reaches
 from .records import Mutant
 from .report import SCHEMA_VERSION, score, written_names
 from .settings import RunSettings
@@ -474,7 +474,9 @@ def _counted(
         "status": status,
     }
     kernels = set(record.get("jit_functions") or [])
-    lost = [c for c in left or [] if kernels & set(c.get("functions") or [])]
+    # a left-out case that reached this module's functions (another module's functions of
+    # the same names, a backend's copy, are not its)
+    lost = [c for c in left or [] if record_reaches(c, record.get("module"), kernels)]
     if status == JUDGED and rows and all(r.get("reached") is False for r in rows) and lost:
         entry["status"] = LEFT_OUT
         entry["reason"] = f"every test case that reaches it was left out ({left_out_line(lost)})"
