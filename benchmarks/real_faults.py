@@ -478,7 +478,8 @@ def counts(rows: Sequence[dict]) -> str:
     )
 
 
-def write(out: str, rows: list[dict]) -> str:
+def write(out: str, rows: list[dict], execution: str = "") -> str:
+    """``summary.json`` and ``summary.md``; ``execution``: part 2's section, where it ran."""
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "summary.json"), "w") as fh:
         json.dump(rows, fh, indent=1)
@@ -486,15 +487,57 @@ def write(out: str, rows: list[dict]) -> str:
     text = f"{table(rows)}\n\n{counts(rows)}\n"
     with open(os.path.join(out, "summary.md"), "w") as fh:
         fh.write(f"# Real faults: textual coupling\n\n{LEGEND}\n\n{text}")
-    return text
+        if execution:
+            fh.write(f"\n## Execution coupling\n\n{execution}")
+    return text + (f"\n{execution}" if execution else "")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--catalog", required=True, help="the real-faults catalog.json")
     parser.add_argument("--mirrors", required=True, help="the folder of fetched git mirrors")
     parser.add_argument("--out", required=True, help="where summary.json and summary.md go")
-    args = parser.parse_args(argv)
+    part2 = parser.add_argument_group("part 2, execution coupling (real_faults_execution.py)")
+    part2.add_argument(
+        "--execution",
+        action="store_true",
+        help="also run the tests: the parent's and the fix's, and mutant-gate",
+    )
+    part2.add_argument(
+        "--bugs",
+        help="ID,...: the bugs to run (default: every bug whose fix "
+        "changed a test file); the others keep OUT's earlier execution entries",
+    )
+    part2.add_argument(
+        "--work", default=".realfaults/work", help="scratch trees, reports and the tool's cache"
+    )
+    part2.add_argument(
+        "--mode",
+        choices=("auto", "interpret", "compiled"),
+        default="auto",
+        help="auto: compiled where CUDA is, else the interpreter",
+    )
+    part2.add_argument("-j", "--jobs", type=int, default=2, help="mutant-gate's workers")
+    part2.add_argument(
+        "--case-time",
+        type=float,
+        default=5.0,
+        help="mutant-gate's --case-time, and pytest-timeout's per test",
+    )
+    part2.add_argument("--limit", type=float, default=600.0, help="seconds per pytest run")
+    part2.add_argument(
+        "--run-limit", type=float, default=900.0, help="seconds per mutant-gate run or rerun"
+    )
+    part2.add_argument(
+        "--checks",
+        action="store_true",
+        help="keep mutant-gate's diff-oracle and tolerance stages (off: they change no verdict)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _arguments(argv)
     with open(args.catalog) as fh:
         catalog = json.load(fh)
     operators = select_operators(None)
@@ -502,8 +545,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     for bug in catalog:
         rows.append(judge(bug, args.mirrors, operators))
         print(f"{bug['id']}: {rows[-1]['textual']}", file=sys.stderr)
-    print(write(args.out, rows))
+    execution = _execution(args, catalog, rows) if args.execution else ""
+    print(write(args.out, rows, execution))
     return 0
+
+
+def _execution(args: argparse.Namespace, catalog: list[dict], rows: list[dict]) -> str:
+    """Part 2 for the chosen bugs, into their rows; the other rows keep the execution
+    entries ``summary.json`` in OUT already has. Returns its table."""
+    import real_faults_execution as ex
+
+    if args.mode == "auto":
+        import torch
+
+        args.mode = "compiled" if torch.cuda.is_available() else "interpret"
+    args.work = os.path.abspath(args.work)
+    earlier = {}
+    if os.path.isfile(os.path.join(args.out, "summary.json")):
+        with open(os.path.join(args.out, "summary.json")) as fh:
+            earlier = {r["id"]: r["execution"] for r in json.load(fh) if "execution" in r}
+    chosen = args.bugs.split(",") if args.bugs else None
+    for bug, row in zip(catalog, rows, strict=True):
+        directory = git_dir(args.mirrors, bug["repo"])
+        tests = directory is not None and any(
+            ex.is_test_path(p) and p not in bug["files"]
+            for _, p in ex.changed_files(directory, bug["parent_commit"], bug["fix_commit"])
+        )
+        if chosen is None and tests or bug["id"] in (chosen or ()):
+            print(f"{bug['id']}: execution ({args.mode}) ...", file=sys.stderr)
+            if directory is None:
+                row["execution"] = {"status": "not-run", "mode": args.mode,
+                                    "reason": f"no mirror of {bug['repo']}"}  # fmt: skip
+            else:
+                row["execution"] = ex.execute(bug, directory, row, args)
+            said = row["execution"].get("coupling") or row["execution"].get("reason")
+            print(f"{bug['id']}: {row['execution']['status']}: {said}", file=sys.stderr)
+        elif bug["id"] in earlier:
+            row["execution"] = earlier[bug["id"]]
+    return f"{ex.LEGEND}\n\n{ex.table(rows)}\n"
 
 
 if __name__ == "__main__":

@@ -158,3 +158,90 @@ def test_a_missing_mirror_or_commit_is_a_row_with_its_reason(summary):
     assert "no mirror of nobody/absent" in summary["absent"]["reason"]
     assert summary["lost"]["textual"] == "not-run"
     assert "fix_commit " + "f" * 40 + " is not in the mirror" in summary["lost"]["reason"]
+
+
+# -- part 2: execution coupling ----------------------------------------------------------
+
+OPS = (
+    "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+    "def threshold_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+    "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+    "    mask = offs < n\n"
+    "    x = tl.load(x_ptr + offs, mask=mask)\n"
+    "    y = tl.where(x {op} 0.5, 0.0, x)\n"
+    "    tl.store(out_ptr + offs, y, mask=mask)\n\n\n"
+    "def threshold(x):\n"
+    "    out = torch.empty_like(x)\n"
+    "    threshold_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)\n"
+    "    return out\n"
+)
+OLD_TEST = (
+    "import torch\nfrom kern.ops import threshold\n\n\n"
+    "def test_threshold():\n"
+    "    torch.manual_seed(0)\n"
+    "    x = torch.rand(100)\n"
+    "    torch.testing.assert_close(threshold(x), torch.where(x < 0.5, 0.0, x))\n"
+)
+NEW_TEST = OLD_TEST + (
+    "\n\ndef test_threshold_keeps_the_half():\n"
+    "    x = torch.full((70,), 0.5)\n"
+    "    torch.testing.assert_close(threshold(x), x)\n"
+)
+PYPROJECT = '[tool.pytest.ini_options]\npythonpath = ["src"]\naddopts = "--cov=src"\n'
+
+
+@pytest.mark.slow
+def test_execution_finds_the_survivor_the_fix_tests_kill(tmp_path):
+    """A bug that shipped (``x <= 0.5`` where ``x < 0.5`` was meant; the old test's random
+    inputs never hold 0.5), fixed with a test that does: the parent's tests let the
+    ``compare-lt-le`` mutant of the fixed line through, the fix's test kills it. Runs for
+    real: pytest and mutant-gate in Triton's interpreter."""
+    work = tmp_path / "work"
+    (work / "src" / "kern").mkdir(parents=True)
+    (work / "tests").mkdir()
+    _git(work, "init", "-q")
+    files = {"pyproject.toml": PYPROJECT, "src/kern/__init__.py": "",
+             "src/kern/ops.py": OPS.format(op="<="), "tests/test_ops.py": OLD_TEST}  # fmt: skip
+    parent = _commit(work, files, "threshold")
+    fix = _commit(
+        work, {"src/kern/ops.py": OPS.format(op="<"), "tests/test_ops.py": NEW_TEST}, "fix"
+    )
+    mirrors = tmp_path / "mirrors"
+    _git(tmp_path, "clone", "-q", "--bare", str(work), str(mirrors / "acme+kernels" / "repo"))
+    bug = _bug("half", "predicate", "threshold_kernel", "src/kern/ops.py", parent, fix)
+    (tmp_path / "catalog.json").write_text(json.dumps([bug]))
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--catalog", str(tmp_path / "catalog.json"),
+         "--mirrors", str(mirrors), "--out", str(out), "--execution",
+         "--work", str(tmp_path / "scratch"), "-j", "2", "--case-time", "20",
+         "--mode", "interpret"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    row = json.loads((out / "summary.json").read_text())[0]
+    assert row["textual"] == "exact" and row["operators"] == ["compare-lt-le"]
+    ex = row["execution"]
+    assert ex["status"] == "ran", ex
+    assert ex["plan"]["touched_parent"] == []  # the fix only added a test
+    assert ex["plan"]["touched_fix"] == ["test_threshold_keeps_the_half"]
+    assert ex["plan"]["kernel_lines"] == {"src/kern/ops.py": [11]}
+    assert any("--cov" in note for note in ex["setup"])  # pytest-cov is not a test extra
+    sanity = ex["sanity"]
+    assert sanity["could_ship"] and sanity["fix_tests_fail_buggy"]
+    assert sanity["parent_tests_on_buggy"]["counts"]["passed"] == 1
+    assert sanity["revealing"] == ["tests.test_ops::test_threshold_keeps_the_half"]
+    assert "test_threshold_keeps_the_half" in sanity["fix_tests_on_buggy"]["first_failure"]
+    assert ex["run"]["exit"] == 0 and ex["run"]["verdicts"].get("survived", 0) >= 1
+    flagged = [m for m in ex["survivors_on_fix_lines"] if m["killed_by_fix_tests"]]
+    assert [(m["operator"], m["line"], m["textual"]) for m in flagged] == [
+        ("compare-lt-le", 11, True)
+    ]
+    assert flagged[0]["by"] == "test:test_threshold_keeps_the_half"
+    assert ex["would_have_flagged"] == [flagged[0]["id"]]
+    assert ex["coupling"] == "coupled"
+    summary = (out / "summary.md").read_text()
+    assert "## Execution coupling" in summary
+    assert f"| half | predicate | exact | coupled (1/{len(ex['survivors_on_fix_lines'])}" in summary
+    assert f"| yes / yes | `{flagged[0]['id']}` line 11 | compare-lt-le |" in summary
