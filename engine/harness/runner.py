@@ -30,7 +30,17 @@ from mutant_gate.engine.job import (
     JobStatus,
 )
 
-from . import batched, bounds, closeness, closeness_helpers, imports, null_run, parity, shims
+from . import (
+    batched,
+    bounds,
+    closeness,
+    closeness_helpers,
+    imports,
+    null_run,
+    parity,
+    shims,
+    tracebacks,
+)
 from .cuda_fault import lost_cuda_context
 from .project import Coverage, launched, reached, record_launches
 
@@ -355,7 +365,7 @@ def _run_pytest(
     chosen = [(flag, v) for flag, v in (("-k", check.keyword), ("-m", check.marker)) if v]
     for flag, value in chosen:  # pytest's own selection (--tests FILE -k EXPR -m EXPR)
         args += [flag, value]
-    plugins = [collector, closeness.tracker(), closeness_helpers.finder()]
+    plugins = [collector, closeness.tracker(), closeness_helpers.finder(), tracebacks.mender()]
     plugins += [coverage] if coverage is not None else []
     if check.case_time_s:
         plugins.append(case_clock(check.case_time_s))
