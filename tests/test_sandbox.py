@@ -465,3 +465,31 @@ def test_a_job_times_the_imports_a_warm_runner_keeps_not_its_own_modules(sandbox
     imports = result.extra["imports"]
     assert imports["modules"] >= 3  # mailbox, pydoc, wave (and what they import, inside)
     assert 0 < imports["cpu_s"] < 0.15 < result.cpu_s - imports["cpu_s"]
+
+
+def test_a_suite_whose_failures_print_past_the_output_limit_still_answers(sandbox):
+    """pytest's own report (every failure's traceback) is cut at ``REPORT_CHARS``: thirty
+    failing cases printing 200 kB each ran a real library's original past the job's 4 MB
+    output limit, and the job died of it; each case's outcome still comes with its message."""
+    tests = textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.parametrize("n", range(30))
+        def test_loud(n):
+            raise ValueError(str(n) + "x" * 200_000)
+
+        def test_quiet():
+            pass
+    """)
+    job = Job(
+        files=(("test_x.py", tests),),
+        checks=(Check(CheckKind.PYTEST, "test_x.py", "test"),),
+        stop_on_first_failure=False,
+    )
+    result = sandbox.run(job)
+    assert result.status is JobStatus.FAILED, result.error[:500]
+    by_name = {o.name: o for o in result.outcomes}
+    assert len(by_name) == 31
+    assert by_name["test::test_quiet"].status == "passed"
+    assert by_name["test::test_loud[29]"].status == "failed"
+    assert "ValueError" in by_name["test::test_loud[29]"].message

@@ -297,6 +297,44 @@ class _Tee(io.TextIOBase):
         self.stream.flush()
 
 
+class _Capped(io.TextIOBase):
+    """pytest's own report on its way to ``stream``: its first ``limit`` characters, the
+    rest counted and left out. A real library's test files with a hundred failing cases
+    (the original's, under ``--case-time``) printed tracebacks past the job's output limit,
+    and the job died of it; the cases' outcomes and messages come from pytest's reports,
+    not from this text."""
+
+    def __init__(self, stream: Any, limit: int) -> None:
+        self.stream, self.limit, self.written, self.dropped = stream, limit, 0, 0
+
+    def write(self, text: str) -> int:
+        room = max(self.limit - self.written, 0)
+        if room:
+            self.stream.write(text[:room])
+            self.written += min(room, len(text))
+        self.dropped += max(len(text) - room, 0)
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
+    def close_report(self) -> None:
+        if self.dropped:
+            self.stream.write(f"\n[{self.dropped} characters of pytest's report left out]\n")
+            self.stream.flush()
+
+
+#: pytest's report in a job's output, at most (``_Capped``): a quarter of its output limit
+REPORT_CHARS = 1024 * 1024
+
+
 _NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 # pytest's unraisable-exception plugin runs gc.collect() five times as a session ends:
 # 1.7 s with torch and triton loaded, against 0.05 s for a small test file's cases. It
@@ -371,11 +409,12 @@ def _run_pytest(
         plugins.append(case_clock(check.case_time_s))
     start = time.perf_counter()
     said = _Tee(sys.stderr)  # pytest writes its usage errors there ("ERROR: not found: ...")
+    report = _Capped(sys.stdout, REPORT_CHARS)
     before = os.environ.pop(_NO_AUTOLOAD, None)
     if not check.plugins:  # a written test: pytest's own plugins only
         os.environ[_NO_AUTOLOAD] = "1"
     try:
-        with contextlib.redirect_stderr(said):
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(report):
             code = pytest.main(args, plugins=plugins)
     except BaseException:  # noqa: BLE001
         return [
@@ -384,6 +423,7 @@ def _run_pytest(
             )
         ]
     finally:
+        report.close_report()
         os.environ.pop(_NO_AUTOLOAD, None)
         if before is not None:
             os.environ[_NO_AUTOLOAD] = before
