@@ -468,28 +468,30 @@ def test_a_job_times_the_imports_a_warm_runner_keeps_not_its_own_modules(sandbox
 
 
 def test_a_suite_whose_failures_print_past_the_output_limit_still_answers(sandbox):
-    """pytest's own report (every failure's traceback) is cut at ``REPORT_CHARS``: thirty
-    failing cases printing 200 kB each ran a real library's original past the job's 4 MB
-    output limit, and the job died of it; each case's outcome still comes with its message."""
+    """pytest's own report (every failure's traceback) is cut at ``REPORT_CHARS`` a job,
+    across its test files: five files of failing cases printing 2 MB each ran a real
+    library's original past the job's 4 MB output limit, and the job died of it; each case's
+    outcome still comes with its message."""
     tests = textwrap.dedent("""
         import pytest
 
-        @pytest.mark.parametrize("n", range(30))
+        @pytest.mark.parametrize("n", range(10))
         def test_loud(n):
             raise ValueError(str(n) + "x" * 200_000)
 
         def test_quiet():
             pass
     """)
+    names = [f"test_{k}.py" for k in range(5)]
     job = Job(
-        files=(("test_x.py", tests),),
-        checks=(Check(CheckKind.PYTEST, "test_x.py", "test"),),
+        files=tuple((name, tests) for name in names),
+        checks=tuple(Check(CheckKind.PYTEST, name, f"test-{name}") for name in names),
         stop_on_first_failure=False,
     )
     result = sandbox.run(job)
     assert result.status is JobStatus.FAILED, result.error[:500]
     by_name = {o.name: o for o in result.outcomes}
-    assert len(by_name) == 31
-    assert by_name["test::test_quiet"].status == "passed"
-    assert by_name["test::test_loud[29]"].status == "failed"
-    assert "ValueError" in by_name["test::test_loud[29]"].message
+    assert len(by_name) == 55
+    assert by_name["test-test_4.py::test_quiet"].status == "passed"
+    assert by_name["test-test_4.py::test_loud[9]"].status == "failed"
+    assert "ValueError" in by_name["test-test_4.py::test_loud[9]"].message

@@ -298,20 +298,21 @@ class _Tee(io.TextIOBase):
 
 
 class _Capped(io.TextIOBase):
-    """pytest's own report on its way to ``stream``: its first ``limit`` characters, the
-    rest counted and left out. A real library's test files with a hundred failing cases
-    (the original's, under ``--case-time``) printed tracebacks past the job's output limit,
-    and the job died of it; the cases' outcomes and messages come from pytest's reports,
-    not from this text."""
+    """pytest's own report on its way to ``stream``, within what is left of the job's
+    ``REPORT_CHARS`` (``_REPORT``, shared by the job's pytest runs: a spread original runs
+    one a test file); the rest counted and left out. A real library's test files with a
+    hundred failing cases (the original's, under ``--case-time``) printed tracebacks past
+    the job's output limit, and the job died of it; the cases' outcomes and messages come
+    from pytest's reports, not from this text."""
 
-    def __init__(self, stream: Any, limit: int) -> None:
-        self.stream, self.limit, self.written, self.dropped = stream, limit, 0, 0
+    def __init__(self, stream: Any) -> None:
+        self.stream, self.dropped = stream, 0
 
     def write(self, text: str) -> int:
-        room = max(self.limit - self.written, 0)
+        room = _REPORT["left"]
         if room:
             self.stream.write(text[:room])
-            self.written += min(room, len(text))
+            _REPORT["left"] -= min(room, len(text))
         self.dropped += max(len(text) - room, 0)
         return len(text)
 
@@ -333,6 +334,8 @@ class _Capped(io.TextIOBase):
 
 #: pytest's report in a job's output, at most (``_Capped``): a quarter of its output limit
 REPORT_CHARS = 1024 * 1024
+#: what is left of it in the job now running (``_run_checks`` sets it)
+_REPORT = {"left": REPORT_CHARS}
 
 
 _NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
@@ -409,7 +412,7 @@ def _run_pytest(
         plugins.append(case_clock(check.case_time_s))
     start = time.perf_counter()
     said = _Tee(sys.stderr)  # pytest writes its usage errors there ("ERROR: not found: ...")
-    report = _Capped(sys.stdout, REPORT_CHARS)
+    report = _Capped(sys.stdout)
     before = os.environ.pop(_NO_AUTOLOAD, None)
     if not check.plugins:  # a written test: pytest's own plugins only
         os.environ[_NO_AUTOLOAD] = "1"
@@ -609,6 +612,7 @@ def run_checks(job: Job, workdir: str) -> JobResult:
 
 def _run_checks(job: Job, workdir: str) -> JobResult:
     start = time.perf_counter()
+    _REPORT["left"] = REPORT_CHARS
     write_files(job, workdir)
     # every closeness assertion the checks make, before any of their modules is imported
     closeness.start(job.tighten, job.project["root"] if job.project else workdir)
