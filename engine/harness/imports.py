@@ -49,9 +49,10 @@ class Clock:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._original is not None:
+        # ``_original`` stays set: a thread that took ``_load`` just before this still
+        # calls through it
+        if self._original is not None and _bootstrap._load_unlocked == self._load:
             _bootstrap._load_unlocked = self._original
-            self._original = None
             Clock._running = False
 
     def _theirs(self, spec: Any) -> bool:
