@@ -298,21 +298,21 @@ class _Tee(io.TextIOBase):
 
 
 class _Capped(io.TextIOBase):
-    """pytest's own report on its way to ``stream``, within what is left of the job's
-    ``REPORT_CHARS`` (``_REPORT``, shared by the job's pytest runs: a spread original runs
-    one a test file); the rest counted and left out. A real library's test files with a
-    hundred failing cases (the original's, under ``--case-time``) printed tracebacks past
-    the job's output limit, and the job died of it; the cases' outcomes and messages come
+    """pytest's own report on its way to ``stream``: its first ``limit`` characters, the
+    rest counted and left out. One a job (``_run_checks``), shared by its pytest runs (a
+    spread original runs one a test file). A real library's test files with a hundred
+    failing cases (the original's, under ``--case-time``) printed tracebacks past the
+    job's output limit, and the job died of it; the cases' outcomes and messages come
     from pytest's reports, not from this text."""
 
-    def __init__(self, stream: Any) -> None:
-        self.stream, self.dropped = stream, 0
+    def __init__(self, stream: Any, limit: int) -> None:
+        self.stream, self.left, self.dropped = stream, limit, 0
 
     def write(self, text: str) -> int:
-        room = _REPORT["left"]
+        room = self.left
         if room:
             self.stream.write(text[:room])
-            _REPORT["left"] -= min(room, len(text))
+            self.left -= min(room, len(text))
         self.dropped += max(len(text) - room, 0)
         return len(text)
 
@@ -327,15 +327,15 @@ class _Capped(io.TextIOBase):
         return getattr(self.stream, "encoding", None) or "utf-8"
 
     def close_report(self) -> None:
+        """Say what this pytest run's report lost, if anything."""
         if self.dropped:
             self.stream.write(f"\n[{self.dropped} characters of pytest's report left out]\n")
             self.stream.flush()
+            self.dropped = 0
 
 
 #: pytest's report in a job's output, at most (``_Capped``): a quarter of its output limit
 REPORT_CHARS = 1024 * 1024
-#: what is left of it in the job now running (``_run_checks`` sets it)
-_REPORT = {"left": REPORT_CHARS}
 
 
 _NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
@@ -381,7 +381,12 @@ def warm_pytest() -> None:
 
 
 def _run_pytest(
-    check: Check, workdir: str, stop_first: bool, project: dict | None = None, coverage: Any = None
+    check: Check,
+    workdir: str,
+    stop_first: bool,
+    project: dict | None = None,
+    coverage: Any = None,
+    report: _Capped | None = None,
 ) -> list[CheckOutcome]:
     import pytest
 
@@ -412,7 +417,7 @@ def _run_pytest(
         plugins.append(case_clock(check.case_time_s))
     start = time.perf_counter()
     said = _Tee(sys.stderr)  # pytest writes its usage errors there ("ERROR: not found: ...")
-    report = _Capped(sys.stdout)
+    report = report or _Capped(sys.stdout, REPORT_CHARS)
     before = os.environ.pop(_NO_AUTOLOAD, None)
     if not check.plugins:  # a written test: pytest's own plugins only
         os.environ[_NO_AUTOLOAD] = "1"
@@ -612,7 +617,7 @@ def run_checks(job: Job, workdir: str) -> JobResult:
 
 def _run_checks(job: Job, workdir: str) -> JobResult:
     start = time.perf_counter()
-    _REPORT["left"] = REPORT_CHARS
+    report = _Capped(sys.stdout, REPORT_CHARS)  # pytest's, over all the job's test files
     write_files(job, workdir)
     # every closeness assertion the checks make, before any of their modules is imported
     closeness.start(job.tighten, job.project["root"] if job.project else workdir)
@@ -654,7 +659,9 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
             outcomes.append(outcome)
         else:
             outcomes.extend(
-                _run_pytest(check, workdir, job.stop_on_first_failure, job.project, coverage)
+                _run_pytest(
+                    check, workdir, job.stop_on_first_failure, job.project, coverage, report
+                )
             )
         failed = any(o.status == "failed" for o in outcomes) or bounds.violations()
         if failed and job.stop_on_first_failure:
