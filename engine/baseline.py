@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from .errors import BadInput
@@ -67,24 +67,32 @@ def _each_test_file_launches_a_kernel(kernel: KernelFile, result: JobResult) -> 
     coverage = result.extra.get("coverage")
     if coverage is None:
         return
+    reaches = _reaches_a_kernel(kernel)
+    skipped = _skipped_cases(result)
+    of = kernel.project.module if kernel.project is not None else kernel.path
+    for test in (t for t in kernel.tests if t.origin == GIVEN):
+        cases = _cases_of_file(kernel, test, coverage)
+        ran = [v for case, v in cases.items() if case not in skipped]
+        if cases and not any(reaches(v) for v in ran):
+            reasons = [skipped[case] for case in cases if case in skipped]
+            raise BadInput(f"{test.path}: {launches_nothing(len(cases), reasons, of)}")
+
+
+def _reaches_a_kernel(kernel: KernelFile) -> Callable[[dict], bool]:
+    """Whether a case's record launched a kernel of the file (project mode: of the module,
+    or a function that calls one of its jit functions)."""
     from .project import jit_callers, record_reaches
 
     names = {f.name for f in kernel.jit_functions}
     reach = set().union(*(jit_callers(kernel.source, n) for n in names)) if names else set()
     module = kernel.project.module if kernel.project is not None else None
-    skipped = _skipped_cases(result)
-    of = kernel.project.module if kernel.project is not None else kernel.path
-    for test in kernel.tests:
-        if test.origin != GIVEN:
-            continue
-        prefix = os.path.relpath(test.path, kernel.project.root) if kernel.project else test.name
-        cases = {
-            k.split("::", 1)[1]: v for k, v in coverage.items() if k.split("::", 1)[0] == prefix
-        }
-        ran = [v for case, v in cases.items() if case not in skipped]
-        if cases and not any(record_reaches(v, module, reach) for v in ran):
-            reasons = [skipped[case] for case in cases if case in skipped]
-            raise BadInput(f"{test.path}: {launches_nothing(len(cases), reasons, of)}")
+    return lambda record: record_reaches(record, module, reach)
+
+
+def _cases_of_file(kernel: KernelFile, test: TestFile, coverage: dict) -> dict:
+    """The per-case records of one test file: {case without its file: record}."""
+    prefix = os.path.relpath(test.path, kernel.project.root) if kernel.project else test.name
+    return {k.split("::", 1)[1]: v for k, v in coverage.items() if k.split("::", 1)[0] == prefix}
 
 
 def _skipped_cases(result: JobResult) -> dict[str, str]:
@@ -330,13 +338,10 @@ def _leave_out_failed(
         nodeid = nodeids[index]
         said = _case_reason(outcomes[index].message)
         if CASE_TIME_WORDS in said:  # stopped by the clock (``case_clock``): slow, not failing
-            left.setdefault(
-                nodeid, _left(nodeid, SLOW, said[said.index(CASE_TIME_WORDS) :], coverage)
-            )
+            why, reason = SLOW, said[said.index(CASE_TIME_WORDS) :]
         else:
-            left.setdefault(
-                nodeid, _left(nodeid, FAILED, f"failed on the original: {said}", coverage)
-            )
+            why, reason = FAILED, f"failed on the original: {said}"
+        left.setdefault(nodeid, _left(nodeid, why, reason, coverage))
 
 
 def _leave_out_slow(
@@ -493,23 +498,28 @@ def _case_nodeids(
 def left_out_line(records: list[dict]) -> str:
     """One line for the cases left out: "3 cases left out: 2 failed on the original, 1
     over --case-time 5 s"."""
+    files = sum(1 for r in records if r["why"] == UNCOLLECTED_WHY)
+    n = len(records) - files
+    parts = ", ".join(_left_out_counts(records))
+    cases = f"{n} test case{'s' if n != 1 else ''} left out: {parts}" if n else ""
+    if not files:
+        return cases
+    uncollected = f"{files} test file{'s' if files != 1 else ''} pytest could not collect"
+    return f"{cases}; {uncollected} left out" if cases else f"{uncollected} left out"
+
+
+def _left_out_counts(records: list[dict]) -> list[str]:
+    """The cases left out counted by why: "2 failed on the original", "1 over --case-time 5 s"."""
     failed = sum(1 for r in records if r["why"] == FAILED)
     past = sum(1 for r in records if r["why"] == LIMIT)
     slow = [r for r in records if r["why"] == SLOW]
-    files = sum(1 for r in records if r["why"] == UNCOLLECTED_WHY)
-    records = [r for r in records if r["why"] != UNCOLLECTED_WHY]
     parts = [f"{failed} failed on the original"] if failed else []
     if past:
         parts.append(f"{past} ran past the original's limit")
     if slow:
         limit = re.search(r"--case-time (\S+) s", slow[0]["reason"])
         parts.append(f"{len(slow)} over --case-time {limit.group(1) if limit else '?'} s")
-    n = len(records)
-    cases = f"{n} test case{'s' if n != 1 else ''} left out: {', '.join(parts)}" if n else ""
-    if not files:
-        return cases
-    uncollected = f"{files} test file{'s' if files != 1 else ''} pytest could not collect"
-    return f"{cases}; {uncollected} left out" if cases else f"{uncollected} left out"
+    return parts
 
 
 def _selection_leaves_cases(ctx: StageContext, result: JobResult) -> None:
@@ -646,11 +656,7 @@ def run_baseline(
     it, as served from the cache (a library run's, ``engine/library.py``);
     ``whole_suite``: a test file that reaches no kernel of this module is not bad input."""
     settings, kernel = ctx.settings, ctx.kernel
-    job = ctx.job_for(None, settings.timeout_s)
-    if job.mode == "interpret":
-        job = replace(job, trace_races=True)  # the race hint rides on the original's run
-    if settings.case_time_s is not None and kernel.project is not None:
-        job = with_case_clock(job, settings.case_time_s)
+    job = _original_job(ctx)
     if original is not None:
         result, cached = original, True
     else:
@@ -671,20 +677,35 @@ def run_baseline(
         result = _other_configs(ctx, result)
     if not whole_suite:
         _each_test_file_launches_a_kernel(kernel, whole)
+    _record_baseline(ctx, result, job.trace_races)
+    return result, cached
+
+
+def _original_job(ctx: StageContext):
+    """The original's job: race-traced in the interpreter, case-clocked by ``--case-time``."""
+    job = ctx.job_for(None, ctx.settings.timeout_s)
+    if job.mode == "interpret":
+        job = replace(job, trace_races=True)  # the race hint rides on the original's run
+    if ctx.settings.case_time_s is not None and ctx.kernel.project is not None:
+        job = with_case_clock(job, ctx.settings.case_time_s)
+    return job
+
+
+def _record_baseline(ctx: StageContext, result: JobResult, trace_races: bool) -> None:
+    """Sets the passing original on ``ctx`` and puts its sections in the report."""
     if result.extra.get(LEFT_OUT_CASES):
         ctx.ledger.put_section(LEFT_OUT_CASES, result.extra[LEFT_OUT_CASES])
     if result.extra.get(DESELECTED):  # the cases that ran past the limit: in no later job
         ctx.deselect(result.extra[DESELECTED])
     ctx.set_baseline(result)
     ctx.measured(result)
-    if ctx.coverage is not None and (kernel.project is not None or ctx.coverage):
+    if ctx.coverage is not None and (ctx.kernel.project is not None or ctx.coverage):
         # each mutant runs the test cases that launch its kernel (``StageContext.job_for``)
         ctx.ledger.put_section(
             "selection", {"suite_cases": len(ctx.coverage), "cases_run": 0, "mutants": 0}
         )
-    if job.trace_races:
+    if trace_races:
         ctx.ledger.put_section("races", race_record(result))
-    return result, cached
 
 
 RACE_NOTE = (
