@@ -15,7 +15,7 @@ import pytest
 
 from mutant_gate.engine.job import JobStatus
 from mutant_gate.engine.verdicts import kill_evidence
-from mutant_gate.engine.writers.proving import source_problem, static_problem
+from mutant_gate.engine.writers.reading import source_problem, static_problem
 
 from .conftest import run_cli
 from .fake_openai import FakeOpenAI, Reply, python_reply

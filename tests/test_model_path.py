@@ -21,7 +21,7 @@ from mutant_gate.cache import Store
 from mutant_gate.engine.kernel_file import load_kernel_file
 from mutant_gate.engine.settings import KEY_VARIABLES
 from mutant_gate.engine.writers import prompts
-from mutant_gate.engine.writers.proving import static_problem
+from mutant_gate.engine.writers.reading import static_problem
 
 from .conftest import EXAMPLES, ROOT
 from .fake_openai import FakeOpenAI

@@ -19,7 +19,7 @@ from mutant_gate.engine.writers.llm import LLMClient, LLMError, names_model
 from mutant_gate.engine.writers.probe.inputs import SHRINK_ELEMENTS, build, candidates
 from mutant_gate.engine.writers.probe.kinds import Variant
 from mutant_gate.engine.writers.probe.text import render_test
-from mutant_gate.engine.writers.proving import extract_code, rename_taken, static_problem
+from mutant_gate.engine.writers.reading import extract_code, rename_taken, static_problem
 from mutant_gate.engine.writers.stage1 import drop_functions
 from mutant_gate.engine.writers.stage2 import equivalent_reason
 

@@ -1,4 +1,4 @@
-"""What every writer shares: reading code out of a reply, and proving a test by running it.
+"""What every writer shares: proving a test by running it (reading it first is ``reading``'s).
 
 Nothing here runs generated code in this process: ``ast`` reads it, the sandbox runs it.
 A test is believed only from sandbox results:
@@ -14,7 +14,6 @@ A test is believed only from sandbox results:
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
@@ -31,158 +30,13 @@ from ..stage import StageContext
 from ..testlist import find_test_functions
 from ..verdicts import RULES, attribute, decide, kill_evidence, summarize_error
 from .on_disk import keep
+from .reading import REFUSED_ATTRIBUTES as REFUSED_ATTRIBUTES  # prompts.py reads it here
+from .reading import source_problem
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 FEEDBACK_CHARS = 1500
 
 
-# -- reading replies ---------------------------------------------------------------
-def extract_code(text: str) -> str | None:
-    """The Python code block of a reply (the longest one holding a test, if several)."""
-    blocks = [
-        body
-        for lang, body in _FENCE.findall(text or "")
-        if body.strip() and lang.lower() in ("", "python", "py", "python3", "pytest")
-    ]
-    if not blocks:
-        return None
-    with_tests = [b for b in blocks if re.search(r"^\s*(async\s+)?def\s+test", b, re.M)]
-    return max(with_tests or blocks, key=len).strip() + "\n"
-
-
-#: Modules a generated test may not import: they read code, or reach into the harness.
-REFUSED_MODULES = ("inspect", "linecache", "dis", "tokenize", "mutant_gate", "_pytest")
-#: Attributes that hold a kernel's source or code, or the harness's plumbing.
-REFUSED_ATTRIBUTES = frozenset(
-    {
-        "src",
-        "fn",
-        "__code__",
-        "__wrapped__",
-        "__loader__",
-        "__spec__",
-        "__file__",
-        "getsource",
-        "getsourcelines",
-        "getfile",
-        "_exit",
-        "exit",
-        "kill",
-    }
-)
-_READS = frozenset({"read_text", "read_bytes", "open"})
-
-
-def _literal_data(node: ast.AST) -> bool:
-    """A string literal that names no Python file."""
-    return (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and not node.value.rstrip().endswith((".py", ".pyc"))
-    )
-
-
-def _own_data_path(node: ast.AST) -> bool:
-    """``Path(__file__).with_name("golden.json")`` (the test's own data file) or
-    ``open("/proc/self/environ")``: a file named by a literal that is no Python file."""
-    return any(
-        isinstance(sub, ast.Call)
-        and bool(sub.args)
-        and _literal_data(sub.args[0])
-        and (
-            (sub is node and isinstance(sub.func, ast.Name) and sub.func.id == "open")
-            or (isinstance(sub.func, ast.Attribute) and sub.func.attr == "with_name")
-        )
-        for sub in ast.walk(node)
-    )
-
-
-def source_problem(tree: ast.AST) -> str | None:
-    """Why a generated test may not run at all: it reads the kernel's source or file, or
-    reaches into the harness or the test runner, or forges its own exit. Read, never
-    run; the behaviour check (``verdicts.kill_evidence``) stands behind it."""
-    allowed: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _own_data_path(node):
-            allowed.update(id(sub) for sub in ast.walk(node))
-    for node in ast.walk(tree):
-        if id(node) in allowed:
-            continue
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            if isinstance(node, ast.ImportFrom):
-                names.append(node.module or "")
-            for name in names:
-                if name.split(".")[0] in REFUSED_MODULES:
-                    return f"it imports {name}, which reads code or reaches into the harness"
-        elif isinstance(node, ast.Name) and node.id in ("__file__", "__builtins__", "open"):
-            what = "opens files" if node.id == "open" else f"uses {node.id}"
-            return f"it {what}: a test may read only its own data files, never the kernel's"
-        elif isinstance(node, ast.Attribute) and (
-            node.attr in REFUSED_ATTRIBUTES or node.attr in _READS
-        ):
-            return (
-                f"it uses .{node.attr}: a test must look at the kernel's outputs, never at its "
-                "source, its file, the harness or the process's exit"
-            )
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
-            "pytest_"
-        ):
-            return f"it defines the pytest hook {node.name}: a test may not change how tests report"
-    return None
-
-
-def static_problem(code: str, module: str) -> str | None:
-    """Why ``code`` cannot be a test file for ``module`` (read, never run), or None."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        return f"the code is not valid Python (line {exc.lineno}: {exc.msg})"
-    if not find_test_functions(code):
-        return "the code has no top-level test_* function"
-    refused = source_problem(tree)
-    if refused is not None:
-        return f"refused before it ran: {refused}"
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == module for a in node.names):
-            return None
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == module:
-            return None
-        if isinstance(node, ast.Constant) and node.value == module:
-            return None  # importlib.import_module("...")
-    return f"the tests never import the kernel module {module!r}"
-
-
-def rename_taken(code: str, taken: set[str]) -> str:
-    """Rename top-level test functions whose names another test file of the run uses,
-    so every kill names exactly one test."""
-    for name in find_test_functions(code):
-        if name not in taken:
-            continue
-        n = 2
-        while f"{name}_{n}" in taken:
-            n += 1
-        code = re.sub(
-            rf"^((?:async\s+)?def\s+){re.escape(name)}(\s*\()",
-            rf"\g<1>{name}_{n}\2",
-            code,
-            count=1,
-            flags=re.M,
-        )
-    return code
-
-
-def taken_names(ctx: StageContext) -> set[str]:
-    names = set(ctx.kernel.test_functions)
-    for test in ctx.kernel.tests:
-        names.update(find_test_functions(test.source))
-    return names
-
-
-def file_stem(ctx: StageContext) -> str:
-    return "test_" + re.sub(r"\W", "_", ctx.kernel.module) + "_mg"
-
-
+# -- running tests -------------------------------------------------------------------
 def failure_text(result: JobResult, limit: int = FEEDBACK_CHARS * 3) -> str:
     """The failing tests and their error tails, for the model or a rejection reason."""
     parts = []
@@ -198,7 +52,6 @@ def failure_text(result: JobResult, limit: int = FEEDBACK_CHARS * 3) -> str:
     return text if len(text) <= limit else text[:limit] + "\n..."
 
 
-# -- running tests -------------------------------------------------------------------
 def job_with_test(
     ctx: StageContext,
     test: TestFile,

@@ -21,7 +21,7 @@ from ..job import JobResult, JobStatus
 from ..kernel_file import TestFile
 from ..records import Mutant
 from ..stage import StageContext
-from . import prompts, proving
+from . import prompts, proving, reading
 from .llm import LLMError
 from .model import ModelSession
 
@@ -77,7 +77,7 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
         ctx.ledger.put_section("stage1", record)
 
     messages = prompts.stage1_messages(ctx.kernel)
-    name = f"{proving.file_stem(ctx)}_stage1.py"
+    name = f"{reading.file_stem(ctx)}_stage1.py"
     best: tuple[int, str, set[str]] | None = None  # (passing functions, code, names)
     slow = False  # a reply was refused for its time on the original
     for attempt in range(1, settings.attempts + 1):
@@ -91,7 +91,7 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
             return
         w.update_tokens()
         messages.append({"role": "assistant", "content": reply.content})
-        code = proving.extract_code(reply.content)
+        code = reading.extract_code(reply.content)
         if code is None:
             why = "no code: the reply has no ```python block"
             if reply.finish_reason == "length":
@@ -100,13 +100,13 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
             yield TestRejected("stage1", attempt, why)
             messages.append({"role": "user", "content": prompts.NO_CODE})
             continue
-        problem = proving.static_problem(code, module)
+        problem = reading.static_problem(code, module)
         if problem is not None:
             rejected({"attempt": attempt, "why": problem, "source": code})
             yield TestRejected("stage1", attempt, problem)
             messages.append(prompts.retry_message(problem[0].upper() + problem[1:] + "."))
             continue
-        code = proving.rename_taken(code, proving.taken_names(ctx))
+        code = reading.rename_taken(code, reading.taken_names(ctx))
         test = TestFile(path="", name=name, source=code, origin="stage1")
         proof = proving.prove_on_original(ctx, test, with_checks=True)
         if proof.ok:

@@ -19,7 +19,7 @@ from ..events import Event, TestRejected, WriterNote
 from ..kernel_file import TestFile
 from ..records import Mutant, Verdict
 from ..stage import StageContext
-from . import prompts, proving
+from . import prompts, proving, reading
 from .llm import LLMError
 from .model import ModelSession
 
@@ -56,7 +56,7 @@ def stage2(ctx: StageContext, w: ModelSession, survivors: list[Mutant]) -> Itera
         messages = prompts.stage2_messages(
             ctx.kernel, mutant.diff, outcome.reason if outcome else "", probe
         )
-        name = f"{proving.file_stem(ctx)}_stage2_{mutant.id}.py"
+        name = f"{reading.file_stem(ctx)}_stage2_{mutant.id}.py"
         for attempt in range(1, settings.attempts + 1):
             yield WriterNote(
                 "stage2",
@@ -74,7 +74,7 @@ def stage2(ctx: StageContext, w: ModelSession, survivors: list[Mutant]) -> Itera
             w.update_tokens()
             messages.append({"role": "assistant", "content": reply.content})
             reason = equivalent_reason(reply.content)
-            code = proving.extract_code(reply.content)
+            code = reading.extract_code(reply.content)
             if reason is None and code is None:
                 reason = equivalent_reason(reply.content, anywhere=True)
             if reason is not None:
@@ -105,13 +105,13 @@ def stage2(ctx: StageContext, w: ModelSession, survivors: list[Mutant]) -> Itera
                 yield TestRejected("stage2", attempt, why, mutant.id)
                 messages.append({"role": "user", "content": NO_ANSWER})
                 continue
-            problem = proving.static_problem(code, ctx.kernel.module)
+            problem = reading.static_problem(code, ctx.kernel.module)
             if problem is not None:
                 _reject(ctx, mutant, attempt, problem, code)
                 yield TestRejected("stage2", attempt, problem, mutant.id)
                 messages.append(prompts.retry_message(problem[0].upper() + problem[1:] + "."))
                 continue
-            code = proving.rename_taken(code, proving.taken_names(ctx))
+            code = reading.rename_taken(code, reading.taken_names(ctx))
             test = TestFile(path="", name=name, source=code, origin="stage2")
             proof = proving.prove_killer(ctx, proving.Asked(test, mutant))
             if not proof.ok:

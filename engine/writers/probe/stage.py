@@ -14,7 +14,7 @@ from ...kernel_file import TestFile
 from ...records import Mutant, Verdict
 from ...stage import StageContext
 from ...verdicts import summarize_error
-from .. import proving
+from .. import proving, reading
 from .budget import Budget, Spend
 from .inputs import Candidate, describe_call
 from .jobs import (
@@ -126,8 +126,8 @@ def _test_for(ctx: StageContext, search: Search) -> TestFile:
     assert search.hit is not None
     candidate, outputs, why = search.hit
     mutant = search.mutant
-    stem = f"{proving.file_stem(ctx)}_probe_{mutant.id}"
-    taken = proving.taken_names(ctx)
+    stem = f"{reading.file_stem(ctx)}_probe_{mutant.id}"
+    taken = reading.taken_names(ctx)
     name = f"test_{candidate.function}_{candidate.slug}"
     name = re.sub(r"\W", "_", name)
     source = render_test(
@@ -142,7 +142,7 @@ def _test_for(ctx: StageContext, search: Search) -> TestFile:
             f"`{mutant.before}` -> `{mutant.after}`) fails it: {why[:300]}"
         ),
     )
-    source = proving.rename_taken(source, taken)
+    source = reading.rename_taken(source, taken)
     return TestFile(
         path="",
         name=stem + ".py",
