@@ -37,8 +37,18 @@ _SAME_KIND_CALLS = frozenset({"sum", "max", "min", "maximum", "minimum", "abs", 
 _RANGES = frozenset({"range", "static_range"})
 _REDUCTIONS = frozenset({"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum"})
 _ELEMENTWISE_FIRST = _FLOAT_CALLS - {"dot", "softmax"} | {"abs", "where", "trans", "cumsum"}
+#: calls whose rank is that of their widest positional argument
+_ELEMENTWISE = _ELEMENTWISE_FIRST | {"maximum", "minimum", "cast", "clamp"}
+#: calls whose rank does not depend on their arguments
+_FIXED_RANK = {"program_id": 0, "num_programs": 0, "cdiv": 0, "arange": 1}
 _ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 _ARITH = (*_ARITH, cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift)
+#: where a call takes its ``dtype`` when passed positionally (9: never)
+_DTYPE_POSITION = {"cast": 1, "zeros": 1, "full": 2, "zeros_like": 9, "full_like": 9}
+#: where a call takes its ``shape`` when passed positionally
+_SHAPE_POSITION = dict.fromkeys(("zeros", "full", "ones", "empty"), 0) | dict.fromkeys(
+    ("reshape", "view", "broadcast_to"), 1
+)
 
 
 #: What a name's own value contributes while it is being worked out (``x = x - m``):
@@ -66,12 +76,54 @@ def dtype_kind(node: cst.CSTNode) -> str | None:
     return None
 
 
+def _positional(call: cst.Call) -> list[cst.BaseExpression]:
+    """The values of a call's plain positional arguments (no keyword, no star)."""
+    return [a.value for a in call.args if a.keyword is None and not a.star]
+
+
 def _arg(call: cst.Call, keyword: str, position: int) -> cst.BaseExpression | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == keyword:
             return arg.value
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    return positional[position].value if position < len(positional) else None
+    positional = _positional(call)
+    return positional[position] if position < len(positional) else None
+
+
+def _dtype_arg_kind(call: cst.Call, position: int) -> str | None:
+    """The kind of the ``dtype`` a call is given (by keyword or at ``position``)."""
+    dtype = _arg(call, "dtype", position)
+    return dtype_kind(dtype) if dtype is not None else None
+
+
+def _is_to_method(call: cst.Call) -> bool:
+    """``x.to(...)``: a cast by method, not a ``tl.to`` call."""
+    func = call.func
+    return type(func) is cst.Attribute and func.attr.value == "to" and tl_attr(func) is None
+
+
+def _is_triton_cdiv(func: cst.CSTNode) -> bool:
+    """``triton.cdiv``."""
+    return (
+        type(func) is cst.Attribute
+        and type(func.value) is cst.Name
+        and func.value.value == "triton"
+        and func.attr.value == "cdiv"
+    )
+
+
+def _is_builtin_min_max(call: cst.Call) -> bool:
+    """Python's own ``min(...)`` / ``max(...)``."""
+    return type(call.func) is cst.Name and call.func.value in ("min", "max")
+
+
+def _callee(node: cst.CSTNode) -> str | None:
+    """The X of ``tl.X(...)`` or of a plain ``X(...)`` call, else None."""
+    name = tl_call(node)
+    if name:
+        return name
+    if type(node) is cst.Call and type(node.func) is cst.Name:
+        return node.func.value
+    return None
 
 
 class Scope:
@@ -99,20 +151,8 @@ class Scope:
             for child in node.children:
                 parents[id(child)] = node
                 stack.append(child)
-            if type(node) is cst.Assign:
-                for target in node.targets:
-                    if type(target.target) is cst.Name:
-                        assigned.setdefault(target.target.value, []).append(("=", node.value))
-                    else:  # tuple unpacking: unknown
-                        for name in _names(target.target):
-                            assigned.setdefault(name, []).append(("?", node.value))
-            elif type(node) is cst.AnnAssign and type(node.target) is cst.Name and node.value:
-                assigned.setdefault(node.target.value, []).append(("=", node.value))
-            elif type(node) is cst.AugAssign and type(node.target) is cst.Name:
-                assigned.setdefault(node.target.value, []).append(("+=", node))
-            elif type(node) is cst.For:
-                for name in _names(node.target):
-                    assigned.setdefault(name, []).append(("for", node))
+            for name, binding in _bindings(node):
+                assigned.setdefault(name, []).append(binding)
         self._parents, self._assigned = parents, assigned
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -191,70 +231,66 @@ class Scope:
 
     def _name_kind(self, name: str) -> str | None:
         if name in self._params and not self.assignments(name):
-            annotation = self._params[name].annotation
-            is_constexpr = annotation is not None and tl_attr(annotation.annotation) == "constexpr"
-            return INT if is_constexpr else None
+            return self._param_kind(name)
+        return self._worked_out(name, self._kinds, self._bound_kind)
+
+    def _param_kind(self, name: str) -> str | None:
+        """A ``tl.constexpr`` parameter is an integer; any other parameter is unknown."""
+        annotation = self._params[name].annotation
+        is_constexpr = annotation is not None and tl_attr(annotation.annotation) == "constexpr"
+        return INT if is_constexpr else None
+
+    def _worked_out(self, name: str, cache: dict, work) -> object:
+        """``work(name, bindings)`` for a name bound in the body, guarded against
+        cycles (a name being worked out is ``_CYCLE``) and kept in ``cache`` when
+        worked out from the top."""
         if name in self._busy:
             return _CYCLE
-        if name in self._kinds:
-            return self._kinds[name]
+        if name in cache:
+            return cache[name]
         bindings = self.assignments(name)
         if not bindings:
             return None
         top = not self._busy
         self._busy.add(name)
         try:
-            kinds = []
-            for how, value in bindings:
-                if how == "=":
-                    kinds.append(self._kind(value))
-                elif how == "+=":
-                    kinds.append(
-                        FLOAT
-                        if type(value.operator) is cst.DivideAssign
-                        else self._kind(value.value)
-                    )
-                elif how == "for":
-                    iterator = value.iter
-                    loop = tl_call(iterator) or (
-                        iterator.func.value
-                        if type(iterator) is cst.Call and type(iterator.func) is cst.Name
-                        else None
-                    )
-                    kinds.append(INT if loop in _RANGES else None)
-                else:
-                    kinds.append(None)
-            if name in self._params:
-                found = None  # a parameter rebound (``X += row * stride``): a pointer, maybe
-            else:
-                found = _join(kinds) if any(k != _CYCLE for k in kinds) else None
+            found = work(name, bindings)
             if top:  # worked out without a cycle cut short: worth keeping
-                self._kinds[name] = found
+                cache[name] = found
             return found
         finally:
             self._busy.discard(name)
 
+    def _bound_kind(self, name: str, bindings: list[tuple[str, cst.CSTNode]]) -> str | None:
+        kinds = [self._binding_kind(how, value) for how, value in bindings]
+        if name in self._params:
+            return None  # a parameter rebound (``X += row * stride``): a pointer, maybe
+        return _join(kinds) if any(k != _CYCLE for k in kinds) else None
+
+    def _binding_kind(self, how: str, value: cst.CSTNode) -> str | None:
+        """The kind one binding gives its name (see :meth:`assignments`)."""
+        if how == "=":
+            return self._kind(value)
+        if how == "+=":
+            if type(value.operator) is cst.DivideAssign:
+                return FLOAT
+            return self._kind(value.value)
+        if how == "for":
+            return INT if _callee(value.iter) in _RANGES else None
+        return None
+
     def _call_kind(self, call: cst.Call) -> str | None:
-        func = call.func
-        if type(func) is cst.Attribute and func.attr.value == "to" and tl_attr(func) is None:
-            dtype = _arg(call, "dtype", 0)
-            return dtype_kind(dtype) if dtype is not None else None
+        if _is_to_method(call):
+            return _dtype_arg_kind(call, 0)
         name = tl_call(call)
-        if name is None and type(func) is cst.Attribute and type(func.value) is cst.Name:
-            if func.value.value == "triton" and func.attr.value == "cdiv":
-                return INT
-        if name is None and type(func) is cst.Name and func.value in ("min", "max"):
-            return _join([self._kind(a.value) for a in call.args])
+        if name is None:
+            return self._plain_call_kind(call)
         if name in _INT_CALLS:
             return INT
         if name in _FLOAT_CALLS:
             return FLOAT
-        if name == "cast":
-            dtype = _arg(call, "dtype", 1)
-            return dtype_kind(dtype) if dtype is not None else None
-        if name in ("zeros", "full", "zeros_like", "full_like"):
-            dtype = _arg(call, "dtype", {"zeros": 1, "full": 2}.get(name, 9))
-            return dtype_kind(dtype) if dtype is not None else None
+        if name in _DTYPE_POSITION:
+            return _dtype_arg_kind(call, _DTYPE_POSITION[name])
         if name in _SAME_KIND_CALLS and call.args:
             return _join([self._kind(a.value) for a in call.args if a.keyword is None])
         if name == "where" and len(call.args) >= 3:
@@ -278,12 +314,7 @@ class Scope:
         if kind is cst.UnaryOperation:
             return self._rank(node.expression)
         if kind is cst.Subscript:
-            base = self._rank(node.value)
-            if base is None or base == _CYCLE:
-                return base
-            added = sum(1 for e in node.slice if _is_none(e))
-            dropped = sum(1 for e in node.slice if int_value(_index_of(e)) is not None)
-            return base + added - dropped
+            return self._subscript_rank(node)
         if kind is cst.BinaryOperation:
             return _max_rank([self._rank(node.left), self._rank(node.right)])
         if kind is cst.Comparison:
@@ -294,74 +325,88 @@ class Scope:
             return self._call_rank(node)
         return None
 
+    def _subscript_rank(self, node: cst.Subscript) -> int | None:
+        """The base's rank, plus one per ``None`` index, less one per integer index."""
+        base = self._rank(node.value)
+        if base is None or base == _CYCLE:
+            return base
+        added = sum(1 for e in node.slice if _is_none(e))
+        dropped = sum(1 for e in node.slice if int_value(_index_of(e)) is not None)
+        return base + added - dropped
+
     def _name_rank(self, name: str) -> int | None:
         if name in self._params and not self.assignments(name):
             return 0
-        if name in self._busy:
-            return _CYCLE
-        if name in self._ranks:
-            return self._ranks[name]
-        bindings = self.assignments(name)
-        if not bindings:
-            return None
-        top = not self._busy
-        self._busy.add(name)
-        try:
-            ranks = []
-            for how, value in bindings:
-                if how == "=":
-                    ranks.append(self._rank(value))
-                elif how == "+=":
-                    ranks.append(self._rank(value.value))
-                elif how == "for":
-                    ranks.append(0)
-                else:
-                    ranks.append(None)
-            if name in self._params:
-                ranks.append(0)
-            found = _max_rank(ranks)
-            found = None if found == _CYCLE else found
-            if top:
-                self._ranks[name] = found
-            return found
-        finally:
-            self._busy.discard(name)
+        return self._worked_out(name, self._ranks, self._bound_rank)
+
+    def _bound_rank(self, name: str, bindings: list[tuple[str, cst.CSTNode]]) -> int | None:
+        ranks = [self._binding_rank(how, value) for how, value in bindings]
+        if name in self._params:
+            ranks.append(0)
+        found = _max_rank(ranks)
+        return None if found == _CYCLE else found
+
+    def _binding_rank(self, how: str, value: cst.CSTNode) -> int | None:
+        """The rank one binding gives its name (see :meth:`assignments`)."""
+        if how == "=":
+            return self._rank(value)
+        if how == "+=":
+            return self._rank(value.value)
+        return 0 if how == "for" else None
+
+    def _plain_call_kind(self, call: cst.Call) -> str | None:
+        """A call not into ``tl``: ``triton.cdiv`` is an integer, Python's
+        ``min``/``max`` take their arguments' kind, anything else is unknown."""
+        if _is_triton_cdiv(call.func):
+            return INT
+        if _is_builtin_min_max(call):
+            return _join([self._kind(a.value) for a in call.args])
+        return None
 
     def _call_rank(self, call: cst.Call) -> int | None:
-        func = call.func
-        positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        if type(func) is cst.Attribute and func.attr.value == "to" and tl_attr(func) is None:
-            return self._rank(func.value)
+        if _is_to_method(call):
+            return self._rank(call.func.value)
         name = tl_call(call)
-        if name in ("program_id", "num_programs", "cdiv"):
-            return 0
-        if name == "arange":
-            return 1
-        if name in ("zeros", "full", "ones", "empty", "reshape", "view", "broadcast_to"):
-            shape = _arg(call, "shape", 1 if name in ("reshape", "view", "broadcast_to") else 0)
-            if type(shape) in (cst.Tuple, cst.List):
-                return len(shape.elements)
-            return None
+        if name is None:  # Python's min/max take their arguments' rank
+            return self._widest(_positional(call)) if _is_builtin_min_max(call) else None
+        if name in _FIXED_RANK:
+            return _FIXED_RANK[name]
+        if name in _SHAPE_POSITION:
+            return _shape_rank(call, _SHAPE_POSITION[name])
         if name == "load":
             pointer = _arg(call, "pointer", 0)
             return self._rank(pointer) if pointer is not None else None
+        positional = _positional(call)
         if name == "dot":
-            return _max_rank([self._rank(v) for v in positional[:2]])
+            return self._widest(positional[:2])
         if name in _REDUCTIONS and positional:
-            axis = _arg(call, "axis", 1)
-            keep = _arg(call, "keep_dims", 9)
-            source = self._rank(positional[0])
-            if axis is None or type(axis) is cst.Name and axis.value == "None":
-                return 0
-            if source is None or source == _CYCLE:
-                return source
-            kept = type(keep) is cst.Name and keep.value == "True"
-            return source if kept else source - 1
-        if name in _ELEMENTWISE_FIRST or name in ("maximum", "minimum", "cast", "clamp"):
-            return _max_rank([self._rank(v) for v in positional])
-        if name is None and type(func) is cst.Name and func.value in ("min", "max"):
-            return _max_rank([self._rank(v) for v in positional])
+            return self._reduction_rank(call, positional[0])
+        if name in _ELEMENTWISE:
+            return self._widest(positional)
         return None
+
+    def _widest(self, nodes: list[cst.CSTNode]) -> int | None:
+        """The highest rank among expressions (see :func:`_max_rank`)."""
+        return _max_rank([self._rank(v) for v in nodes])
+
+    def _reduction_rank(self, call: cst.Call, source_node: cst.CSTNode) -> int | None:
+        """A reduction over all axes is a scalar; over one axis it drops a
+        dimension unless ``keep_dims=True``."""
+        axis = _arg(call, "axis", 1)
+        keep = _arg(call, "keep_dims", 9)
+        source = self._rank(source_node)
+        if axis is None or type(axis) is cst.Name and axis.value == "None":
+            return 0
+        if source is None or source == _CYCLE:
+            return source
+        kept = type(keep) is cst.Name and keep.value == "True"
+        return source if kept else source - 1
+
+
+def _shape_rank(call: cst.Call, position: int) -> int | None:
+    """The length of the literal ``shape`` a call is given, else None."""
+    shape = _arg(call, "shape", position)
+    return len(shape.elements) if type(shape) in (cst.Tuple, cst.List) else None
 
 
 def _max_rank(ranks: list) -> int | None:
@@ -378,6 +423,30 @@ def _index_of(element: cst.SubscriptElement) -> cst.CSTNode:
 def _is_none(element: cst.SubscriptElement) -> bool:
     value = _index_of(element)
     return type(value) is cst.Name and value.value == "None"
+
+
+def _bindings(node: cst.CSTNode) -> Iterator[tuple[str, tuple[str, cst.CSTNode]]]:
+    """The names one node binds, each with how (see :meth:`Scope.assignments`)."""
+    kind = type(node)
+    if kind is cst.Assign:
+        yield from _assign_bindings(node)
+    elif kind is cst.AnnAssign and type(node.target) is cst.Name and node.value:
+        yield node.target.value, ("=", node.value)
+    elif kind is cst.AugAssign and type(node.target) is cst.Name:
+        yield node.target.value, ("+=", node)
+    elif kind is cst.For:
+        for name in _names(node.target):
+            yield name, ("for", node)
+
+
+def _assign_bindings(node: cst.Assign) -> Iterator[tuple[str, tuple[str, cst.CSTNode]]]:
+    """``x = ...`` binds ``x`` to the value; an unpacked name's value is unknown."""
+    for target in node.targets:
+        if type(target.target) is cst.Name:
+            yield target.target.value, ("=", node.value)
+        else:  # tuple unpacking: unknown
+            for name in _names(target.target):
+                yield name, ("?", node.value)
 
 
 def _names(target: cst.CSTNode) -> list[str]:
