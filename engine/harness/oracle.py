@@ -313,11 +313,23 @@ class _Comparison:
                         "mutant": hb["error"],
                     }
                 )
-        la, lb = ha["lanes"], hb["lanes"]
+        self._compare_lanes(ha["lanes"], hb["lanes"])
+        if self._compare_arguments(index, kernel, (ha, xa), (hb, xb)):
+            self.launches_differing += 1
+
+    def _compare_lanes(self, la: dict, lb: dict) -> None:
+        """Notes whether the launch's active lanes, or its masked-off lanes, differ."""
         if la["load_active"] != lb["load_active"] or la["store_active"] != lb["store_active"]:
             self.active_differs = True
         if la["load_masked"] != lb["load_masked"] or la["store_masked"] != lb["store_masked"]:
             self.masked_differs = True
+
+    def _compare_arguments(
+        self, index: int, kernel: str, a: tuple[dict, list], b: tuple[dict, list]
+    ) -> bool:
+        """Compares each tensor argument of launch ``index`` that both variants sent, keeping
+        its difference; whether any differed."""
+        (ha, xa), (hb, xb) = a, b
         mutant_args = {arg["name"]: (arg, arr) for arg, arr in zip(hb["args"], xb, strict=True)}
         differing = False
         for arg, arr in zip(ha["args"], xa, strict=True):
@@ -341,8 +353,7 @@ class _Comparison:
             if len(self.diffs) < MAX_DIFFS:
                 self.diffs.append(entry)
             self._aggregate(f"{kernel}:{name}", entry)
-        if differing:
-            self.launches_differing += 1
+        return differing
 
     def _aggregate(self, key: str, entry: dict) -> None:
         agg = self.by_argument.get(key)
@@ -370,6 +381,19 @@ class _Comparison:
     def outputs_identical(self) -> bool:
         return self.diff_total == 0 and not self.errors and self.divergence is None
 
+    def note_launch_counts(self, extra: dict) -> None:
+        """Where no launch diverged but one side made more (``extra``): that divergence."""
+        if self.divergence is None and (extra["original"] or extra["mutant"]):
+            self.divergence = (
+                f"the original made {self.launches + extra['original']} launches, "
+                f"the mutant {self.launches + extra['mutant']}"
+            )
+
+    @property
+    def masked_only(self) -> bool:
+        """Identical outputs, and only masked-off lanes differed."""
+        return self.outputs_identical and self.masked_differs and not self.active_differs
+
 
 def run_group(job: Job, files: dict, workdir: str, poison: bool, timeout_s: float) -> dict:
     """Run the original and every other variant of ``files`` side by side (each in a
@@ -378,53 +402,17 @@ def run_group(job: Job, files: dict, workdir: str, poison: bool, timeout_s: floa
     data. A variant that times out is cut alone; the deadline is the group's, so those
     still running then time out too (the caller runs those again on their own)."""
     start = time.monotonic()
-    deadline = start + timeout_s
     tag = "poisoned-" if poison else ""
     streams = {}
     for name in files:
         pid, fd = _spawn(job, files[name], os.path.join(workdir, tag + name), poison)
-        streams[name] = _Stream(fd, pid, deadline)
+        streams[name] = _Stream(fd, pid, start + timeout_s)
     a = streams["original"]
     others = [name for name in files if name != "original"]
     comparisons = {name: _Comparison() for name in others}
     extra = {name: {"original": 0, "mutant": 0} for name in others}
-    live = set(others)  # variants still sending launches
-    timed_out: set[str] = set()
-    original_done = False
     try:
-        while live or not original_done:
-            la = None
-            if not original_done:
-                try:
-                    la = a.next()
-                except TimeoutError:
-                    timed_out.update(live)
-                    break
-                original_done = la is None
-            for name in others:
-                if name not in live:
-                    if la is not None and name not in timed_out:
-                        extra[name]["original"] += 1
-                    continue
-                try:
-                    lb = streams[name].next()
-                except TimeoutError:
-                    timed_out.add(name)
-                    live.discard(name)
-                    _reap(streams[name].pid, kill=True)
-                    continue
-                comparison = comparisons[name]
-                if lb is None:
-                    live.discard(name)
-                    if la is not None:
-                        extra[name]["original"] += 1
-                elif la is None:
-                    extra[name]["mutant"] += 1
-                elif comparison.divergence is None:
-                    comparison.add(la, lb)
-                else:
-                    extra[name]["original"] += 1
-                    extra[name]["mutant"] += 1
+        timed_out, original_done = _compare_streams(streams, comparisons, extra)
     finally:
         for stream in streams.values():
             os.close(stream.fd)
@@ -442,14 +430,60 @@ def run_group(job: Job, files: dict, workdir: str, poison: bool, timeout_s: floa
     }
 
 
+def _compare_streams(
+    streams: dict[str, _Stream], comparisons: dict[str, _Comparison], extra: dict[str, dict]
+) -> tuple[set[str], bool]:
+    """Reads the original's launches and each variant's in lockstep until every stream
+    ends or the deadline passes; returns (the variants that timed out, whether the
+    original ended). A variant that times out is cut alone; one whose launches go on
+    past the other's end, or past a divergence, has them counted in ``extra``."""
+    a = streams["original"]
+    live = set(comparisons)  # variants still sending launches
+    timed_out: set[str] = set()
+    original_done = False
+    while live or not original_done:
+        la = None
+        if not original_done:
+            try:
+                la = a.next()
+            except TimeoutError:
+                timed_out.update(live)
+                break
+            original_done = la is None
+        for name, comparison in comparisons.items():
+            if name not in live:
+                if la is not None and name not in timed_out:
+                    extra[name]["original"] += 1
+                continue
+            try:
+                lb = streams[name].next()
+            except TimeoutError:
+                timed_out.add(name)
+                live.discard(name)
+                _reap(streams[name].pid, kill=True)
+                continue
+            if lb is None:
+                live.discard(name)
+            _pair_launches(la, lb, comparison, extra[name])
+    return timed_out, original_done
+
+
+def _pair_launches(la, lb, comparison: _Comparison, extra: dict) -> None:
+    """Compares the variant's launch ``lb`` with the original's ``la`` while the streams
+    agree; a launch made past the other side's end (None) or after they diverged is
+    counted in ``extra`` instead."""
+    if la is not None and lb is not None and comparison.divergence is None:
+        comparison.add(la, lb)
+        return
+    extra["original"] += int(la is not None)
+    extra["mutant"] += int(lb is not None)
+
+
 def _answer(
     comparison: _Comparison, extra: dict, streams: dict, timed_out: bool, seconds: float
 ) -> dict:
-    if comparison.divergence is None and (extra["original"] or extra["mutant"]):
-        comparison.divergence = (
-            f"the original made {comparison.launches + extra['original']} launches, "
-            f"the mutant {comparison.launches + extra['mutant']}"
-        )
+    comparison.note_launch_counts(extra)
+    ended = {k: s.ended or {} for k, s in streams.items()}
     return {
         "launches": comparison.launches,
         "launches_original": comparison.launches + extra["original"],
@@ -462,24 +496,20 @@ def _answer(
         "by_argument": list(comparison.by_argument.values()),
         "launch_errors": comparison.errors[:10],
         "divergence": comparison.divergence,
-        "masked_only": (
-            comparison.outputs_identical
-            and comparison.masked_differs
-            and not comparison.active_differs
-        ),
+        "masked_only": comparison.masked_only,
         "active_lanes_differ": comparison.active_differs,
         "masked_lanes_differ": comparison.masked_differs,
         "undefined_lanes": comparison.undefined,
-        "checks": {k: (s.ended or {}).get("status", "unknown") for k, s in streams.items()},
+        "checks": {k: end.get("status", "unknown") for k, end in ended.items()},
         "check_errors": {
-            k: (s.ended or {}).get("error", "")
-            for k, s in streams.items()
-            if (s.ended or {}).get("status") not in ("passed", None)
+            k: end.get("error", "")
+            for k, end in ended.items()
+            if end.get("status") not in ("passed", None)
         },
         "timed_out": timed_out,
         "seconds": seconds,
         # each side's run of the checks (``JobResult`` JSON), where it ended in time
-        "runs": {} if timed_out else {k: (s.ended or {}).get("run") for k, s in streams.items()},
+        "runs": {} if timed_out else {k: end.get("run") for k, end in ended.items()},
     }
 
 
@@ -499,41 +529,50 @@ def run(request: dict, workdir: str) -> dict:
     if "original" in sources:
         raise ValueError("oracle: a mutant may not be called 'original'")
 
-    def variants(names) -> dict:
-        files = {"original": job.files}
-        for name in names:
-            source = sources[name]
-            files[name] = tuple((p, source if p == kernel else t) for p, t in job.files)
-        return files
-
-    normal = run_group(job, variants(sources), workdir, poison=False, timeout_s=pair_timeout)
+    normal = run_group(
+        job, _variant_files(job, kernel, sources), workdir, poison=False, timeout_s=pair_timeout
+    )
     # Identical, with undefined lanes read: once more with those lanes poisoned.
-    again = [
-        n
+    again = {
+        n: sources[n]
         for n, data in normal.items()
         if data["identical"] and any(data["undefined_lanes"].values())
-    ]
-    poisoned = (
-        run_group(job, variants(again), workdir, poison=True, timeout_s=pair_timeout)
-        if again
-        else {}
-    )
+    }
+    poisoned = {}
+    if again:
+        files = _variant_files(job, kernel, again)
+        poisoned = run_group(job, files, workdir, poison=True, timeout_s=pair_timeout)
     answers = {}
     for name, data in normal.items():
         other = poisoned.get(name)
         if other is not None:
             for key in ("diffs", "launch_errors"):
                 other[key] = other[key][:10]
-        dependent = bool(
-            data["identical"]
-            and (
-                data["masked_only"]
-                or (
-                    other is not None
-                    and not other["timed_out"]
-                    and (not other["identical"] or other["masked_only"])
-                )
-            )
-        )
+        dependent = _interpreter_dependent(data, other)
         answers[name] = {**data, "poisoned": other, "interpreter_dependent": dependent}
     return {"mutants": answers} if group is not None else answers["mutant"]
+
+
+def _variant_files(job: Job, kernel: str, sources: dict[str, str]) -> dict:
+    """The original's files and, per variant, the same files with ``kernel``'s source
+    replaced by the variant's."""
+    files = {"original": job.files}
+    for name, source in sources.items():
+        files[name] = tuple((p, source if p == kernel else t) for p, t in job.files)
+    return files
+
+
+def _interpreter_dependent(data: dict, poisoned: dict | None) -> bool:
+    """Whether an identical comparison rested on the interpreter: only masked-off lanes
+    differed, or the run with undefined lanes poisoned (where it ended in time) differs."""
+    return bool(
+        data["identical"]
+        and (
+            data["masked_only"]
+            or (
+                poisoned is not None
+                and not poisoned["timed_out"]
+                and (not poisoned["identical"] or poisoned["masked_only"])
+            )
+        )
+    )
