@@ -21,7 +21,7 @@ Per mutant the report gets ``compile``: {target: {ok, message, seconds}} (plus
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from statistics import mean
 
 from ..events import CheckFinished, CheckStarted, Event
@@ -99,7 +99,7 @@ def compile_check_stage(ctx: StageContext, survivors: list[Mutant]) -> Iterator[
     )
 
 
-def _compile_check(  # noqa: C901 - listed in tests/test_complexity.py
+def _compile_check(
     ctx: StageContext, survivors: list[Mutant], targets: list[str], summary: dict
 ) -> Iterator[Event]:
     """The check's work; ``summary`` goes into the run's ``checks`` section when it ends."""
@@ -115,26 +115,50 @@ def _compile_check(  # noqa: C901 - listed in tests/test_complexity.py
     summary["signatures"] = [_describe(s) for s in signatures]
     if why is None:
         launched = list(dict.fromkeys(s["kernel"] for s in signatures))
-        job = _compile_job(ctx, None, signatures, targets, launched)
-        result, _ = ctx.execute(job)
-        original, why = _per_target(result)
-        if original is not None:
-            summary["original"] = {t: _row(r) for t, r in original.items()}
-            for t, r in original.items():
-                if r["ok"] is not True:
-                    what = "does not compile" if r["ok"] is False else "could not be compiled"
-                    summary["skipped_targets"][t] = f"the original {what}: {r['message']}"
-            targets = [t for t in targets if original.get(t, {}).get("ok") is True]
-            if not targets:
-                why = "; ".join(f"{t}: {w}" for t, w in summary["skipped_targets"].items())
-        else:
-            why = f"compiling the original failed: {why}"
+        targets, why = _targets_the_original_compiles_for(
+            ctx, signatures, targets, launched, summary
+        )
     if why is not None:
         summary["skipped"] = why
         yield CheckFinished(None, CHECK, f"compile-check skipped: {why}", 0, len(survivors))
         return
     summary["checked_targets"] = targets
+    yield from _check_survivors(ctx, survivors, signatures, targets, launched, summary)
 
+
+def _targets_the_original_compiles_for(
+    ctx: StageContext,
+    signatures: list[dict],
+    targets: list[str],
+    launched: list[str],
+    summary: dict,
+) -> tuple[list[str], str | None]:
+    """Compile the original for every target: (the targets it compiles for, why the
+    check is skipped or None); each target left out is noted in ``summary``."""
+    result, _ = ctx.execute(_compile_job(ctx, None, signatures, targets, launched))
+    original, why = _per_target(result)
+    if original is None:
+        return targets, f"compiling the original failed: {why}"
+    summary["original"] = {t: _row(r) for t, r in original.items()}
+    for t, r in original.items():
+        if r["ok"] is not True:
+            what = "does not compile" if r["ok"] is False else "could not be compiled"
+            summary["skipped_targets"][t] = f"the original {what}: {r['message']}"
+    targets = [t for t in targets if original.get(t, {}).get("ok") is True]
+    if not targets:
+        return targets, "; ".join(f"{t}: {w}" for t, w in summary["skipped_targets"].items())
+    return targets, None
+
+
+def _check_survivors(
+    ctx: StageContext,
+    survivors: list[Mutant],
+    signatures: list[dict],
+    targets: list[str],
+    launched: list[str],
+    summary: dict,
+) -> Iterator[Event]:
+    """Compile every survivor that a launched kernel reaches, for the targets left."""
     jobs, unreached = {}, []
     for mutant in survivors:
         kernels = harness_jobs.reached_kernels(ctx.kernel, mutant, launched)
@@ -142,15 +166,9 @@ def _compile_check(  # noqa: C901 - listed in tests/test_complexity.py
             jobs[mutant.id] = _compile_job(ctx, mutant.source, signatures, targets, kernels)
         else:
             unreached.append(mutant)
+    yield from _note_unreached(ctx, unreached, targets, len(survivors))
     by_id = {m.id: m for m in survivors}
-    done, durations = 0, []
-    for mutant in unreached:
-        done += 1
-        note = f"{mutant.function} is not reached from any launched kernel: nothing to compile"
-        ctx.ledger.put_row(
-            mutant.id, CHECK, {t: {"ok": None, "message": note, "seconds": 0.0} for t in targets}
-        )
-        yield CheckFinished(mutant, CHECK, note, done, len(survivors))
+    done, durations = len(unreached), []
     for event in ctx.run_jobs(jobs):
         mutant, result = by_id[event.key], event.result
         if result is None:  # started
@@ -159,41 +177,65 @@ def _compile_check(  # noqa: C901 - listed in tests/test_complexity.py
         done += 1
         per_target, error = _per_target(result)
         if per_target is None:
-            summary["errors"] += 1
-            ctx.ledger.put_row(
-                mutant.id,
-                CHECK,
-                {
-                    t: {"ok": None, "message": f"compile-check failed: {error}", "seconds": 0.0}
-                    for t in targets
-                },
-            )
-            yield CheckFinished(
-                mutant, CHECK, f"compile-check failed: {error}", done, len(survivors)
-            )
-            continue
-        durations.append(result.duration_s)
-        rows = {t: _row(r, detail=True) for t, r in per_target.items()}
-        ctx.ledger.put_row(mutant.id, CHECK, rows)
-        failed = [t for t, r in rows.items() if r["ok"] is False]
-        if failed:
-            summary["not_compilable"] += 1
-            message = rows[failed[0]]["message"]
-            reason = f"does not compile for {', '.join(failed)}: {message}"
-            yield from ctx.updated(mutant, ctx.ledger.set_aside(mutant.id, reason, stage=CHECK))
-            line = f"not compilable for {', '.join(failed)}: {message}"
-        elif any(r["ok"] is None for r in rows.values()):
-            summary["errors"] += 1
-            line = "compile-check failed: " + next(
-                r["message"] for r in rows.values() if r["ok"] is None
-            )
+            line = _note_unanswered(ctx, mutant, error, targets, summary)
         else:
-            seconds = sum(r["seconds"] for r in rows.values())
-            line = f"compiles for {', '.join(targets)} ({seconds:.2f} s)"
+            durations.append(result.duration_s)
+            line = yield from _judge(ctx, mutant, per_target, targets, summary)
         yield CheckFinished(mutant, CHECK, line, done, len(survivors))
     if durations:
         summary["seconds_per_survivor"] = round(mean(durations), 3)
     yield CheckFinished(None, CHECK, overall(summary), done, len(survivors))
+
+
+def _note_unreached(
+    ctx: StageContext, unreached: list[Mutant], targets: list[str], total: int
+) -> Iterator[Event]:
+    """A survivor in no launched kernel has nothing to compile: rows saying so."""
+    for done, mutant in enumerate(unreached, 1):
+        note = f"{mutant.function} is not reached from any launched kernel: nothing to compile"
+        ctx.ledger.put_row(
+            mutant.id, CHECK, {t: {"ok": None, "message": note, "seconds": 0.0} for t in targets}
+        )
+        yield CheckFinished(mutant, CHECK, note, done, total)
+
+
+def _note_unanswered(
+    ctx: StageContext, mutant: Mutant, error: str | None, targets: list[str], summary: dict
+) -> str:
+    """A survivor's compile job gave no answer: an error row per target; its line."""
+    summary["errors"] += 1
+    ctx.ledger.put_row(
+        mutant.id,
+        CHECK,
+        {
+            t: {"ok": None, "message": f"compile-check failed: {error}", "seconds": 0.0}
+            for t in targets
+        },
+    )
+    return f"compile-check failed: {error}"
+
+
+def _judge(
+    ctx: StageContext, mutant: Mutant, per_target: dict, targets: list[str], summary: dict
+) -> Generator[Event, None, str]:
+    """Record a survivor's compile results, setting it aside where a target rejects it;
+    returns its line."""
+    rows = {t: _row(r, detail=True) for t, r in per_target.items()}
+    ctx.ledger.put_row(mutant.id, CHECK, rows)
+    failed = [t for t, r in rows.items() if r["ok"] is False]
+    if failed:
+        summary["not_compilable"] += 1
+        message = rows[failed[0]]["message"]
+        reason = f"does not compile for {', '.join(failed)}: {message}"
+        yield from ctx.updated(mutant, ctx.ledger.set_aside(mutant.id, reason, stage=CHECK))
+        return f"not compilable for {', '.join(failed)}: {message}"
+    if any(r["ok"] is None for r in rows.values()):
+        summary["errors"] += 1
+        return "compile-check failed: " + next(
+            r["message"] for r in rows.values() if r["ok"] is None
+        )
+    seconds = sum(r["seconds"] for r in rows.values())
+    return f"compiles for {', '.join(targets)} ({seconds:.2f} s)"
 
 
 def overall(summary: dict) -> str:
