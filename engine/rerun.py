@@ -45,14 +45,7 @@ def match_mutants(rows: list[dict], mutants: list[Mutant], same_file: bool) -> d
         by_id = {m.id: m for m in mutants}
         mapping = {r["id"]: by_id[r["id"]] for r in rows if r["id"] in by_id}
     else:
-        pool: dict[tuple, list[Mutant]] = {}
-        for m in mutants:
-            pool.setdefault(_key(m.operator, m.function, m.before, m.after), []).append(m)
-        mapping = {}
-        for r in rows:
-            same = pool.get(_key(r["operator"], r["function"], r["before"], r["after"]))
-            if same:
-                mapping[r["id"]] = same.pop(0)
+        mapping = _match_by_text(rows, mutants)
     missing = [r["id"] for r in rows if r["id"] not in mapping]
     extra = len(mutants) - len(mapping)
     if missing or extra:
@@ -63,20 +56,41 @@ def match_mutants(rows: list[dict], mutants: list[Mutant], same_file: bool) -> d
     return mapping
 
 
+def _match_by_text(rows: list[dict], mutants: list[Mutant]) -> dict[str, Mutant]:
+    """old id -> the regenerated mutant of the same operator, function and rewritten text
+    (each taken once, in order), for the rows that have one."""
+    pool: dict[tuple, list[Mutant]] = {}
+    for m in mutants:
+        pool.setdefault(_key(m.operator, m.function, m.before, m.after), []).append(m)
+    mapping = {}
+    for r in rows:
+        same = pool.get(_key(r["operator"], r["function"], r["before"], r["after"]))
+        if same:
+            mapping[r["id"]] = same.pop(0)
+    return mapping
+
+
 def select(rows: list[dict], survivors: bool, ids: list[str]) -> list[str]:
     """The run's mutant ids to judge again: survivors and/or ``ids`` (unique prefixes)."""
     chosen = [r["id"] for r in rows if survivors and r.get("verdict") == "survived"]
     for wanted in ids:
-        hits = [r["id"] for r in rows if r["id"] == wanted] or [
-            r["id"] for r in rows if r["id"].startswith(wanted)
-        ]
-        if not hits:
-            raise BadInput(f"--mutant {wanted}: no such mutant in the run")
-        if len(hits) > 1:
-            raise BadInput(f"--mutant {wanted} is ambiguous: {', '.join(hits[:5])}")
-        if hits[0] not in chosen:
-            chosen.append(hits[0])
+        hit = _mutant_named(rows, wanted)
+        if hit not in chosen:
+            chosen.append(hit)
     return chosen
+
+
+def _mutant_named(rows: list[dict], wanted: str) -> str:
+    """The one run's mutant id ``--mutant wanted`` names: the id itself, else the one id
+    it begins; BadInput when none or several."""
+    hits = [r["id"] for r in rows if r["id"] == wanted] or [
+        r["id"] for r in rows if r["id"].startswith(wanted)
+    ]
+    if not hits:
+        raise BadInput(f"--mutant {wanted}: no such mutant in the run")
+    if len(hits) > 1:
+        raise BadInput(f"--mutant {wanted} is ambiguous: {', '.join(hits[:5])}")
+    return hits[0]
 
 
 class RerunPlan(Plan):
@@ -102,12 +116,17 @@ class RerunPlan(Plan):
         self.same_file = ctx.kernel.sha256 == old.get("kernel", {}).get("sha256")
         self.mapping = match_mutants(rows, mutants, self.same_file)
         ctx.set_mutants([self.mapping[r["id"]] for r in rows])
-        for r in rows:
+        self._carry_over(ctx)
+        return [self.mapping[i] for i in self.chosen]
+
+    def _carry_over(self, ctx: StageContext) -> None:
+        """Restores each old verdict, under its mutant's new id, and the old run's sections."""
+        old = self.old
+        for r in old["mutants"]:
             ctx.ledger.restore(self.mapping[r["id"]].id, r, str(old.get("run_id") or ""))
         for key, value in old.items():
             if key not in REPORT_FIELDS and key in RUN_SECTIONS:
                 ctx.ledger.put_section(key, value)
-        return [self.mapping[i] for i in self.chosen]
 
     def finish(self, ctx: StageContext, report: dict) -> None:
         rows = {r["id"]: r for r in self.old["mutants"]}
@@ -177,6 +196,18 @@ def start_rerun(
 
 def recorded_paths(report: dict, extra_tests: list[str]) -> tuple[str, tuple[str, ...]]:
     """The kernel path and test files a rerun reads, checked to exist."""
+    kernel = _recorded_kernel(report)
+    tests = []
+    for path in [*((report.get("settings") or {}).get("tests") or []), *extra_tests]:
+        if not os.path.isfile(split_node_id(path)[0]):
+            raise BadInput(f"test file not found: {split_node_id(path)[0]}")
+        if os.path.abspath(path) not in {os.path.abspath(t) for t in tests}:
+            tests.append(path)
+    return kernel, tuple(tests)
+
+
+def _recorded_kernel(report: dict) -> str:
+    """The kernel path the run records, checked to exist."""
     kernel = report.get("kernel", {}).get("path") or (report.get("settings") or {}).get(
         "kernel_path"
     )
@@ -186,13 +217,7 @@ def recorded_paths(report: dict, extra_tests: list[str]) -> tuple[str, tuple[str
         raise BadInput(
             f"the run's kernel file is not here: {kernel} (a run imported from elsewhere?)"
         )
-    tests = []
-    for path in [*((report.get("settings") or {}).get("tests") or []), *extra_tests]:
-        if not os.path.isfile(split_node_id(path)[0]):
-            raise BadInput(f"test file not found: {split_node_id(path)[0]}")
-        if os.path.abspath(path) not in {os.path.abspath(t) for t in tests}:
-            tests.append(path)
-    return kernel, tuple(tests)
+    return kernel
 
 
 # -- which run `latest` means -------------------------------------------------------------
@@ -299,6 +324,13 @@ def latest_run(
         record = _newest_of(wanted, finished, missing)
         kernel = os.path.basename(wanted[0])
         return record, f"rerun latest: took run {record['run_id']} of {kernel}, {of}"
+    return _newest_of_any(wanted, finished, names)
+
+
+def _newest_of_any(wanted: list[str], finished: list[dict], names: str) -> tuple[dict, str]:
+    """``latest`` when the tests (``names``) belong to several kernel files, or to none
+    found: the newest run of any of them (of any file when none), and the line saying so
+    ("" when the cache holds runs of one kernel file only)."""
     pool = [r for r in finished if any(same_file(kernel_of(r), k) for k in wanted)] or finished
     record = pool[-1]
     if not wanted and len({os.path.realpath(kernel_of(r)) for r in finished}) == 1:
