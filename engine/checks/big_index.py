@@ -24,10 +24,11 @@ Per mutant the report gets ``big_index`` (the replays); the run gets
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from ..events import CheckFinished, CheckStarted, Event
 from ..job import Job, JobResult
+from ..jobs import JobEvent
 from ..project import jit_callers
 from ..records import Mutant
 from ..stage import StageContext
@@ -67,15 +68,19 @@ def _replays(result: JobResult) -> tuple[list[dict] | None, str | None]:
     return data["replays"], None
 
 
+def _replayed_functions(ctx: StageContext, chosen: list[Mutant]) -> list[str | None]:
+    """The functions whose cases the original is replayed on (None: every case)."""
+    if ctx.coverage is None:  # no record of which cases launch what: every case
+        return [None]
+    return sorted({harness_jobs.selected(m) for m in chosen}, key=lambda f: f or "")
+
+
 def _original_replays(
     ctx: StageContext, chosen: list[Mutant]
 ) -> tuple[list[dict] | None, str | None]:
     """The original's replays on the cases that launch the survivors' functions (one job
     each, where they differ); None and why where one failed."""
-    functions: list[str | None] = [None]  # no record of which cases launch what: every case
-    if ctx.coverage is not None:
-        functions = sorted({harness_jobs.selected(m) for m in chosen}, key=lambda f: f or "")
-    jobs = {f or "": _job(ctx, None, f) for f in functions}
+    jobs = {f or "": _job(ctx, None, f) for f in _replayed_functions(ctx, chosen)}
     results = {e.key: e.result for e in ctx.run_jobs(jobs) if e.result is not None}
     replays: list[dict] = []
     for key in jobs:
@@ -101,22 +106,15 @@ def _big_index(ctx: StageContext, chosen: list[Mutant], summary: dict) -> Iterat
     """The check's work; ``summary`` goes into the run's ``checks`` section when it ends."""
     yield CheckStarted(None, CHECK, total=len(chosen))
     if ctx.settings.mode != "interpret":
-        summary["skipped"] = "the replay past 2^31 elements runs in the interpreter only"
-        yield from _not_judged(ctx, chosen, summary["skipped"])
-        yield CheckFinished(None, CHECK, f"big-index check skipped: {summary['skipped']}", 0, 0)
+        why = "the replay past 2^31 elements runs in the interpreter only"
+        yield from _skipped(ctx, chosen, summary, why, 0)
         return
     original, why = _original_replays(ctx, chosen)
     if original is None:
-        summary["skipped"] = f"the original's replay failed: {why}"
-        yield from _not_judged(ctx, chosen, summary["skipped"])
-        yield CheckFinished(None, CHECK, f"big-index check skipped: {summary['skipped']}", 0, 0)
+        yield from _skipped(ctx, chosen, summary, f"the original's replay failed: {why}", 0)
         return
     summary["original"] = original
-    clean = {
-        (r["kernel"], r.get("axis", 0)): r
-        for r in original
-        if r.get("factor") and not r.get("wrapped") and not r.get("error")
-    }
+    clean = _clean_replays(original)
     wraps = sorted({r["kernel"] for r in original if r.get("wrapped")} - {k for k, _ in clean})
     if wraps:
         summary["original_wraps"] = wraps
@@ -124,10 +122,37 @@ def _big_index(ctx: StageContext, chosen: list[Mutant], summary: dict) -> Iterat
         why = "no kernel's original replay stays inside its tensors past 2^31 elements"
         if wraps:
             why = f"the original's offsets wrap past 2^31 elements too ({', '.join(wraps)})"
-        summary["skipped"] = why
-        yield from _not_judged(ctx, chosen, why)
-        yield CheckFinished(None, CHECK, f"big-index check skipped: {why}", 0, len(chosen))
+        yield from _skipped(ctx, chosen, summary, why, len(chosen))
         return
+    yield from _replay_survivors(ctx, chosen, clean, original, summary)
+
+
+def _skipped(
+    ctx: StageContext, chosen: list[Mutant], summary: dict, why: str, total: int
+) -> Iterator[Event]:
+    """The check does not run: every survivor says why, and so does the summary."""
+    summary["skipped"] = why
+    yield from _not_judged(ctx, chosen, why)
+    yield CheckFinished(None, CHECK, f"big-index check skipped: {why}", 0, total)
+
+
+def _clean_replays(original: list[dict]) -> dict[tuple[str, int], dict]:
+    """The original's replays that scaled and stayed inside their tensors, by (kernel, axis)."""
+    return {
+        (r["kernel"], r.get("axis", 0)): r
+        for r in original
+        if r.get("factor") and not r.get("wrapped") and not r.get("error")
+    }
+
+
+def _replay_survivors(
+    ctx: StageContext,
+    chosen: list[Mutant],
+    clean: dict[tuple[str, int], dict],
+    original: list[dict],
+    summary: dict,
+) -> Iterator[Event]:
+    """Replay every chosen survivor along the kernels and axes the original keeps clean."""
     plans: dict[str, dict[str, list[str]]] = {}
     for (kernel, axis), r in clean.items():
         plans.setdefault(kernel, {})[str(axis)] = r.get("scaled", [])
@@ -141,50 +166,8 @@ def _big_index(ctx: StageContext, chosen: list[Mutant], summary: dict) -> Iterat
             yield CheckStarted(mutant, CHECK)
             continue
         done += 1
-        replays, why = _replays(result)
-        if replays is None:
-            ctx.ledger.put_row(mutant.id, CHECK, {"error": why})
-            yield from ctx.updated(
-                mutant, ctx.ledger.annotate(mutant.id, f"{NOT_JUDGED}: its replay failed: {why}")
-            )
-            yield CheckFinished(mutant, CHECK, f"big-index check failed: {why}", done, len(chosen))
-            continue
-        ctx.ledger.put_row(mutant.id, CHECK, {"replays": replays})
-        wrapped = next(
-            (r for r in replays if (r["kernel"], r.get("axis", 0)) in clean and r.get("wrapped")),
-            None,
-        )
-        if wrapped is None:
-            line = "no offset wraps in the replay past 2^31 elements"
-            blind = _blind_spot(ctx, mutant, clean, original)
-            if blind:
-                line = f"{NOT_JUDGED}: {blind}"
-                yield from ctx.updated(mutant, ctx.ledger.annotate(mutant.id, line))
-            yield CheckFinished(mutant, CHECK, line, done, len(chosen))
-            continue
-        summary["killed"] += 1
-        message = wrapped["wrapped"]["message"]
-        axis = wrapped.get("axis", 0)
-        reason = (
-            f"differs only past 2^31 elements: in {wrapped['kernel']} (grid "
-            f"{wrapped['grid'][axis]} programs along axis {axis}, last {wrapped['programs']} "
-            f"run), {message}"
-        )
-        evidence = (
-            f"the original's replay of {wrapped['kernel']} stays inside its tensors; "
-            f"the mutant's {message}"
-        )
-        outcome = ctx.ledger.kill(
-            mutant.id,
-            by=By.BIG_INDEX.value,
-            reason=reason,
-            duration_s=result.duration_s,
-            cached=event.cached,  # a rerun serves the replay from the cache
-            stage=CHECK,
-            evidence=evidence,
-        )
-        yield from ctx.updated(mutant, outcome)
-        yield CheckFinished(mutant, CHECK, reason, done, len(chosen))
+        line = yield from _judge(ctx, mutant, event, clean, original, summary)
+        yield CheckFinished(mutant, CHECK, line, done, len(chosen))
     yield CheckFinished(
         None,
         CHECK,
@@ -193,6 +176,66 @@ def _big_index(ctx: StageContext, chosen: list[Mutant], summary: dict) -> Iterat
         done,
         len(chosen),
     )
+
+
+def _judge(
+    ctx: StageContext,
+    mutant: Mutant,
+    event: JobEvent,
+    clean: dict[tuple[str, int], dict],
+    original: list[dict],
+    summary: dict,
+) -> Generator[Event, None, str]:
+    """Record one survivor's replays and kill it where one wraps; returns its line."""
+    replays, why = _replays(event.result)
+    if replays is None:
+        ctx.ledger.put_row(mutant.id, CHECK, {"error": why})
+        yield from ctx.updated(
+            mutant, ctx.ledger.annotate(mutant.id, f"{NOT_JUDGED}: its replay failed: {why}")
+        )
+        return f"big-index check failed: {why}"
+    ctx.ledger.put_row(mutant.id, CHECK, {"replays": replays})
+    wrapped = next(
+        (r for r in replays if (r["kernel"], r.get("axis", 0)) in clean and r.get("wrapped")),
+        None,
+    )
+    if wrapped is None:
+        line = "no offset wraps in the replay past 2^31 elements"
+        blind = _blind_spot(ctx, mutant, clean, original)
+        if blind:
+            line = f"{NOT_JUDGED}: {blind}"
+            yield from ctx.updated(mutant, ctx.ledger.annotate(mutant.id, line))
+        return line
+    summary["killed"] += 1
+    return (yield from _kill(ctx, mutant, event, wrapped))
+
+
+def _kill(
+    ctx: StageContext, mutant: Mutant, event: JobEvent, wrapped: dict
+) -> Generator[Event, None, str]:
+    """Kill a survivor whose replay wraps where the original's does not; returns the reason."""
+    message = wrapped["wrapped"]["message"]
+    axis = wrapped.get("axis", 0)
+    reason = (
+        f"differs only past 2^31 elements: in {wrapped['kernel']} (grid "
+        f"{wrapped['grid'][axis]} programs along axis {axis}, last {wrapped['programs']} "
+        f"run), {message}"
+    )
+    evidence = (
+        f"the original's replay of {wrapped['kernel']} stays inside its tensors; "
+        f"the mutant's {message}"
+    )
+    outcome = ctx.ledger.kill(
+        mutant.id,
+        by=By.BIG_INDEX.value,
+        reason=reason,
+        duration_s=event.result.duration_s,
+        cached=event.cached,  # a rerun serves the replay from the cache
+        stage=CHECK,
+        evidence=evidence,
+    )
+    yield from ctx.updated(mutant, outcome)
+    return reason
 
 
 def _blind_spot(ctx: StageContext, mutant: Mutant, clean: dict, original: list[dict]) -> str | None:
