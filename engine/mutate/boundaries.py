@@ -177,6 +177,21 @@ def _shifted(
     return binop(value, spaced(op), step if step is not None else cst.Integer("1"))
 
 
+def _leading_positional(call: cst.Call) -> int | None:
+    """How many positional arguments a loop's range has, when it has 1 to 3 and
+    they come first; else None."""
+    positional = [i for i, arg in enumerate(call.args) if arg.keyword is None and not arg.star]
+    if not 1 <= len(positional) <= 3 or positional != list(range(len(positional))):
+        return None
+    return len(positional)
+
+
+def _shift_step(call: cst.Call) -> cst.BaseExpression | None:
+    """A three-argument range's step, the amount its bounds move by (None: a step of 1)."""
+    step = call.args[2].value
+    return None if int_value(step) == 1 else step
+
+
 class RangeBoundShift(Operator):
     name = "range-bound-shift"
     family = "boundaries"
@@ -228,15 +243,11 @@ class RangeBoundShift(Operator):
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         if not isinstance(node, cst.Call) or not _is_range(node):
             return
-        positional = [i for i, arg in enumerate(node.args) if arg.keyword is None and not arg.star]
-        if not 1 <= len(positional) <= 3 or positional != list(range(len(positional))):
+        count = _leading_positional(node)
+        if count is None:
             return
-        step = None
-        if len(positional) == 3:
-            step = node.args[2].value
-            if int_value(step) == 1:
-                step = None
-        stop = 0 if len(positional) == 1 else 1
+        step = _shift_step(node) if count == 3 else None
+        stop = 0 if count == 1 else 1
         args = list(node.args)
         for op in (cst.Subtract, cst.Add):
             new = args[stop].with_changes(value=_shifted(args[stop].value, op, step))
@@ -385,26 +396,55 @@ def _holds_mask(node: cst.Comparison, scope: Scope) -> bool:
     tl.load/tl.store, or the value of a variable named ``*mask*``?"""
     child = node
     for parent in scope.ancestors(node):
-        kind = type(parent)
-        if (kind is cst.BinaryOperation and type(parent.operator) in (cst.BitAnd, cst.BitOr)) or (
-            kind is cst.BooleanOperation and type(parent.operator) is cst.And
-        ):
+        if _joins_masks(parent):
             child = parent
             continue
-        if kind is cst.Arg:
-            call = scope.parent(parent)
-            kind_of_call = tl_call(call)
-            if kind_of_call not in _MASK_POSITION or parent.value is not child:
-                return False
-            index = find_arg(call, "mask", _MASK_POSITION[kind_of_call])
-            return index is not None and call.args[index] is parent
-        if kind is cst.Assign:
-            return parent.value is child and any(
-                type(t.target) is cst.Name and "mask" in t.target.value.lower()
-                for t in parent.targets
-            )
+        if type(parent) is cst.Arg:
+            return _is_mask_arg(parent, child, scope)
+        if type(parent) is cst.Assign:
+            return _is_mask_assignment(parent, child)
         return False
     return False
+
+
+def _joins_masks(node: cst.CSTNode) -> bool:
+    """``a & b``, ``a | b`` or ``a and b``: a mask made of terms."""
+    kind = type(node)
+    if kind is cst.BinaryOperation:
+        return type(node.operator) in (cst.BitAnd, cst.BitOr)
+    return kind is cst.BooleanOperation and type(node.operator) is cst.And
+
+
+def _is_mask_arg(arg: cst.Arg, value: cst.CSTNode, scope: Scope) -> bool:
+    """Is ``arg`` (whose value is ``value``) the ``mask`` of a tl.load/tl.store?"""
+    call = scope.parent(arg)
+    kind_of_call = tl_call(call)
+    if kind_of_call not in _MASK_POSITION or arg.value is not value:
+        return False
+    index = find_arg(call, "mask", _MASK_POSITION[kind_of_call])
+    return index is not None and call.args[index] is arg
+
+
+def _is_mask_assignment(assign: cst.Assign, value: cst.CSTNode) -> bool:
+    """Does ``assign`` give ``value`` to a variable named ``*mask*``?"""
+    return assign.value is value and any(
+        type(t.target) is cst.Name and "mask" in t.target.value.lower() for t in assign.targets
+    )
+
+
+def _lanes_and_bound(
+    node: cst.CSTNode,
+) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """(lanes, bound) of a single comparison ``lanes < bound`` / ``bound > lanes``
+    (or with ``<=`` / ``>=``), else None."""
+    if type(node) is not cst.Comparison or len(node.comparisons) != 1:
+        return None
+    target = node.comparisons[0]
+    if isinstance(target.operator, _LESS):
+        return node.left, target.comparator
+    if isinstance(target.operator, _GREATER):
+        return target.comparator, node.left
+    return None
 
 
 def _mask_bound(node: cst.CSTNode, scope: Scope) -> cst.BaseExpression | None:
@@ -413,15 +453,10 @@ def _mask_bound(node: cst.CSTNode, scope: Scope) -> cst.BaseExpression | None:
     The lanes must not be a scalar: a block of integer offsets (``offs``,
     ``rm[:, None]``), or anything of unknown rank in a mask's place. A literal
     bound is no extent."""
-    if type(node) is not cst.Comparison or len(node.comparisons) != 1:
+    sides = _lanes_and_bound(node)
+    if sides is None:
         return None
-    target = node.comparisons[0]
-    if isinstance(target.operator, _LESS):
-        lanes, bound = node.left, target.comparator
-    elif isinstance(target.operator, _GREATER):
-        lanes, bound = target.comparator, node.left
-    else:
-        return None
+    lanes, bound = sides
     if number_value(bound) is not None:
         return None
     rank = scope.rank(lanes)
@@ -445,22 +480,35 @@ def _param_extents(node: cst.CSTNode, scope: Scope) -> Iterator[str]:
     """Parameters ``node`` uses as an extent: ``range(.., n, ..)``'s stop,
     ``tl.cdiv(n, ..)``, the right side of a scalar integer's ``pid < n`` or
     ``pid >= n`` (not ``offs >= lo``: a block's lower bound)."""
-    names: list[cst.BaseExpression] = []
     if type(node) is cst.Call:
-        positional = [a.value for a in node.args if a.keyword is None and not a.star]
-        if _is_range(node) and positional:
-            names.append(positional[0] if len(positional) == 1 else positional[1])
-        elif _is_cdiv(node) and positional:
-            names.append(positional[0])
+        extent = _call_extent(node)
     elif type(node) is cst.Comparison and len(node.comparisons) == 1:
-        target = node.comparisons[0]  # ``row < n``, ``if pid >= n: return``
-        upper = (cst.LessThan, cst.LessThanEqual, cst.GreaterThanEqual)
-        if isinstance(target.operator, upper) and scope.rank(node.left) == 0:
-            if scope.kind(node.left) == INT:
-                names.append(target.comparator)
-    for name in names:
-        if type(name) is cst.Name and scope.is_param(name.value):
-            yield name.value
+        extent = _scalar_upper_bound(node, scope)
+    else:
+        extent = None
+    if type(extent) is cst.Name and scope.is_param(extent.value):
+        yield extent.value
+
+
+def _call_extent(call: cst.Call) -> cst.BaseExpression | None:
+    """``range(.., n, ..)``'s stop or ``tl.cdiv(n, ..)``'s ``n``, else None."""
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    if not positional:
+        return None
+    if _is_range(call):
+        return positional[0] if len(positional) == 1 else positional[1]
+    return positional[0] if _is_cdiv(call) else None
+
+
+def _scalar_upper_bound(node: cst.Comparison, scope: Scope) -> cst.BaseExpression | None:
+    """The ``n`` of a scalar integer's ``row < n``, ``row <= n`` or ``pid >= n``
+    (``if pid >= n: return``), else None."""
+    target = node.comparisons[0]
+    upper = (cst.LessThan, cst.LessThanEqual, cst.GreaterThanEqual)
+    if isinstance(target.operator, upper) and scope.rank(node.left) == 0:
+        if scope.kind(node.left) == INT:
+            return target.comparator
+    return None
 
 
 _EXTENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -472,15 +520,7 @@ def _extents(scope: Scope) -> tuple[list[str], list[str], frozenset[str]]:
     out once per function."""
     found = _EXTENTS.get(scope)
     if found is None:
-        bounds: list[str] = []
-        params: list[str] = []
-        for node in _walk(scope.function.body):
-            bound = _mask_bound(node, scope) if type(node) is cst.Comparison else None
-            if type(bound) is cst.Name and bound.value not in bounds:
-                bounds.append(bound.value)
-            for name in _param_extents(node, scope):
-                if name not in params:
-                    params.append(name)
+        bounds, params = _used_extents(scope)
         signature = scope.function.params
         every = frozenset(
             p.name.value
@@ -491,8 +531,23 @@ def _extents(scope: Scope) -> tuple[list[str], list[str], frozenset[str]]:
     return found
 
 
-def _assigned_before(name: str, node: cst.CSTNode, scope: Scope) -> bool:
-    """Is local ``name`` assigned by a statement before ``node``, in a block around it?"""
+def _used_extents(scope: Scope) -> tuple[list[str], list[str]]:
+    """(names masks compare against, parameters used as extents), each in the
+    order the function first uses them."""
+    bounds: list[str] = []
+    params: list[str] = []
+    for node in _walk(scope.function.body):
+        bound = _mask_bound(node, scope) if type(node) is cst.Comparison else None
+        if type(bound) is cst.Name and bound.value not in bounds:
+            bounds.append(bound.value)
+        for name in _param_extents(node, scope):
+            if name not in params:
+                params.append(name)
+    return bounds, params
+
+
+def _assigning_lines(name: str, scope: Scope) -> set[int]:
+    """The ids of the statement lines that assign local ``name`` (``name = ...``)."""
     statements = set()
     for how, value in scope.assignments(name):
         if how == "=":
@@ -500,6 +555,12 @@ def _assigned_before(name: str, node: cst.CSTNode, scope: Scope) -> bool:
             line = scope.parent(assign) if assign is not None else None
             if type(line) is cst.SimpleStatementLine:
                 statements.add(id(line))
+    return statements
+
+
+def _assigned_before(name: str, node: cst.CSTNode, scope: Scope) -> bool:
+    """Is local ``name`` assigned by a statement before ``node``, in a block around it?"""
+    statements = _assigning_lines(name, scope)
     child = node
     for parent in scope.ancestors(node):
         if type(parent) is cst.IndentedBlock:
@@ -572,24 +633,30 @@ class MaskBoundSwap(Operator):
         bound = _mask_bound(node, scope)
         if bound is None:
             return
-        bounds, params, signature = _extents(scope)
-        mentioned = {n.value for n in _walk(bound) if type(n) is cst.Name}
-        chosen = []
-        for name in (*bounds, *params):
-            if len(chosen) == _MAX_SWAPS:
-                break
-            if name in mentioned:
-                continue
-            if name in signature or _assigned_before(name, node, scope):
-                chosen.append(name)
         target = node.comparisons[0]
-        for name in chosen:
+        for name in _other_extents(node, bound, scope):
             if bound is target.comparator:
                 yield node.with_changes(
                     comparisons=[target.with_changes(comparator=cst.Name(name))]
                 )
             else:
                 yield node.with_changes(left=cst.Name(name))
+
+
+def _other_extents(node: cst.Comparison, bound: cst.BaseExpression, scope: Scope) -> list[str]:
+    """At most ``_MAX_SWAPS`` extents a mask could be bounded by instead: not one
+    its bound mentions, and only a parameter or a local assigned before the mask."""
+    bounds, params, signature = _extents(scope)
+    mentioned = {n.value for n in _walk(bound) if type(n) is cst.Name}
+    chosen = []
+    for name in (*bounds, *params):
+        if len(chosen) == _MAX_SWAPS:
+            break
+        if name in mentioned:
+            continue
+        if name in signature or _assigned_before(name, node, scope):
+            chosen.append(name)
+    return chosen
 
 
 OPERATORS: tuple[Operator, ...] = (
