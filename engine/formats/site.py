@@ -63,15 +63,21 @@ def scrub_value(value: object) -> object:
     if _SECRET_VALUE.match(value.strip()):
         return REMOVED
     if "://" in value:
-        try:
-            parts = urlsplit(value)
-            host = parts.hostname or ""
-            if parts.port:
-                host += f":{parts.port}"
-            return urlunsplit((parts.scheme, host, parts.path, "", ""))
-        except ValueError:
-            return REMOVED
+        return _scrub_address(value)
     return value
+
+
+def _scrub_address(value: str) -> str:
+    """An address with its scheme, host (and port) and path only: no user info, query or
+    fragment; removed whole when it does not parse."""
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    except ValueError:
+        return REMOVED
 
 
 def scrub(settings: dict) -> dict:
@@ -102,10 +108,34 @@ details{margin:6px 0}summary{cursor:pointer;color:var(--muted)}
 def _run_section(index: int, report: dict) -> tuple[str, list[str], str]:
     """(the grid section, the mutants' panels, the tests' sources) of one run."""
     prefix = f"r{index}-"
-    score = report.get("score") or {}
     rows = report.get("mutants", [])
     tests = report.get("tests", [])
     test_ids = {t.get("name", ""): f"{prefix}t-{i}" for i, t in enumerate(tests)}
+    out = _run_heading(report, prefix)
+    if is_library(report):  # its module list first, each module's grid below it
+        out += module_list(report, prefix) + module_grids(report, prefix)
+    else:  # a one-file run: its grid by jit function
+        out += _function_grids(rows, prefix)
+    out.append(
+        "<details><summary>settings and run sections</summary><ul>"
+        + "".join(f"<li>{esc(line)}</li>" for line in run_facts(report))
+        + "</ul></details></section>"
+    )
+    panels = [detail_section(report, row, test_ids, prefix) for row in rows]
+    sources = "".join(
+        f'<section id="{test_ids.get(t.get("name", ""), "")}"><p><code>{esc(t.get("name"))}'
+        f"</code> · {esc(origin_words(t))} · {esc(t.get('file'))}</p>"
+        f'<pre id="{test_ids.get(t.get("name", ""), "")}-src">'
+        f"{esc(t.get('source') or '(no source recorded)')}</pre></section>"
+        for t in tests
+    )
+    return "\n".join(out), panels, sources
+
+
+def _run_heading(report: dict, prefix: str) -> list[str]:
+    """A run section's opening: its kernel file (or library), score and gate, the run's
+    toolchain, and its notes."""
+    score = report.get("score") or {}
     passed, sentence = gate(report)
     toolchain = report.get("toolchain") or {}
     library = is_library(report)
@@ -124,11 +154,14 @@ def _run_section(index: int, report: dict) -> tuple[str, list[str], str]:
         f"{esc(toolchain.get('triton'))} · torch {esc(toolchain.get('torch'))} · "
         f"{esc(toolchain.get('mode', 'interpret'))} mode</p>",
     ]
-    out += run_notes(report, score)
-    if library:  # its module list first, each module's grid below it
-        out += module_list(report, prefix) + module_grids(report, prefix)
+    return out + run_notes(report, score)
+
+
+def _function_grids(rows: list[dict], prefix: str) -> list[str]:
+    """A one-file run's grid: a group of cells per jit function, in the rows' order."""
+    out: list[str] = []
     groups: dict[str, list[dict]] = {}
-    for row in [] if library else rows:  # a one-file run: its grid by jit function
+    for row in rows:
         groups.setdefault(row.get("function") or "?", []).append(row)
     for function, members in groups.items():
         out.append(
@@ -144,47 +177,14 @@ def _run_section(index: int, report: dict) -> tuple[str, list[str], str]:
                 f'title="{esc(title)}">{GLYPHS.get(v, "?")}</a>'
             )
         out.append("</div></div>")
-    out.append(
-        "<details><summary>settings and run sections</summary><ul>"
-        + "".join(f"<li>{esc(line)}</li>" for line in run_facts(report))
-        + "</ul></details></section>"
-    )
-    panels = [detail_section(report, row, test_ids, prefix) for row in rows]
-    sources = "".join(
-        f'<section id="{test_ids.get(t.get("name", ""), "")}"><p><code>{esc(t.get("name"))}'
-        f"</code> · {esc(origin_words(t))} · {esc(t.get('file'))}</p>"
-        f'<pre id="{test_ids.get(t.get("name", ""), "")}-src">'
-        f"{esc(t.get('source') or '(no source recorded)')}</pre></section>"
-        for t in tests
-    )
-    return "\n".join(out), panels, sources
+    return out
 
 
 def run_facts(report: dict) -> list[str]:
     """A run's settings (scrubbed) and its run sections, each a sentence."""
-    lines = []
-    own = report.get("own_check") or {}
-    if own:
-        asserts = "asserts on the kernel's output" if own.get("asserts") else "asserts nothing"
-        lines.append(f"own check: {asserts} ({own.get('evidence') or 'no evidence'})")
-    probe = (report.get("writers") or {}).get("probe") or {}
-    if probe.get("survivors"):
-        kills = probe.get("kills_by_trigger") or {}
-        lines.append(
-            f"probe: {sum(kills.values())} of {probe['survivors']} "
-            f"survivor{'s' if probe['survivors'] != 1 else ''} killed"
-            + (f" (by trigger: {in_words(kills)})" if kills else "")
-        )
-        spend = probe_spend(probe.get("spend"))
-        if spend:
-            lines.append(f"probe spend: {spend}")
-    tokens = report.get("tokens") or {}
-    if tokens.get("calls"):
-        lines.append(
-            f"model {tokens.get('model')}: {tokens['calls']} "
-            f"call{'s' if tokens['calls'] != 1 else ''}, {tokens.get('prompt', 0)} "
-            f"prompt and {tokens.get('completion', 0)} completion tokens"
-        )
+    lines = _own_check_facts(report.get("own_check") or {})
+    lines += _probe_facts((report.get("writers") or {}).get("probe") or {})
+    lines += _model_facts(report.get("tokens") or {})
     for name in ("checks", "accepted"):
         if report.get(name):
             lines.append(f"{name}: {in_words(report[name])}")
@@ -193,15 +193,46 @@ def run_facts(report: dict) -> list[str]:
     return lines
 
 
+def _own_check_facts(own: dict) -> list[str]:
+    """Whether the own check asserts on the kernel's output, and the evidence, where judged."""
+    if not own:
+        return []
+    asserts = "asserts on the kernel's output" if own.get("asserts") else "asserts nothing"
+    return [f"own check: {asserts} ({own.get('evidence') or 'no evidence'})"]
+
+
+def _model_facts(tokens: dict) -> list[str]:
+    """The model's calls and tokens, where the run called one."""
+    if not tokens.get("calls"):
+        return []
+    return [
+        f"model {tokens.get('model')}: {tokens['calls']} "
+        f"call{'s' if tokens['calls'] != 1 else ''}, {tokens.get('prompt', 0)} "
+        f"prompt and {tokens.get('completion', 0)} completion tokens"
+    ]
+
+
+def _probe_facts(probe: dict) -> list[str]:
+    """The probe's survivors killed (by trigger) and its spend, where it had survivors."""
+    if not probe.get("survivors"):
+        return []
+    kills = probe.get("kills_by_trigger") or {}
+    lines = [
+        f"probe: {sum(kills.values())} of {probe['survivors']} "
+        f"survivor{'s' if probe['survivors'] != 1 else ''} killed"
+        + (f" (by trigger: {in_words(kills)})" if kills else "")
+    ]
+    spend = probe_spend(probe.get("spend"))
+    if spend:
+        lines.append(f"probe spend: {spend}")
+    return lines
+
+
 def site_page(reports: list[dict]) -> str:
     """The site's ``index.html`` (text) over ``reports``, in the order given."""
-    per_verdict: dict[str, int] = dict.fromkeys(REPORT_STATES, 0)
-    for report in reports:
-        for v, n in counts(report).items():
-            per_verdict[v] = per_verdict.get(v, 0) + n
+    per_verdict = _verdict_totals(reports)
     total = sum(per_verdict.values())
-    files = {(r.get("kernel") or {}).get("path") for r in reports if not is_library(r)}
-    files |= {f.get("path") for r in reports if is_library(r) for f in r["files"]}  # modules
+    files = _kernel_files(reports)
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -240,6 +271,22 @@ def site_page(reports: list[dict]) -> str:
     out.append("</div></main>")
     out.append(f"<script>{SCRIPT}</script></body></html>")
     return blank_keys("\n".join(out) + "\n")
+
+
+def _verdict_totals(reports: list[dict]) -> dict[str, int]:
+    """Every run's mutants counted by verdict, the report's states first."""
+    per_verdict: dict[str, int] = dict.fromkeys(REPORT_STATES, 0)
+    for report in reports:
+        for v, n in counts(report).items():
+            per_verdict[v] = per_verdict.get(v, 0) + n
+    return per_verdict
+
+
+def _kernel_files(reports: list[dict]) -> set:
+    """The kernel files the runs are of: a one-file run's file, a library run's modules."""
+    files = {(r.get("kernel") or {}).get("path") for r in reports if not is_library(r)}
+    files |= {f.get("path") for r in reports if is_library(r) for f in r["files"]}  # modules
+    return files
 
 
 def write_site(reports: list[dict], directory: str) -> list[str]:
