@@ -40,38 +40,52 @@ SELECTORS = ("id", "operator", "line", "function", "note")
 
 def parse(text: str, where: str) -> list[dict]:
     """The predictions in ``text``: TOML, or JSON (an object with ``predict``, or a list)."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        try:
-            data = json.loads(text)
-        except ValueError:
-            raise BadInput(f"{where}: neither valid TOML nor JSON: {exc}") from None
+    data = _loads(text, where)
     items = data if isinstance(data, list) else data.get("predict")
     if not isinstance(items, list) or not items:
         raise BadInput(f"{where}: expected a non-empty list `predict` ([[predict]] in TOML)")
-    out = []
     for n, item in enumerate(items, 1):
-        here = f"{where}: prediction {n}"
-        if not isinstance(item, dict):
-            raise BadInput(f"{here}: not a table")
-        unknown = set(item) - set(SELECTORS) - set(EXPECTATIONS)
-        if unknown:
-            raise BadInput(f"{here}: unknown key {sorted(unknown)[0]!r}")
-        if not item.get("id") and not (item.get("operator") and item.get("line")):
-            raise BadInput(f"{here}: name its mutants by `id`, or by `operator` and `line`")
-        if "line" in item and not isinstance(item["line"], int):
-            raise BadInput(f"{here}: `line` must be a whole number")
-        expected = {k: item[k] for k in EXPECTATIONS if k in item}
-        if not expected:
-            raise BadInput(f"{here}: expects nothing (verdict, by, oracle or compile)")
-        for key, value in expected.items():
-            allowed = EXPECTATIONS[key]
-            if not isinstance(value, str) or (allowed is not None and value not in allowed):
-                what = ", ".join(allowed) if allowed else "a string"
-                raise BadInput(f"{here}: {key} must be {what}, not {value!r}")
-        out.append(item)
-    return out
+        _check_prediction(item, f"{where}: prediction {n}")
+    return list(items)
+
+
+def _loads(text: str, where: str):
+    """``text`` read as TOML, else as JSON; BadInput when it is neither."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise BadInput(f"{where}: neither valid TOML nor JSON: {exc}") from None
+
+
+def _check_prediction(item: object, here: str) -> None:
+    """BadInput (said at ``here``) unless ``item`` is a table of known keys that names its
+    mutants and expects something."""
+    if not isinstance(item, dict):
+        raise BadInput(f"{here}: not a table")
+    unknown = set(item) - set(SELECTORS) - set(EXPECTATIONS)
+    if unknown:
+        raise BadInput(f"{here}: unknown key {sorted(unknown)[0]!r}")
+    if not item.get("id") and not (item.get("operator") and item.get("line")):
+        raise BadInput(f"{here}: name its mutants by `id`, or by `operator` and `line`")
+    if "line" in item and not isinstance(item["line"], int):
+        raise BadInput(f"{here}: `line` must be a whole number")
+    _check_expectations(item, here)
+
+
+def _check_expectations(item: dict, here: str) -> None:
+    """BadInput unless the prediction expects something, each expectation a string (one
+    of those its key allows, where it names them)."""
+    expected = {k: item[k] for k in EXPECTATIONS if k in item}
+    if not expected:
+        raise BadInput(f"{here}: expects nothing (verdict, by, oracle or compile)")
+    for key, value in expected.items():
+        allowed = EXPECTATIONS[key]
+        if not isinstance(value, str) or (allowed is not None and value not in allowed):
+            what = ", ".join(allowed) if allowed else "a string"
+            raise BadInput(f"{here}: {key} must be {what}, not {value!r}")
 
 
 def register(path: str) -> dict:
@@ -107,12 +121,19 @@ def file_now(section: dict) -> str:
 
 
 def _outcome(row: dict, key: str) -> str | None:
+    """What happened to the mutant of ``row`` in the terms of expectation ``key``."""
     if key in ("verdict", "by"):
         return row.get(key)
     if key == "oracle":
         oracle = row.get("oracle")
         identical = oracle.get("identical") if isinstance(oracle, dict) else None
         return {True: "identical", False: "differs"}.get(identical, "not run")
+    return _compile_outcome(row)
+
+
+def _compile_outcome(row: dict) -> str:
+    """``fails`` when a target failed to compile, ``compiles`` when every one did, else
+    ``not run``."""
     results = [r for r in (row.get("compile") or {}).values() if isinstance(r, dict)]
     if any(r.get("ok") is False for r in results):
         return "fails"
@@ -120,17 +141,24 @@ def _outcome(row: dict, key: str) -> str | None:
 
 
 def _named(rows: list[dict], item: dict) -> list[dict]:
+    """The rows a prediction names: by its id (else the ids it begins), else every row of
+    its operator and line (and function, where given)."""
     if item.get("id"):
         ref = str(item["id"])
         exact = [r for r in rows if r.get("id") == ref]
         return exact or [r for r in rows if str(r.get("id", "")).startswith(ref)]
-    return [
-        r
-        for r in rows
-        if r.get("operator") == item["operator"]
-        and r.get("line") == item["line"]
-        and (not item.get("function") or r.get("function") == item["function"])
-    ]
+    return [r for r in rows if _at(r, item)]
+
+
+def _at(row: dict, item: dict) -> bool:
+    """Whether ``row`` is of the operator and line (and function, where given) ``item`` names."""
+    return all(
+        (
+            row.get("operator") == item["operator"],
+            row.get("line") == item["line"],
+            not item.get("function") or row.get("function") == item["function"],
+        )
+    )
 
 
 def _label(item: dict) -> str:
@@ -145,19 +173,24 @@ def score(section: dict, rows: list[dict]) -> dict:
     items = parse(section.get("text") or "", "the stored predictions")
     misses = []
     for item in items:
-        named = _named(rows, item)
         expected = {k: item[k] for k in EXPECTATIONS if k in item}
-        wrong = []
-        if not named:
-            wrong.append("no such mutant in the run")
-        for row in named:
-            for key, value in expected.items():
-                got = _outcome(row, key)
-                if got != value:
-                    wrong.append(f"{row.get('id')}: {key} {got or 'none'}, predicted {value}")
+        wrong = _misses(_named(rows, item), expected)
         if wrong:
             misses.append({"prediction": _label(item), "expected": expected, "got": wrong})
     return {"right": len(items) - len(misses), "total": len(items), "misses": misses}
+
+
+def _misses(named: list[dict], expected: dict) -> list[str]:
+    """Each expectation a named mutant did not meet, in words (none named: a miss too)."""
+    wrong = []
+    if not named:
+        wrong.append("no such mutant in the run")
+    for row in named:
+        for key, value in expected.items():
+            got = _outcome(row, key)
+            if got != value:
+                wrong.append(f"{row.get('id')}: {key} {got or 'none'}, predicted {value}")
+    return wrong
 
 
 def lines(section: dict | None) -> list[str]:
