@@ -120,6 +120,14 @@ def _stride_side(product: cst.CSTNode) -> str | None:
 _ADDITIVE = m.BinaryOperation(operator=m.Add() | m.Subtract(), lpar=[])
 
 
+def _term_before_last(node: cst.BinaryOperation) -> tuple[cst.CSTNode | None, cst.CSTNode]:
+    """(the sum holding it, or None; the term) for the term before ``node.right``:
+    node.left itself, or the last term of a left-leaning chain ``... + a * stride_x``."""
+    if _stride_side(node.left) is None and m.matches(node.left, _ADDITIVE):
+        return node.left, node.left.right
+    return None, node.left
+
+
 class StrideSwap(Operator):
     name = "stride-swap"
     family = "indexing"
@@ -145,11 +153,7 @@ class StrideSwap(Operator):
         right_side = _stride_side(node.right)
         if right_side is None:
             return
-        # The term before ``node.right``: node.left itself, or the last term of
-        # a left-leaning chain ``... + a * stride_x``.
-        holder, left = None, node.left
-        if _stride_side(left) is None and m.matches(left, _ADDITIVE):
-            holder, left = node.left, node.left.right
+        holder, left = _term_before_last(node)
         left_side = _stride_side(left)
         if left_side is None:
             return
@@ -234,34 +238,43 @@ class BroadcastSwap(Operator):
     )
 
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        if not isinstance(node, cst.Subscript) or len(node.slice) != 2:
+        if _orientation(node) is None:
             return
         first, second = node.slice
-        if (_is_full_slice(first) and _is_none_index(second)) or (
-            _is_none_index(first) and _is_full_slice(second)
-        ):
-            yield node.with_changes(
-                slice=[
-                    first.with_changes(slice=second.slice),
-                    second.with_changes(slice=first.slice),
-                ]
-            )
+        yield node.with_changes(
+            slice=[
+                first.with_changes(slice=second.slice),
+                second.with_changes(slice=first.slice),
+            ]
+        )
 
     def mutations_in(self, node: cst.CSTNode, scope: Scope) -> Iterator[cst.CSTNode]:
         """A pointer tile built as an outer product (``rows[:, None] * s + cols[None, :]``)
         collapses to one row or column when one side turns: the load or store then has
         the wrong shape and Triton refuses it. Masks may collapse (they broadcast)."""
-        if _orientation(node) is not None:
-            top = node
-            while type(scope.parent(top)) is cst.BinaryOperation and isinstance(
-                scope.parent(top).operator, (cst.Add, cst.Subtract, cst.Multiply)
-            ):
-                top = scope.parent(top)
-            found = [_orientation(s) for s in _broadcasts(top)]
-            if len(set(found)) == 2 and found.count(_orientation(node)) == 1:
-                if _is_address(top, scope):
-                    return  # the swap would leave one orientation only
+        if _orientation(node) is not None and _collapses_a_pointer_tile(node, scope):
+            return  # the swap would leave one orientation only
         yield from self.mutations(node)
+
+
+def _arithmetic_top(node: cst.CSTNode, scope: Scope) -> cst.CSTNode:
+    """The largest ``+``, ``-``, ``*`` expression around ``node`` (``node`` itself if none)."""
+    top = node
+    while type(scope.parent(top)) is cst.BinaryOperation and isinstance(
+        scope.parent(top).operator, (cst.Add, cst.Subtract, cst.Multiply)
+    ):
+        top = scope.parent(top)
+    return top
+
+
+def _collapses_a_pointer_tile(node: cst.Subscript, scope: Scope) -> bool:
+    """Is ``node`` the only one of its orientation in an outer-product address, so that
+    turning it would leave one orientation only?"""
+    top = _arithmetic_top(node, scope)
+    found = [_orientation(s) for s in _broadcasts(top)]
+    if len(set(found)) == 2 and found.count(_orientation(node)) == 1:
+        return _is_address(top, scope)
+    return False
 
 
 def _orientation(node: cst.CSTNode) -> str | None:
@@ -289,15 +302,19 @@ def _is_address(expression: cst.CSTNode, scope: Scope) -> bool:
     if type(parent) is cst.Arg:
         call = scope.parent(parent)
         return tl_call(call) in ("load", "store") and call.args[0] is parent
-    if type(parent) is cst.Assign and len(parent.targets) == 1:
-        target = parent.targets[0].target
-    elif type(parent) is cst.AugAssign:
-        target = parent.target
-    else:
-        return False
+    target = _single_target(parent)
     if type(target) is not cst.Name:
         return False
     return any(_names_mention(p, target.value) for p in _pointer_args(scope.function))
+
+
+def _single_target(statement: cst.CSTNode | None) -> cst.CSTNode | None:
+    """What ``x = ...`` (one target) or ``x += ...`` assigns, else None."""
+    if type(statement) is cst.Assign and len(statement.targets) == 1:
+        return statement.targets[0].target
+    if type(statement) is cst.AugAssign:
+        return statement.target
+    return None
 
 
 def _pointer_args(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -320,17 +337,23 @@ def _int64_cast(node: cst.CSTNode) -> tuple[cst.BaseExpression, int] | None:
     """``x.to(tl.int64)`` / ``tl.cast(x, tl.int64)`` -> (x, index of the dtype argument)."""
     if type(node) is not cst.Call:
         return None
-    if type(node.func) is cst.Attribute and node.func.attr.value == "to":
-        index = find_arg(node, "dtype", 0)
-        value = node.func.value
-    elif tl_call(node) == "cast" and node.args and node.args[0].keyword is None:
-        index = find_arg(node, "dtype", 1)
-        value = node.args[0].value
-    else:
+    parts = _cast_parts(node)
+    if parts is None:
         return None
+    value, index = parts
     if index is None or not m.matches(node.args[index].value, INT64):
         return None
     return value, index
+
+
+def _cast_parts(call: cst.Call) -> tuple[cst.BaseExpression, int | None] | None:
+    """``x.to(dtype)`` / ``tl.cast(x, dtype)`` -> (x, index of the dtype argument or
+    None); None for any other call."""
+    if type(call.func) is cst.Attribute and call.func.attr.value == "to":
+        return call.func.value, find_arg(call, "dtype", 0)
+    if tl_call(call) == "cast" and call.args and call.args[0].keyword is None:
+        return call.args[0].value, find_arg(call, "dtype", 1)
+    return None
 
 
 class Int64CastDrop(Operator):
@@ -506,20 +529,30 @@ class OffsetTermDrop(Operator):
 
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         if type(node) is cst.Call:
-            if tl_call(node) not in _POINTER_CALLS or not node.args:
-                return
-            first = node.args[0]
-            if first.star or (first.keyword is not None and first.keyword.value != "pointer"):
-                return
-            for new in _dropped_terms(first.value, keep_base_only=False):
-                yield replace_arg_value(node, 0, new)
+            yield from _dropped_in_pointer_arg(node)
         elif type(node) is cst.Assign and len(node.targets) == 1:
-            target = node.targets[0].target
-            terms = _sum_terms(node.value)
-            if not (_is_pointer_name(target) or _is_pointer_name(terms[0])):
-                return
-            for new in _dropped_terms(node.value, keep_base_only=True):
-                yield node.with_changes(value=new)
+            yield from _dropped_in_pointer_assign(node)
+
+
+def _dropped_in_pointer_arg(call: cst.Call) -> Iterator[cst.Call]:
+    """A tl.load/store/atomic call with one term of its pointer's offset sum dropped."""
+    if tl_call(call) not in _POINTER_CALLS or not call.args:
+        return
+    first = call.args[0]
+    if first.star or (first.keyword is not None and first.keyword.value != "pointer"):
+        return
+    for new in _dropped_terms(first.value, keep_base_only=False):
+        yield replace_arg_value(call, 0, new)
+
+
+def _dropped_in_pointer_assign(assign: cst.Assign) -> Iterator[cst.Assign]:
+    """``x_ptr = base + ...`` (a ``*ptr*`` name on either side) with one term dropped."""
+    target = assign.targets[0].target
+    terms = _sum_terms(assign.value)
+    if not (_is_pointer_name(target) or _is_pointer_name(terms[0])):
+        return
+    for new in _dropped_terms(assign.value, keep_base_only=True):
+        yield assign.with_changes(value=new)
 
 
 _BLOCK_PTR_OFFSETS = 3  # make_block_ptr(base, shape, strides, offsets, block_shape, order)
@@ -581,17 +614,22 @@ class BlockPtrOffsetZero(Operator):
     def mutations(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         if type(node) is not cst.Call:
             return
-        kind = tl_call(node)
-        if kind == "make_block_ptr":
-            index = find_arg(node, "offsets", _BLOCK_PTR_OFFSETS)
-        elif kind == "advance":
-            index = find_arg(node, "offsets", 1)
-        elif type(node.func) is cst.Attribute and node.func.attr.value == "advance":
-            index = find_arg(node, "offsets", 0)
-        else:
-            return
+        index = _offsets_index(node)
         if index is not None:
             yield from _zeroed_entries(node, index)
+
+
+def _offsets_index(call: cst.Call) -> int | None:
+    """Index of the ``offsets`` argument of ``tl.make_block_ptr``, ``tl.advance`` or
+    ``block.advance``; None when absent or another call."""
+    kind = tl_call(call)
+    if kind == "make_block_ptr":
+        return find_arg(call, "offsets", _BLOCK_PTR_OFFSETS)
+    if kind == "advance":
+        return find_arg(call, "offsets", 1)
+    if type(call.func) is cst.Attribute and call.func.attr.value == "advance":
+        return find_arg(call, "offsets", 0)
+    return None
 
 
 OPERATORS: tuple[Operator, ...] = (
