@@ -254,19 +254,37 @@ def prove_on_original(
     }
     results = run_all(ctx, {**jobs, **(beside or {})})
     extra = {k: results.pop(k) for k in (beside or {}) if k in results}
-    ordered = [(int(k), *results[k]) for k in jobs if k in results]
-    runs = [r for _, r, _ in ordered]
-    failed = [(seed, r) for seed, r, _ in ordered if r.status is not JobStatus.PASSED]
-    if len(ordered) < len(jobs):
+    runs = [results[k][0] for k in jobs if k in results]
+    if len(runs) < len(jobs):
         return Proof(False, "the run was cancelled", runs=runs)
-    if not failed:
-        ran = [o for o in runs[0].outcomes if o.status == "passed"]
-        if not ran:
-            return Proof(False, "every test was skipped", "Every test was skipped.", runs=runs)
-        proof = Proof(True, original_s=max(r.duration_s for r in runs), runs=runs)
-        proof.beside = extra
-        proof.cases = case_record(test, runs)
-        return too_slow(ctx, proof)
+    failed = [(int(k), results[k][0]) for k in jobs if results[k][0].status is not JobStatus.PASSED]
+    if failed:
+        return _failed_on_original(failed, runs, jobs)
+    return _passed_on_original(ctx, test, runs, extra)
+
+
+def _passed_on_original(
+    ctx: StageContext,
+    test: TestFile,
+    runs: list[JobResult],
+    beside: dict[str, tuple[JobResult, bool]],
+) -> Proof:
+    """The proof of a test that passed every run on the original: refused where every
+    test was skipped, or one is over its time budget (``too_slow``)."""
+    ran = [o for o in runs[0].outcomes if o.status == "passed"]
+    if not ran:
+        return Proof(False, "every test was skipped", "Every test was skipped.", runs=runs)
+    proof = Proof(True, original_s=max(r.duration_s for r in runs), runs=runs)
+    proof.beside = beside
+    proof.cases = case_record(test, runs)
+    return too_slow(ctx, proof)
+
+
+def _failed_on_original(
+    failed: list[tuple[int, JobResult]], runs: list[JobResult], jobs: dict[str, Job]
+) -> Proof:
+    """The refused proof of a test that failed (some of) its runs on the original: the
+    first failing run says why, flaky where other runs passed."""
     seed, first = failed[0]
     if first.status is JobStatus.ERROR:
         return Proof(
@@ -329,59 +347,94 @@ def prove_killer(ctx: StageContext, asked: Asked) -> Proof:
     test in a job of its own, first in the round, and has an evidence job to itself (a
     run over the limit in the oracle job would send it to a second round after it, and
     its time would hold the others of a shared one)."""
-    test, mutant, expected_s, slow = asked.test, asked.mutant, asked.expected_s, asked.slow
-    ran: dict[str, tuple[JobResult, bool]] = {}  # the mutant's evidence, made beside
+    test, mutant, expected_s = asked.test, asked.mutant, asked.expected_s
     if expected_s is None:
         proof = prove_on_original(ctx, test)
         if not proof.ok:
             return proof
         limit = mutant_limit(ctx, proof.original_s)
+        job = job_with_test(ctx, test, mutant.source, ctx.settings.seed, limit)
+        result, cached = run_all(ctx, {"mutant": job}).get("mutant", (None, False))
+        ran: dict[str, tuple[JobResult, bool]] = {}
     else:
-        limit = mutant_limit(ctx, expected_s)
-    job = job_with_test(ctx, test, mutant.source, ctx.settings.seed, limit)
-    if expected_s is not None:
-        tests, evidence = _ahead_jobs(ctx, asked, expected_s)
-        keyed = {f"evidence:{k}": j for k, j in evidence.jobs.items()}
-        first = {k: j for k, j in tests.items() if k.removeprefix("other:") in slow}
-        beside = {**first, **keyed, **tests}  # the long ones start first
-        if mutant.id in slow or mutant.id not in evidence.covered:
-            beside = {"mutant": job, **beside}
-        proof = prove_on_original(ctx, test, beside=beside)
-        made = evidence.per_mutant(
-            {
-                k: proof.beside.pop(f"evidence:{k}")
-                for k in evidence.jobs
-                if f"evidence:{k}" in proof.beside
-            }
-        )
-        runs = _test_runs(made, limit)
-        proof.ahead = {k: proof.beside.pop(k) for k in tests if k in proof.beside}
-        proof.ahead.update({f"evidence:{mid}": r for mid, r in made.items() if mid != mutant.id})
-        proof.ahead.update({f"other:{mid}": r for mid, r in runs.items() if mid != mutant.id})
-        proof.ahead_limit_s = limit
-        ran = {mid: r for mid, r in made.items() if mid == mutant.id}
+        proof, (result, cached), ran = _prove_in_one_round(ctx, asked, expected_s)
         if not proof.ok:
             return proof
-        result, cached = proof.beside.get("mutant") or runs.get(mutant.id) or (None, False)
-        if result is None and mutant.id in evidence.covered:  # the oracle has no run of it
-            result, cached = run_all(ctx, {"mutant": job}).get("mutant", (None, False))
-    else:
-        result, cached = run_all(ctx, {"mutant": job}).get("mutant", (None, False))
     if result is None:
         return Proof(False, "the run was cancelled")
     proof.mutant, proof.cached = result, cached
-    if result.status not in (JobStatus.PASSED, JobStatus.ERROR):
-        failed = {mutant.id: (mutant, result)}
-        why = behaviour(ctx, test, failed, proof.original_s, ran)[mutant.id]
-        if why is not None:
-            proof.ok = False
-            proof.why = f"not a kill: {why}"
-            proof.feedback = (
-                "The test passed on the ORIGINAL and failed on the MUTANT, but the kernel's "
-                f"outputs did not differ ({why}). A kill counts only when the test sees the "
-                "kernel's outputs differ from a correct reference. Find an input where they do."
-            )
-            return proof
+    return _judge_mutant_run(ctx, asked, proof, result, ran)
+
+
+def _prove_in_one_round(
+    ctx: StageContext, asked: Asked, expected_s: float
+) -> tuple[Proof, tuple[JobResult | None, bool], dict[str, tuple[JobResult, bool]]]:
+    """``prove_killer`` where the original's time is known: the proof on the original with
+    the mutant's run, the evidence jobs and the test on the others beside it, in one round
+    (what ``kill_others`` may use: ``Proof.ahead``). The proof, the mutant's run (None:
+    cancelled) and its evidence made beside, by mutant id."""
+    test, mutant = asked.test, asked.mutant
+    limit = mutant_limit(ctx, expected_s)
+    job = job_with_test(ctx, test, mutant.source, ctx.settings.seed, limit)
+    tests, evidence = _ahead_jobs(ctx, asked, expected_s)
+    proof = prove_on_original(ctx, test, beside=_beside_the_proof(asked, job, tests, evidence))
+    made = evidence.per_mutant(
+        {
+            k: proof.beside.pop(f"evidence:{k}")
+            for k in evidence.jobs
+            if f"evidence:{k}" in proof.beside
+        }
+    )
+    runs = _test_runs(made, limit)
+    _keep_ahead(proof, tests, made, runs, mutant.id)
+    proof.ahead_limit_s = limit
+    ran = {mid: r for mid, r in made.items() if mid == mutant.id}
+    if not proof.ok:
+        return proof, (None, False), ran
+    result, cached = proof.beside.get("mutant") or runs.get(mutant.id) or (None, False)
+    if result is None and mutant.id in evidence.covered:  # the oracle has no run of it
+        result, cached = run_all(ctx, {"mutant": job}).get("mutant", (None, False))
+    return proof, (result, cached), ran
+
+
+def _keep_ahead(
+    proof: Proof,
+    tests: dict[str, Job],
+    made: dict[str, tuple[JobResult, bool]],
+    runs: dict[str, tuple[JobResult, bool]],
+    mutant_id: str,
+) -> None:
+    """Into ``Proof.ahead``, for ``kill_others``: the test's runs on the other mutants made
+    in the proof's round (its own jobs' and the evidence jobs'), and their evidence."""
+    proof.ahead = {k: proof.beside.pop(k) for k in tests if k in proof.beside}
+    proof.ahead.update({f"evidence:{mid}": r for mid, r in made.items() if mid != mutant_id})
+    proof.ahead.update({f"other:{mid}": r for mid, r in runs.items() if mid != mutant_id})
+
+
+def _beside_the_proof(
+    asked: Asked, job: Job, tests: dict[str, Job], evidence: OracleJobs
+) -> dict[str, Job]:
+    """The jobs run beside the proof on the original, in the order they start: the mutant's
+    own (where the evidence jobs do not run the test on it, or it is slow), the test on the
+    slow others, the evidence jobs, the test on the rest of the others."""
+    slow = asked.slow
+    keyed = {f"evidence:{k}": j for k, j in evidence.jobs.items()}
+    first = {k: j for k, j in tests.items() if k.removeprefix("other:") in slow}
+    beside = {**first, **keyed, **tests}  # the long ones start first
+    if asked.mutant.id in slow or asked.mutant.id not in evidence.covered:
+        beside = {"mutant": job, **beside}
+    return beside
+
+
+def _judge_mutant_run(
+    ctx: StageContext,
+    asked: Asked,
+    proof: Proof,
+    result: JobResult,
+    ran: dict[str, tuple[JobResult, bool]],
+) -> Proof:
+    """The proof refused where the test passed the mutant, could not run on it, or failed
+    it with no difference in the kernel's outputs (``behaviour``, ``ran``: its evidence)."""
     if result.status is JobStatus.PASSED:
         proof.ok = False
         proof.why = "passes on the mutant too: it does not kill it"
@@ -389,9 +442,22 @@ def prove_killer(ctx: StageContext, asked: Asked) -> Proof:
             "The test passed on the ORIGINAL kernel (good) but also passed on the MUTANT, so "
             "it does not kill it. Find an input where the mutant's behaviour differs."
         )
-    elif result.status is JobStatus.ERROR:
+        return proof
+    if result.status is JobStatus.ERROR:
         proof.ok = False
         proof.why = f"the sandbox could not run it on the mutant: {summarize_error(result.error)}"
+        return proof
+    mutant = asked.mutant
+    failed = {mutant.id: (mutant, result)}
+    why = behaviour(ctx, asked.test, failed, proof.original_s, ran)[mutant.id]
+    if why is not None:
+        proof.ok = False
+        proof.why = f"not a kill: {why}"
+        proof.feedback = (
+            "The test passed on the ORIGINAL and failed on the MUTANT, but the kernel's "
+            f"outputs did not differ ({why}). A kill counts only when the test sees the "
+            "kernel's outputs differ from a correct reference. Find an input where they do."
+        )
     return proof
 
 
@@ -514,8 +580,27 @@ def kill_others(
     ]
     if not others:
         return []
-    ahead = proof.ahead if proof is not None else {}
     limit = mutant_limit(ctx, original_s)
+    results = _runs_on_others(ctx, test, others, limit, proof)
+    failed = {
+        m.id: (m, results[m.id][0])
+        for m in others
+        if m.id in results and results[m.id][0].status not in (JobStatus.PASSED, JobStatus.ERROR)
+    }
+    refused = behaviour(ctx, test, failed, original_s, _evidence_made_ahead(proof, failed))
+    return [
+        (m, kill_of(test, result, results[m.id][1]))
+        for m, result in failed.values()
+        if refused.get(m.id) is None
+    ]
+
+
+def _runs_on_others(
+    ctx: StageContext, test: TestFile, others: list[Mutant], limit: float, proof: Proof | None
+) -> dict[str, tuple[JobResult, bool]]:
+    """``test``'s run on each of ``others`` under ``limit``, by mutant id: the one made in
+    ``proof``'s round where it is the run its job would make (``_reusable``), else run now."""
+    ahead = proof.ahead if proof is not None else {}
     jobs = {m.id: job_with_test(ctx, test, m.source, ctx.settings.seed, limit) for m in others}
     results = {
         mid: ahead[f"other:{mid}"]
@@ -523,22 +608,20 @@ def kill_others(
         if proof is not None and _reusable(ahead.get(f"other:{mid}"), proof.ahead_limit_s, limit)
     }
     results.update(run_all(ctx, {k: job for k, job in jobs.items() if k not in results}))
-    failed = {
-        m.id: (m, results[m.id][0])
-        for m in others
-        if m.id in results and results[m.id][0].status not in (JobStatus.PASSED, JobStatus.ERROR)
-    }
-    evidence = {
+    return results
+
+
+def _evidence_made_ahead(
+    proof: Proof | None, mutant_ids: Iterable[str]
+) -> dict[str, tuple[JobResult, bool]]:
+    """The diff-oracle's evidence on these mutants made in ``proof``'s round, by mutant id,
+    where it still counts (``_evidence_reusable``)."""
+    ahead = proof.ahead if proof is not None else {}
+    return {
         mid: ahead[f"evidence:{mid}"]
-        for mid in failed
+        for mid in mutant_ids
         if _evidence_reusable(ahead.get(f"evidence:{mid}"))
     }
-    refused = behaviour(ctx, test, failed, original_s, evidence)
-    return [
-        (m, kill_of(test, result, results[m.id][1]))
-        for m, result in failed.values()
-        if refused.get(m.id) is None
-    ]
 
 
 def launches(ctx: StageContext, test: TestFile, mutant: Mutant) -> bool:
@@ -582,21 +665,33 @@ def behaviour(
     (``ran``: those runs by mutant id, made beforehand from ``behaviour_jobs``)."""
     needed = [m for m, result in failed.values() if result.status is not JobStatus.BOUNDS]
     fields = {}
-    results = {m.id: ran[m.id] for m in needed if ran is not None and m.id in ran}
-    rest = [m for m in needed if m.id not in results]
-    for per_job in (ORACLE_PER_JOB, 1):  # those a job of several gave no answer: alone
-        if not rest:
-            break
-        needs = behaviour_jobs(ctx, test, rest, original_s, per_job)
-        results.update(needs.per_mutant(run_all(ctx, needs.jobs)))
-        rest = [m for m in rest if m.id not in results]
-    for mid, (result, _) in results.items():
+    for mid, (result, _) in _oracle_runs(ctx, test, needed, original_s, ran).items():
         if mid in failed:
             fields[mid], _ = compare(ctx, failed[mid][0], result)
     return {
         mid: kill_evidence(result.status, fields.get(mid), ctx.settings.mode)
         for mid, (_, result) in failed.items()
     }
+
+
+def _oracle_runs(
+    ctx: StageContext,
+    test: TestFile,
+    mutants: list[Mutant],
+    original_s: float,
+    ran: dict[str, tuple[JobResult, bool]] | None,
+) -> dict[str, tuple[JobResult, bool]]:
+    """The diff-oracle's run of ``test`` on each of ``mutants``, by mutant id: the one in
+    ``ran`` where there is one, else run now (``behaviour_jobs``)."""
+    results = {m.id: ran[m.id] for m in mutants if ran is not None and m.id in ran}
+    rest = [m for m in mutants if m.id not in results]
+    for per_job in (ORACLE_PER_JOB, 1):  # those a job of several gave no answer: alone
+        if not rest:
+            break
+        needs = behaviour_jobs(ctx, test, rest, original_s, per_job)
+        results.update(needs.per_mutant(run_all(ctx, needs.jobs)))
+        rest = [m for m in rest if m.id not in results]
+    return results
 
 
 def accept_killer(
