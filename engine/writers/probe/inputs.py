@@ -109,52 +109,71 @@ def _tensor_code(
 def _values_code(
     spec: dict, shape: list[int], dtype: str, mode: str | None, points: tuple[float, ...] = ()
 ) -> str:
+    """Code for the values of a tensor of ``shape`` and ``dtype``, drawn from the captured
+    range of ``spec`` or as the value ``mode`` asks."""
     size = _shape(shape)
-    lo, hi = spec.get("min"), spec.get("max")
     if dtype == "bool":
         return f"torch.rand({size}) < 0.5"
     if dtype not in FLOAT_DTYPES:
-        if mode == "full-range":  # the dtype's whole range (randint's end is exclusive)
-            return (
-                f"torch.randint(torch.iinfo(torch.{dtype}).min, torch.iinfo(torch.{dtype}).max, "
-                f"{size}, dtype=torch.{dtype})"
-            )
-        if spec.get("dtype") in FLOAT_DTYPES:
-            # float inputs as integers: the captured range's integers, never a single one
-            # (values in [0, 1) are all 0 as integers: x + y and x - y would agree)
-            lo = math.floor(lo) if lo is not None else 0
-            hi = max(math.ceil(hi) if hi is not None else 0, lo + 7)
-            return f"torch.randint({lo}, {hi + 1}, {size}, dtype=torch.{dtype})"
-        lo = int(lo) if lo is not None else 0
-        hi = int(hi) if hi is not None else 8
-        if lo == hi:
-            return f"torch.full({size}, {lo}, dtype=torch.{dtype})"
+        return _int_values_code(spec, size, dtype, mode)
+    return _float_values_code(spec, size, dtype, mode, points)
+
+
+def _int_values_code(spec: dict, size: str, dtype: str, mode: str | None) -> str:
+    lo, hi = spec.get("min"), spec.get("max")
+    if mode == "full-range":  # the dtype's whole range (randint's end is exclusive)
+        return (
+            f"torch.randint(torch.iinfo(torch.{dtype}).min, torch.iinfo(torch.{dtype}).max, "
+            f"{size}, dtype=torch.{dtype})"
+        )
+    if spec.get("dtype") in FLOAT_DTYPES:
+        # float inputs as integers: the captured range's integers, never a single one
+        # (values in [0, 1) are all 0 as integers: x + y and x - y would agree)
+        lo = math.floor(lo) if lo is not None else 0
+        hi = max(math.ceil(hi) if hi is not None else 0, lo + 7)
         return f"torch.randint({lo}, {hi + 1}, {size}, dtype=torch.{dtype})"
-    lo = -1.0 if lo is None else float(lo)
-    hi = 1.0 if hi is None else float(hi)
-    m = max(abs(lo), abs(hi), 1.0)
+    lo = int(lo) if lo is not None else 0
+    hi = int(hi) if hi is not None else 8
+    if lo == hi:
+        return f"torch.full({size}, {lo}, dtype=torch.{dtype})"
+    return f"torch.randint({lo}, {hi + 1}, {size}, dtype=torch.{dtype})"
+
+
+def _float_values_code(
+    spec: dict, size: str, dtype: str, mode: str | None, points: tuple[float, ...]
+) -> str:
+    lo = -1.0 if spec.get("min") is None else float(spec["min"])
+    hi = 1.0 if spec.get("max") is None else float(spec["max"])
     cast = "" if dtype == "float32" else f".to(torch.{dtype})"
     if mode == "boundary" and points:
         values = ", ".join(repr(p) for p in points)
         return f"torch.tensor([{values}])[torch.randint(0, {len(points)}, {size})]{cast}"
-    if mode == "magnitude":
-        lo, hi = -max(MAGNITUDE, m), max(MAGNITUDE, m)
-    elif mode == "negative":
-        lo, hi = -2 * m, -m / 4
-    elif mode == "wide":
-        w = min(100 * m, 1e4 if dtype in ("float16", "bfloat16") else 1e6)
-        lo, hi = -w, w
-    elif mode == "tiny":
-        lo, hi = -m * 1e-3, m * 1e-3
-    elif mode == "constant":
+    if mode == "constant":
         c = _nice((lo + hi) / 2, True) or 0.5
         return f"torch.full({size}, {c!r}){cast}"
-    elif mode in ("zeros", "ones"):
+    if mode in ("zeros", "ones"):
         return f"torch.{mode}({size}){cast}"
+    lo, hi = _float_range(mode, lo, hi, dtype)
     lo, hi = _nice(lo, False), _nice(hi, True)
     if lo == hi:
         return f"torch.full({size}, {lo!r}){cast}"
     return f"torch.empty({size}).uniform_({lo!r}, {hi!r}){cast}"
+
+
+def _float_range(mode: str | None, lo: float, hi: float, dtype: str) -> tuple[float, float]:
+    """The range float values are drawn from: the captured one (``lo``, ``hi``), or the
+    one ``mode`` asks, scaled by the captured magnitude."""
+    m = max(abs(lo), abs(hi), 1.0)
+    if mode == "magnitude":
+        return -max(MAGNITUDE, m), max(MAGNITUDE, m)
+    if mode == "negative":
+        return -2 * m, -m / 4
+    if mode == "wide":
+        w = min(100 * m, 1e4 if dtype in ("float16", "bfloat16") else 1e6)
+        return -w, w
+    if mode == "tiny":
+        return -m * 1e-3, m * 1e-3
+    return lo, hi
 
 
 def _boundary_points(call: dict) -> tuple[float, ...]:
@@ -216,6 +235,35 @@ def _smaller(d: int, blocks: list[int]) -> tuple[int, int | None] | None:
     return (new, None) if new < d else None
 
 
+def _shrink_step(
+    value: int, related: int | None, blocks: list[int]
+) -> tuple[tuple[int, int | None], int | None] | None:
+    """A size's next step down in ``_shrink``: (its smaller size, the block size whose
+    remainder it keeps or None), and the own check's size it stays near after it (None:
+    no longer near it); None where it shrinks no more. ``related``: the own check's size
+    while still near ``value``."""
+    if related is not None and related != value and abs(related - value) <= 2:
+        # one off (or two) the own check's size: shift with the shrunk size
+        smaller = _smaller(related, blocks)
+        if smaller is not None and value - (related - smaller[0]) >= 1:
+            shift = related - smaller[0]
+            return (value - shift, smaller[1]), smaller[0]
+    smaller = _smaller(value, blocks)
+    if smaller is None:
+        return None
+    return smaller, (smaller[0] if related == value else None)
+
+
+def _next_to_shrink(current: dict[int, int], stuck: set[int], blocks: list[int]) -> int | None:
+    """The size ``_shrink`` shrinks next: a count of rows (``_rows``) first, the largest
+    first; None where every size is at its smallest."""
+    live = [v for v in set(current.values()) if v > 3 and v not in stuck]
+    if not live:
+        return None
+    # rows first: fewer programs make a probe faster than smaller blocks do
+    return max(live, key=lambda v: (_rows(v, blocks), v))
+
+
 def _shrink(
     call: dict, sizes: dict[int, int], limit: int
 ) -> tuple[dict[int, int], list[tuple[int, int, int | None]]]:
@@ -230,30 +278,15 @@ def _shrink(
     stuck: set[int] = set()
     blocks = C.blocks(call)
     while C.elements(call, current) > limit:
-        live = [v for v in set(current.values()) if v > 3 and v not in stuck]
-        if not live:
+        value = _next_to_shrink(current, stuck, blocks)
+        if value is None:
             break
-        # rows first: fewer programs make a probe faster than smaller blocks do
-        value = max(live, key=lambda v: (_rows(v, blocks), v))
         changed = False
         for d in dims:
-            if current[d] != value:
+            shrunk = _shrink_step(value, base[d], blocks) if current[d] == value else None
+            if shrunk is None:
                 continue
-            step = None
-            related = base[d]
-            if related is not None and related != value and abs(related - value) <= 2:
-                # one off (or two) the own check's size: shift with the shrunk size
-                smaller = _smaller(related, blocks)
-                if smaller is not None and value - (related - smaller[0]) >= 1:
-                    shift = related - smaller[0]
-                    step = (value - shift, smaller[1])
-                    base[d] = smaller[0]
-            if step is None:
-                smaller = _smaller(value, blocks)
-                if smaller is None:
-                    continue
-                step = smaller
-                base[d] = step[0] if related == value else None
+            step, base[d] = shrunk
             current[d] = step[0]
             if d not in block or block[d] is not None:
                 block[d] = step[1]
@@ -283,6 +316,32 @@ def _shrunk_slug(slug: str, steps: list[tuple[int, int, int | None]]) -> str:
     return f"{slug}_size_{steps[0][1]}"
 
 
+def _shrunk_variant(call: dict, variant: Variant) -> tuple[dict[int, int], str, str]:
+    """The variant's sizes, words and slug, its sizes shrunk (``_shrink``) where it has
+    more than ``SHRINK_ELEMENTS`` elements in all, unless it says not or is a launch."""
+    sizes, describe, slug = dict(variant.sizes), variant.describe, variant.slug
+    shrink = variant.shrink and not call.get("launch")
+    if shrink and C.elements(call, sizes) > SHRINK_ELEMENTS:
+        shrunk, steps = _shrink(call, sizes, SHRINK_ELEMENTS)
+        if steps:
+            sizes = shrunk
+            describe = f"{describe}, {_shrunk_text(steps)}"
+            slug = _shrunk_slug(slug, steps)
+    return sizes, describe, slug
+
+
+def _call_text(call: dict, positional: list[str], keywords: list[str]) -> str:
+    """The candidate's call expression: the function's call, a launch with its grid, or
+    through ``_mg_grad`` (a Function whose backward launches kernels: run it too)."""
+    function = call["function"]
+    call_text = f"{function}({', '.join(positional + keywords)})"
+    if call.get("launch"):
+        call_text = f"{function}[{C.grid(call)!r}]({', '.join(positional + keywords)})"
+    if call.get("backward"):  # a Function whose backward launches kernels: run it too
+        call_text = f"_mg_grad({', '.join([function, *positional, *keywords])})"
+    return call_text
+
+
 def build(call: dict, variant: Variant, seed: int) -> Candidate | None:
     """The candidate of one variant of a captured call; with more than ``SHRINK_ELEMENTS``
     elements in all, its sizes shrink (``_shrink``) unless the variant says not. Its
@@ -292,14 +351,7 @@ def build(call: dict, variant: Variant, seed: int) -> Candidate | None:
     values change, and its ``scalars`` (an integer argument by name: its new value)."""
     if call.get("launch") and variant.reshapes:
         return None  # its grid and extents are the recorded launch's
-    sizes, describe, slug = dict(variant.sizes), variant.describe, variant.slug
-    shrink = variant.shrink and not call.get("launch")
-    if shrink and C.elements(call, sizes) > SHRINK_ELEMENTS:
-        shrunk, steps = _shrink(call, sizes, SHRINK_ELEMENTS)
-        if steps:
-            sizes = shrunk
-            describe = f"{describe}, {_shrunk_text(steps)}"
-            slug = _shrunk_slug(slug, steps)
+    sizes, describe, slug = _shrunk_variant(call, variant)
     function = call["function"]
     taken = {"torch", "math", function, function.split(".")[0], "result", "expected", "_mg_grad"}
     lines = [f"torch.manual_seed({seed})"]
@@ -317,11 +369,7 @@ def build(call: dict, variant: Variant, seed: int) -> Candidate | None:
     old = max(1, C.elements(call, {}))
     est = float(call.get("duration_s", 0.1)) * max(1.0, elements / old)
     setup = "\n".join(lines) + "\n"
-    call_text = f"{function}({', '.join(positional + keywords)})"
-    if call.get("launch"):
-        call_text = f"{function}[{C.grid(call)!r}]({', '.join(positional + keywords)})"
-    if call.get("backward"):  # a Function whose backward launches kernels: run it too
-        call_text = f"_mg_grad({', '.join([function, *positional, *keywords])})"
+    call_text = _call_text(call, positional, keywords)
     # keyed by what runs: survivors planning the same input share the original's run
     home = [call["module"]] if call.get("module") else []
     content = json.dumps([*home, function, setup, call_text, tensors]).encode()
@@ -358,34 +406,42 @@ def _arguments(
     keywords: list[str] = []
     entries = [(a.get("name"), a, None) for a in call["args"]]
     entries += [(k, v, k) for k, v in call["kwargs"].items()]
-    dtypes, mode, layout, scalars = variant.dtypes, variant.mode, variant.layout, variant.scalars
-    points = _boundary_points(call) if mode == "boundary" else ()
+    points = _boundary_points(call) if variant.mode == "boundary" else ()
     largest: tuple[int, str, int] | None = None  # (elements, variable, rank)
     for index, (name, spec, keyword) in enumerate(entries):
         if spec["kind"] == "opaque":
             return None
         if spec["kind"] == "tensor":
-            var = _variable(name, index, taken)
-            shape = [sizes.get(d, d) if d > 1 else d for d in spec["shape"]]
-            dtype = dtypes.get(spec["dtype"], spec["dtype"])
-            view = layout if layout == "sliced" or len(shape) >= 2 else None
-            if not shape or math.prod(shape) <= 1:
-                view = None  # a scalar-like tensor has no layout to speak of
-            lines.append(f"{var} = {_tensor_code(spec, shape, dtype, mode, view, points)}")
-            tensors.append(var)
-            text = var
+            text = _variable(name, index, taken)
+            shape, dtype, code = _tensor_setup(spec, sizes, variant, points)
+            lines.append(f"{text} = {code}")
+            tensors.append(text)
             n = math.prod(shape)
             if dtype in FLOAT_DTYPES and shape and (largest is None or n > largest[0]):
-                largest = (n, var, len(shape))
-        elif name in scalars:
-            text = repr(scalars[name])
+                largest = (n, text, len(shape))
+        elif name in variant.scalars:
+            text = repr(variant.scalars[name])
         else:
-            text = _value_code(spec, sizes, dtypes)
+            text = _value_code(spec, sizes, variant.dtypes)
         if keyword is None:
             positional.append(text)
         else:
             keywords.append(f"{keyword}={text}")
     return tensors, positional, keywords, largest
+
+
+def _tensor_setup(
+    spec: dict, sizes: dict[int, int], variant: Variant, points: tuple[float, ...]
+) -> tuple[list[int], str, str]:
+    """A tensor argument's shape (with ``sizes``), its dtype (with the variant's) and the
+    code that builds it (in the variant's value mode and layout)."""
+    shape = [sizes.get(d, d) if d > 1 else d for d in spec["shape"]]
+    dtype = variant.dtypes.get(spec["dtype"], spec["dtype"])
+    layout = variant.layout
+    view = layout if layout == "sliced" or len(shape) >= 2 else None
+    if not shape or math.prod(shape) <= 1:
+        view = None  # a scalar-like tensor has no layout to speak of
+    return shape, dtype, _tensor_code(spec, shape, dtype, variant.mode, view, points)
 
 
 def _special_line(largest: tuple[int, str, int], special: Special, lane: bool) -> str:
@@ -428,12 +484,7 @@ def candidates(
     round-robin (every kind's best candidate, then every kind's second, ...); within a
     kind, smaller calls first. ``triggers`` (when given) keeps only those kinds."""
     kinds = tuple(k for k in order(family) if not triggers or k in triggers)
-    usable = sorted((c for c in calls if c.get("launches")), key=lambda c: C.elements(c, {}))
-    queues: dict[str, list[tuple[dict, Variant]]] = {kind: [] for kind in kinds}
-    for call in usable:
-        for variant in variants(call):
-            if variant.kind in queues:
-                queues[variant.kind].append((call, variant))
+    queues = _queues(calls, kinds)
     out: list[Candidate] = []
     seen: set[tuple[str, str]] = set()
     position = dict.fromkeys(kinds, 0)
@@ -445,6 +496,17 @@ def candidates(
             if len(out) >= budget:
                 break
     return out
+
+
+def _queues(calls: list[dict], kinds: tuple[str, ...]) -> dict[str, list[tuple[dict, Variant]]]:
+    """Each of ``kinds``' variants of the calls that launch kernels, smaller calls first."""
+    usable = sorted((c for c in calls if c.get("launches")), key=lambda c: C.elements(c, {}))
+    queues: dict[str, list[tuple[dict, Variant]]] = {kind: [] for kind in kinds}
+    for call in usable:
+        for variant in variants(call):
+            if variant.kind in queues:
+                queues[variant.kind].append((call, variant))
+    return queues
 
 
 def _next_distinct(
