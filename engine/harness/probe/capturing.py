@@ -144,24 +144,7 @@ class _Recorder:
         names = list(arg_names or ())
         if len(args) > len(names):
             return None
-        try:
-            params = inspect.signature(raw).parameters
-        except (TypeError, ValueError):
-            params = {}
-
-        def constexpr(pname: str) -> bool:
-            annotation = getattr(params.get(pname), "annotation", None)
-            return annotation is not None and "constexpr" in str(annotation)
-
-        positional = [
-            {"name": n, **describe(v), **({"constexpr": True} if constexpr(n) else {})}
-            for n, v in zip(names, args, strict=False)
-        ]
-        keywords = {
-            k: {**describe(v), **({"constexpr": True} if constexpr(k) or k not in names else {})}
-            for k, v in kwargs.items()
-            if k not in ("grid", "warmup")
-        }
+        positional, keywords = _launch_arguments(raw, names, args, kwargs)
         record = {
             "function": name,
             "launch": True,
@@ -207,6 +190,33 @@ class _Recorder:
             values = record["constexprs"].setdefault(k, [])
             if v not in values:
                 values.append(v)
+
+
+def _launch_arguments(
+    raw: Any, names: list[str], args: tuple, kwargs: dict
+) -> tuple[list[dict], dict[str, dict]]:
+    """A launch's arguments described (positional, by keyword), named by the kernel's
+    parameters (``names``), its constexprs marked (never varied); the launch options
+    ``grid`` and ``warmup`` left out."""
+    try:
+        params = inspect.signature(raw).parameters
+    except (TypeError, ValueError):
+        params = {}
+
+    def constexpr(pname: str) -> bool:
+        annotation = getattr(params.get(pname), "annotation", None)
+        return annotation is not None and "constexpr" in str(annotation)
+
+    positional = [
+        {"name": n, **describe(v), **({"constexpr": True} if constexpr(n) else {})}
+        for n, v in zip(names, args, strict=False)
+    ]
+    keywords = {
+        k: {**describe(v), **({"constexpr": True} if constexpr(k) or k not in names else {})}
+        for k, v in kwargs.items()
+        if k not in ("grid", "warmup")
+    }
+    return positional, keywords
 
 
 def _shape_key(spec: dict) -> tuple:
@@ -305,26 +315,29 @@ def _public_callables(node: ast.stmt, namespace: dict) -> list[str]:
     public function, or a public name bound to a callable that is neither a class, a
     module nor a Triton object (``layer_norm = LayerNorm.apply``, as the layer-norm
     tutorial has it)."""
+    return [name for name in _bound_names(node) if _wrappable(node, name, namespace.get(name))]
+
+
+def _bound_names(node: ast.stmt) -> list[str]:
+    """The names a function definition or a plain assignment binds (none for the rest)."""
     if isinstance(node, ast.FunctionDef):
-        names = [node.name]
-    elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
-        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
-    else:
-        return []
-    found = []
-    for name in names:
-        value = namespace.get(name)
-        if name.startswith(("_", "test")) or not callable(value):
-            continue
-        if isinstance(node, ast.FunctionDef):
-            if inspect.isfunction(value):
-                found.append(name)
-        elif inspect.isfunction(value) or inspect.ismethod(value):
-            found.append(name)  # a lambda, or a bound method such as Function.apply
-        elif not (inspect.isclass(value) or inspect.ismodule(value)):
-            if type(value).__module__.split(".")[0] not in ("triton", "torch", "builtins"):
-                found.append(name)  # e.g. a functools.partial
-    return found
+        return [node.name]
+    if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+        return [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return []
+
+
+def _wrappable(node: ast.stmt, name: str, value: Any) -> bool:
+    """Whether ``name``, bound to ``value`` by ``node``, is one ``_public_callables`` names."""
+    if name.startswith(("_", "test")) or not callable(value):
+        return False
+    if isinstance(node, ast.FunctionDef):
+        return inspect.isfunction(value)
+    if inspect.isfunction(value) or inspect.ismethod(value):
+        return True  # a lambda, or a bound method such as Function.apply
+    if inspect.isclass(value) or inspect.ismodule(value):
+        return False
+    return type(value).__module__.split(".")[0] not in ("triton", "torch", "builtins")
 
 
 def _root_name(node: ast.expr) -> str | None:
@@ -340,6 +353,27 @@ def _is_check(node: ast.stmt, own: set[str]) -> bool:
     return isinstance(value, ast.Call) and _root_name(value) in own
 
 
+def _future_flags(tree: ast.Module) -> int:
+    """The compiler flags of the file's ``from __future__ import ...`` statements."""
+    future = importlib.import_module("__future__")
+    flags = 0
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            for alias in node.names:
+                feature = getattr(future, alias.name, None)
+                flags |= getattr(feature, "compiler_flag", 0)
+    return flags
+
+
+def _wrap_public(node: ast.stmt, namespace: dict, recorder: _Recorder) -> list[str]:
+    """Bind each public callable ``node`` defined (``_public_callables``) to its wrapper
+    recording its calls; their names."""
+    names = _public_callables(node, namespace)
+    for name in names:
+        namespace[name] = recorder.wrap(name, namespace[name])
+    return names
+
+
 def _run_wrapped(
     module_name: str, path: str, recorder: _Recorder | None, main: bool, checks: bool = True
 ) -> tuple:
@@ -353,13 +387,7 @@ def _run_wrapped(
     with open(path, encoding="utf-8") as fh:
         source = fh.read()
     tree = ast.parse(source, path)
-    future = importlib.import_module("__future__")
-    flags = 0
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-            for alias in node.names:
-                feature = getattr(future, alias.name, None)
-                flags |= getattr(feature, "compiler_flag", 0)
+    flags = _future_flags(tree)
     module = types.ModuleType(module_name)
     module.__file__ = path
     sys.modules[module_name] = module
@@ -386,9 +414,8 @@ def _run_wrapped(
                 if len(errors) < 5:
                     errors.append(traceback.format_exc(limit=-3))
                 continue
-            for name in _public_callables(node, namespace) if recorder is not None else ():
-                namespace[name] = recorder.wrap(name, namespace[name])
-                wrapped.append(name)
+            if recorder is not None:
+                wrapped += _wrap_public(node, namespace, recorder)
         if main and guard is not None:
             code = compile(ast.Module(body=guard.body, type_ignores=[]), path, "exec", flags, True)
             try:
@@ -467,6 +494,23 @@ def _capture_project(request: dict, workdir: str, recorder: _Recorder) -> tuple[
         def pytest_runtest_teardown(self, item: Any) -> None:
             recorder.case = ""
 
+    errors: list[str] = []
+    rebound.scan()
+    try:
+        code = pytest.main(
+            [*_pytest_args(project), "--rootdir", project["root"]], plugins=[Cases()]
+        )
+        if int(code) not in (0, 1):
+            errors.append(f"pytest exit code {int(code)}")
+    finally:
+        rebound.undo()
+        _unwrap_entries(entries)
+    _note_homes_and_backward(recorder, module.__name__)
+    return names, errors
+
+
+def _pytest_args(project: dict) -> list[str]:
+    """pytest's arguments for the project's selected test cases (and its -k / -m)."""
     targets = [f"{p}::{c}" for p, cases in project["tests"] for c in cases] + [
         p for p, cases in project["tests"] if not cases
     ]
@@ -474,28 +518,30 @@ def _capture_project(request: dict, workdir: str, recorder: _Recorder) -> tuple[
     for flag in ("keyword", "marker"):  # the run's -k / -m selection
         if project.get(flag):
             args += ["-k" if flag == "keyword" else "-m", project[flag]]
-    errors: list[str] = []
-    rebound.scan()
-    try:
-        code = pytest.main([*args, "--rootdir", project["root"]], plugins=[Cases()])
-        if int(code) not in (0, 1):
-            errors.append(f"pytest exit code {int(code)}")
-    finally:
-        rebound.undo()
-        for cls, held in entries:
-            for attr, had in held.items():
-                if had is None:
-                    delattr(cls, attr)
-                else:
-                    setattr(cls, attr, had)
+    return args
+
+
+def _unwrap_entries(entries: list[tuple[Any, dict]]) -> None:
+    """Put back what each Function class held as ``apply`` and ``backward``
+    (``_function_entries``): what it inherited is inherited again."""
+    for cls, held in entries:
+        for attr, had in held.items():
+            if had is None:
+                delattr(cls, attr)
+            else:
+                setattr(cls, attr, had)
+
+
+def _note_homes_and_backward(recorder: _Recorder, module: str) -> None:
+    """Each recorded call of a Function of another module than ``module``: where it is
+    imported from; of one whose backward launched kernels: those kernels too."""
     for call in recorder.calls:  # a Function's call reaches what its backward launched too
-        if recorder.homes.get(call["function"], module.__name__) != module.__name__:
+        if recorder.homes.get(call["function"], module) != module:
             call["module"] = recorder.homes[call["function"]]  # imported from there
         kernels = recorder.backward.get(call["function"])
         if kernels:
             call["backward"] = kernels
             call["kernels"] = call["kernels"] + [k for k in kernels if k not in call["kernels"]]
-    return names, errors
 
 
 def _function_entries(module: Any, recorder: _Recorder) -> list[tuple[Any, dict]]:

@@ -82,29 +82,12 @@ def _execute(
     """(outputs, error, bounds violation) of one candidate on one module (``side``:
     ``original``, else the module's name); ``homes``: where a candidate's entry point
     lives when another module of the project defines it."""
-    import torch
-
     from .. import bounds
 
-    namespace: dict = {"torch": torch, "math": math}
-    root = candidate["function"].split(".")[0]  # ``XFunction.apply``: the class
-    home = homes.home(candidate["module"], module) if candidate.get("module") else module
-    namespace[root] = getattr(home, root)
-    if "_mg_grad(" in candidate["call"]:
-        exec(GRAD_HELPER, namespace)
+    namespace = _namespace(module, candidate, homes)
     bounds.reset()
     try:
-        exec(candidate["setup"], namespace)
-        before = {
-            name: namespace[name].clone()
-            for name in candidate["tensors"]
-            if isinstance(namespace.get(name), torch.Tensor)
-        }
-        if candidate.get("launch"):  # ``kernel[grid](...)``: what it wrote is the output
-            exec(candidate["call"], namespace)
-            result = None
-        else:
-            result = eval(candidate["call"], namespace)
+        before, result = _run_candidate(candidate, namespace)
     except BaseException as exc:  # noqa: BLE001 - an exception is an observation
         violations = bounds.violations()
         bounds.reset()
@@ -123,6 +106,37 @@ def _execute(
     for name in before:
         outputs[name] = namespace[name]
     return outputs, None, None
+
+
+def _namespace(module: Any, candidate: dict, homes: _Homes) -> dict:
+    """What a candidate's setup and call run in: torch, math, its entry point (from its
+    home module where another module of the project defines it), ``_mg_grad`` if called."""
+    import torch
+
+    namespace: dict = {"torch": torch, "math": math}
+    root = candidate["function"].split(".")[0]  # ``XFunction.apply``: the class
+    home = homes.home(candidate["module"], module) if candidate.get("module") else module
+    namespace[root] = getattr(home, root)
+    if "_mg_grad(" in candidate["call"]:
+        exec(GRAD_HELPER, namespace)
+    return namespace
+
+
+def _run_candidate(candidate: dict, namespace: dict) -> tuple[dict, Any]:
+    """A candidate's setup then its call, in ``namespace``: (a copy of each of its input
+    tensors from before the call, what the call returned: None for a launch)."""
+    import torch
+
+    exec(candidate["setup"], namespace)
+    before = {
+        name: namespace[name].clone()
+        for name in candidate["tensors"]
+        if isinstance(namespace.get(name), torch.Tensor)
+    }
+    if candidate.get("launch"):  # ``kernel[grid](...)``: what it wrote is the output
+        exec(candidate["call"], namespace)
+        return before, None
+    return before, eval(candidate["call"], namespace)
 
 
 RANK = {"differs": 0, "mutant_error": 1, "bounds": 2}
@@ -164,15 +178,9 @@ class _Originals:
     def run(self, candidate: dict) -> tuple[dict | None, str]:
         """(the original's kept outputs, "") or (None, why it cannot be compared)."""
         cid = candidate["id"]
-        if cid in self.held:
-            outputs, sealed = self.held[cid]
-            if sealed is not None and digest(outputs) == sealed:
-                return outputs, ""
-        elif cid in self.learned and self.learned[cid]["status"] != "ok":
-            return None, self.learned[cid]["detail"]
-        shipped = self._shipped(cid)
-        if shipped is not None:
-            return shipped, ""
+        earlier = self._without_a_run(cid)
+        if earlier is not None:
+            return earlier
         print(f"{MARKER} {cid} original", flush=True)
         self.runs += 1
         start = time.process_time()
@@ -184,13 +192,7 @@ class _Originals:
             return None, why
         kept = _kept(candidate, outputs)
         sealed = digest(kept)
-        before = self.known.get(cid)
-        if (
-            self.exact
-            and before is not None
-            and before.get("digest")
-            and (sealed != before["digest"] or sorted(kept) != sorted(before.get("kept", ())))
-        ):
+        if self._differs_from_before(cid, kept, sealed):
             why = "the original's outputs on this input differ from one run to the next"
             self.learned[cid] = {"status": "unstable", "detail": why}
             return None, why
@@ -201,14 +203,45 @@ class _Originals:
             "kept": sorted(kept),
             "seconds": round(seconds, 4),
         }
-        if self.ship and self.exact and sealed is not None:
-            whole = _ship(kept, self.ship)
-            if whole is not None and self._again(candidate, sealed):
-                self.learned[cid]["outputs"] = whole
-                self.ship -= sum(len(v["data"]) for v in whole.values())
-            elif whole is not None:
-                return None, self.learned[cid]["detail"]
+        if not self._ship_whole(candidate, kept, sealed):
+            return None, self.learned[cid]["detail"]
         return kept, ""
+
+    def _without_a_run(self, cid: str) -> tuple[dict | None, str] | None:
+        """``run``'s answer where the original need not run: its outputs held here and
+        unchanged, the input refused already, or outputs an earlier job sent whole."""
+        if cid in self.held:
+            outputs, sealed = self.held[cid]
+            if sealed is not None and digest(outputs) == sealed:
+                return outputs, ""
+        elif cid in self.learned and self.learned[cid]["status"] != "ok":
+            return None, self.learned[cid]["detail"]
+        shipped = self._shipped(cid)
+        if shipped is not None:
+            return shipped, ""
+        return None
+
+    def _differs_from_before(self, cid: str, kept: dict, sealed: str | None) -> bool:
+        """Whether this run's outputs differ from an earlier job's run on the same input,
+        where the same input gives the same bits."""
+        before = self.known.get(cid)
+        if not self.exact or before is None or not before.get("digest"):
+            return False
+        return sealed != before["digest"] or sorted(kept) != sorted(before.get("kept", ()))
+
+    def _ship_whole(self, candidate: dict, kept: dict, sealed: str | None) -> bool:
+        """The kept outputs sent whole where this job may still send some (``ship``), once
+        a second run agrees with them (``_again``); False where it did not."""
+        if not (self.ship and self.exact and sealed is not None):
+            return True
+        whole = _ship(kept, self.ship)
+        if whole is None:
+            return True
+        if not self._again(candidate, sealed):
+            return False
+        self.learned[candidate["id"]]["outputs"] = whole
+        self.ship -= sum(len(v["data"]) for v in whole.values())
+        return True
 
     def _again(self, candidate: dict, sealed: str) -> bool:
         """Outputs sent whole stand for the original's run in later jobs, which then do
@@ -282,8 +315,7 @@ def _against(
     if known is None or not known.get("digest"):
         kept, why = originals.run(candidate)
         if kept is None:
-            status = "original_unstable" if originals.learned[cid]["status"] == "unstable" else ""
-            return status or "original_error", why, None, None
+            return _original_failed(originals, cid, why)
         names = list(kept)
     else:
         names = list(known.get("kept", ["result"]))
@@ -296,24 +328,38 @@ def _against(
     if kept is None:
         kept, why = originals.run(candidate)
         if kept is None:
-            status = "original_unstable" if originals.learned[cid]["status"] == "unstable" else ""
-            return status or "original_error", why, None, None
-    if m_violation is not None:
-        hit = ("bounds", m_violation.get("message", "out of bounds"), kept, None)
-    elif m_error is not None:
-        hit = ("mutant_error", f"the mutant raises {m_error}", kept, None)
-    else:
-        assert m_outputs is not None
-        diffs = [
-            f"{name}: {why}"
-            for name in kept
-            if (why := _difference(kept[name], m_outputs.get(name)))
-        ]
-        if not diffs:
-            return "same", "", kept, m_outputs
-        hit = ("differs", "; ".join(diffs), kept, m_outputs)
+            return _original_failed(originals, cid, why)
+    hit = _hit(kept, m_outputs, m_error, m_violation)
+    if hit is None:
+        return "same", "", kept, m_outputs
     unstable = originals.confirm(candidate, kept)
     return ("original_unstable", unstable, None, None) if unstable else hit
+
+
+def _original_failed(
+    originals: _Originals, cid: str, why: str
+) -> tuple[str, str, dict | None, dict | None]:
+    """``_against``'s answer where the original gave no outputs to compare with."""
+    status = "original_unstable" if originals.learned[cid]["status"] == "unstable" else ""
+    return status or "original_error", why, None, None
+
+
+def _hit(
+    kept: dict, m_outputs: dict | None, m_error: str | None, m_violation: dict | None
+) -> tuple[str, str, dict | None, dict | None] | None:
+    """What the mutant's run shows against the original's ``kept`` outputs (``_against``'s
+    answer): a bounds violation, an exception, outputs that differ; None where they agree."""
+    if m_violation is not None:
+        return ("bounds", m_violation.get("message", "out of bounds"), kept, None)
+    if m_error is not None:
+        return ("mutant_error", f"the mutant raises {m_error}", kept, None)
+    assert m_outputs is not None
+    diffs = [
+        f"{name}: {why}" for name in kept if (why := _difference(kept[name], m_outputs.get(name)))
+    ]
+    if not diffs:
+        return None
+    return ("differs", "; ".join(diffs), kept, m_outputs)
 
 
 def _expected(found: dict | None, limit: int = MAX_GOLDEN_ELEMENTS) -> dict | None:
@@ -352,6 +398,28 @@ def _probe_mutant(originals: _Originals, module: Any, candidates: list[dict], li
     return {"results": results, "golden": _expected(best[2] if best else None, limit)}
 
 
+def _mutant_runs(found: dict) -> int:
+    """How many times a mutant ran in ``_probe_mutant`` (not where the original failed)."""
+    return sum(
+        1 for r in found["results"] if r["status"] not in ("original_error", "original_unstable")
+    )
+
+
+def _original_alone(
+    originals: _Originals, candidates: list[dict]
+) -> tuple[list[dict], dict | None]:
+    """A job without mutants: the original on every candidate; the results, and the
+    first candidate it accepted with its outputs (None: none)."""
+    results, first = [], None
+    for candidate in candidates:
+        kept, why = originals.run(candidate)
+        status = "original_only" if kept is not None else "original_error"
+        results.append({"id": candidate["id"], "status": status, "detail": why})
+        if kept is not None and first is None:
+            first = {"id": candidate["id"], "outputs": kept, "mutant": None}
+    return results, first
+
+
 def compare(request: dict, workdir: str) -> dict:
     """Candidates on the original and on each mutant of the request (``mutants``: module
     names, each with the ids of its candidates, in order). ``originals`` holds what
@@ -382,20 +450,9 @@ def compare(request: dict, workdir: str) -> dict:
         chosen = [by_id[cid] for cid in entry["candidates"]]
         found = _probe_mutant(originals, module, chosen, limit)
         answer["mutants"][entry["module"]] = found
-        mutant_runs += sum(
-            1
-            for r in found["results"]
-            if r["status"] not in ("original_error", "original_unstable")
-        )
+        mutant_runs += _mutant_runs(found)
     if not request.get("mutants"):
-        results, first = [], None
-        for candidate in request["candidates"]:
-            kept, why = originals.run(candidate)
-            status = "original_only" if kept is not None else "original_error"
-            results.append({"id": candidate["id"], "status": status, "detail": why})
-            if kept is not None and first is None:
-                first = {"id": candidate["id"], "outputs": kept, "mutant": None}
-        answer["results"] = results
+        answer["results"], first = _original_alone(originals, request["candidates"])
         answer["golden"] = _expected(first) if request.get("golden", True) else None
     answer["originals"] = originals.learned
     answer["runs"] = {"original": originals.runs, "mutant": mutant_runs}

@@ -32,26 +32,7 @@ def describe(value: Any) -> dict:
     import torch
 
     if isinstance(value, torch.Tensor):
-        spec: dict = {
-            "kind": "tensor",
-            "shape": list(value.shape),
-            "dtype": _dtype_name(value.dtype),
-            "contiguous": bool(value.is_contiguous()),
-            "device": value.device.type,
-            "min": None,
-            "max": None,
-        }
-        if value.numel():
-            flat = value.detach().reshape(-1)
-            if flat.dtype == torch.bool:
-                spec["min"], spec["max"] = 0, 1
-            elif flat.is_floating_point():
-                finite = flat[torch.isfinite(flat)].double()
-                if finite.numel():
-                    spec["min"], spec["max"] = float(finite.min()), float(finite.max())
-            elif not flat.is_complex():
-                spec["min"], spec["max"] = int(flat.min()), int(flat.max())
-        return spec
+        return _describe_tensor(value)
     if isinstance(value, torch.dtype):
         return {"kind": "dtype", "value": _dtype_name(value)}
     if value is None or isinstance(value, bool | int | float | str):
@@ -65,36 +46,84 @@ def describe(value: Any) -> dict:
     return {"kind": "opaque", "type": type(value).__name__}
 
 
+def _describe_tensor(value: Any) -> dict:
+    """``describe`` of a tensor: its shape, dtype, layout, device and range of values."""
+    spec: dict = {
+        "kind": "tensor",
+        "shape": list(value.shape),
+        "dtype": _dtype_name(value.dtype),
+        "contiguous": bool(value.is_contiguous()),
+        "device": value.device.type,
+        "min": None,
+        "max": None,
+    }
+    if value.numel():
+        spec["min"], spec["max"] = _value_range(value.detach().reshape(-1))
+    return spec
+
+
+def _value_range(flat: Any) -> tuple[Any, Any]:
+    """(min, max) of a flat tensor's values: 0 and 1 for booleans, the finite ones' for
+    floats (None where none is), none for complex numbers."""
+    import torch
+
+    if flat.dtype == torch.bool:
+        return 0, 1
+    if flat.is_floating_point():
+        finite = flat[torch.isfinite(flat)].double()
+        if finite.numel():
+            return float(finite.min()), float(finite.max())
+        return None, None
+    if not flat.is_complex():
+        return int(flat.min()), int(flat.max())
+    return None, None
+
+
 def _difference(expected: Any, actual: Any) -> str | None:
     import torch
 
     if isinstance(expected, torch.Tensor) or isinstance(actual, torch.Tensor):
-        if not (isinstance(expected, torch.Tensor) and isinstance(actual, torch.Tensor)):
-            return f"{type(actual).__name__} instead of {type(expected).__name__}"
-        if expected.shape != actual.shape:
-            return f"shape {tuple(actual.shape)} instead of {tuple(expected.shape)}"
-        if expected.dtype != actual.dtype:
-            return f"dtype {_dtype_name(actual.dtype)} instead of {_dtype_name(expected.dtype)}"
-        try:
-            torch.testing.assert_close(actual, expected, equal_nan=True)
-        except AssertionError as exc:
-            return " ".join(str(exc).split())[:400]
-        return None
+        return _tensor_difference(expected, actual)
     if isinstance(expected, tuple | list) and isinstance(actual, tuple | list):
-        if len(expected) != len(actual):
-            return f"{len(actual)} results instead of {len(expected)}"
-        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
-            why = _difference(e, a)
-            if why:
-                return f"[{i}] {why}"
-        return None
+        return _sequence_difference(expected, actual)
     if isinstance(expected, float | int) and isinstance(actual, float | int):
-        try:
-            torch.testing.assert_close(actual, expected, equal_nan=True)
-        except AssertionError as exc:
-            return " ".join(str(exc).split())[:400]
-        return None
+        return _not_close(actual, expected)
     return None if expected == actual else f"{actual!r} instead of {expected!r}"
+
+
+def _not_close(actual: Any, expected: Any) -> str | None:
+    """Why ``actual`` is not ``expected`` within assert_close's tolerance, or None."""
+    import torch
+
+    try:
+        torch.testing.assert_close(actual, expected, equal_nan=True)
+    except AssertionError as exc:
+        return " ".join(str(exc).split())[:400]
+    return None
+
+
+def _tensor_difference(expected: Any, actual: Any) -> str | None:
+    """``_difference`` where either side is a tensor."""
+    import torch
+
+    if not (isinstance(expected, torch.Tensor) and isinstance(actual, torch.Tensor)):
+        return f"{type(actual).__name__} instead of {type(expected).__name__}"
+    if expected.shape != actual.shape:
+        return f"shape {tuple(actual.shape)} instead of {tuple(expected.shape)}"
+    if expected.dtype != actual.dtype:
+        return f"dtype {_dtype_name(actual.dtype)} instead of {_dtype_name(expected.dtype)}"
+    return _not_close(actual, expected)
+
+
+def _sequence_difference(expected: list | tuple, actual: list | tuple) -> str | None:
+    """``_difference`` of two sequences: their lengths, then the first item that differs."""
+    if len(expected) != len(actual):
+        return f"{len(actual)} results instead of {len(expected)}"
+    for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+        why = _difference(e, a)
+        if why:
+            return f"[{i}] {why}"
+    return None
 
 
 def _changed(before: Any, after: Any) -> bool:
