@@ -192,16 +192,25 @@ def _npot(call: dict) -> list[Variant]:
 def _more_rows(call: dict) -> list[Variant]:
     """More rows (or blocks of a 1-D tensor) than the launch had programs: a grid-stride or
     persistent loop then runs more than once per program."""
-    out: list[Variant] = []
     programs = C.programs(call)
-    # more rows than programs: a row count at most the grid's first axis grows past it
+    return _rows_past_programs(call, programs) + _blocks_past_programs(call, programs)
+
+
+def _rows_past_programs(call: dict, programs: int) -> list[Variant]:
+    """More rows than programs: a row count at most the grid's first axis grows past it."""
+    out: list[Variant] = []
     for d in C.rows_dims(call):
         if programs and d <= programs:
             new = 2 * programs + 1
             if C.elements(call, {d: new}) <= SHRINK_ELEMENTS:
                 text = f"{new} rows instead of {d} (more rows than the {programs} programs the launch had)"
                 out.append(Variant("more-rows", text, f"rows_{new}", {d: new}, shrink=False))
-    # a 1-D tensor no longer than the launch's programs times a block: past that
+    return out
+
+
+def _blocks_past_programs(call: dict, programs: int) -> list[Variant]:
+    """A 1-D tensor no longer than the launch's programs times a block: past that."""
+    out: list[Variant] = []
     blocks = C.blocks(call)
     one_d = all(len(s["shape"]) == 1 for s in C.tensors(call))
     if not (programs and blocks and one_d):
@@ -362,20 +371,26 @@ def _launch_scalars(call: dict) -> list[Variant]:
     extents = {d for s in C.tensors(call) for d in [*s["shape"], math.prod(s["shape"])]}
     out = []
     for spec in call["args"]:
-        value = spec.get("value")
-        if (
-            spec["kind"] == "value"
-            and not spec.get("constexpr")
-            and spec.get("name")
-            and isinstance(value, int)
-            and not isinstance(value, bool)
-            and value > 1
-            and value in extents
-        ):
+        if _an_extent(spec, extents):
+            value = spec["value"]
             name, short = spec["name"], value - 1
             text = f"{name}={short} instead of {value} (one short of the tensors' extent)"
             out.insert(0, Variant("size", text, f"{name}_{short}", scalars={name: short}))
     return out
+
+
+def _an_extent(spec: dict, extents: set[int]) -> bool:
+    """A named integer argument (no constexpr) above 1 that equals one of ``extents``."""
+    value = spec.get("value")
+    return (
+        spec["kind"] == "value"
+        and not spec.get("constexpr")
+        and bool(spec.get("name"))
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and value > 1
+        and value in extents
+    )
 
 
 def variants(call: dict) -> list[Variant]:

@@ -114,20 +114,22 @@ class Search:
 
     def _unprobed(self, tried: list[str]) -> str:
         """What a budget left unprobed: the kinds never run, and why."""
-        text = ""
-        if self.out_of_time and self.pending:
-            never = [k for k in dict.fromkeys(c.kind for c in self.pending) if k not in tried]
-            inputs = "input" if len(self.pending) == 1 else "inputs"
-            text += (
-                f"; {len(self.pending)} planned {inputs} left unprobed when {self.out_of_time} "
-                "ran out" + (f" (kinds never tried: {', '.join(never)})" if never else "")
-            )
+        text = self._out_of_time(tried) if self.out_of_time and self.pending else ""
         planned = {c.kind for c in self.queue}
         left = [k for k in self.offered if k not in planned]
         if left:
             text += f"; left unprobed when its budget of {len(self.queue)} inputs ran out: "
             text += ", ".join(left)
         return text
+
+    def _out_of_time(self, tried: list[str]) -> str:
+        """The planned inputs the time left unprobed, and the kinds among them never tried."""
+        never = [k for k in dict.fromkeys(c.kind for c in self.pending) if k not in tried]
+        inputs = "input" if len(self.pending) == 1 else "inputs"
+        return (
+            f"; {len(self.pending)} planned {inputs} left unprobed when {self.out_of_time} "
+            "ran out" + (f" (kinds never tried: {', '.join(never)})" if never else "")
+        )
 
     def batch(self, unusable: dict[str, str]) -> list[Candidate]:
         """The next candidates to run: none the original is known to reject."""
@@ -168,19 +170,9 @@ def read_mutant(
         return
     module = module_name(search.mutant) + ".py"
     statuses = answer.get("results", [])
-    for r in statuses:
-        if r["status"] not in _UNUSABLE and r["id"] in by_id:
-            search.probes += 1
-            kind = by_id[r["id"]].kind
-            tried[kind] = tried.get(kind, 0) + 1
+    _count_probes(search, statuses, by_id, tried)
     golden = answer.get("golden") or {}
-    unkept = ""
-    if golden.get("error"):
-        unkept = (
-            "no differing input was small enough to keep its expected values"
-            if "too many" in golden["error"]
-            else "the original's outputs could not be kept as expected values"
-        ) + f" ({golden['error'][:200]})"
+    unkept = _unkept(golden)
     whys = {}
     for status in statuses:
         if status["status"] in _WHY:
@@ -189,6 +181,39 @@ def read_mutant(
             search.differed(whys[status["id"]], unkept)
     if golden.get("outputs") and golden.get("id") in whys:
         search.hit = (by_id[golden["id"]], golden["outputs"], whys[golden["id"]])
+
+
+def _count_probes(
+    search: Search, statuses: list[dict], by_id: dict[str, Candidate], tried: dict[str, int]
+) -> None:
+    """The probes a compare job ran on the mutant (not those the original refused), into
+    ``search.probes`` and, by trigger kind, into ``tried``."""
+    for r in statuses:
+        if r["status"] not in _UNUSABLE and r["id"] in by_id:
+            search.probes += 1
+            kind = by_id[r["id"]].kind
+            tried[kind] = tried.get(kind, 0) + 1
+
+
+def _unkept(golden: dict) -> str:
+    """Why a difference found gave no expected values to keep ("" where nothing says so)."""
+    if not golden.get("error"):
+        return ""
+    return (
+        "no differing input was small enough to keep its expected values"
+        if "too many" in golden["error"]
+        else "the original's outputs could not be kept as expected values"
+    ) + f" ({golden['error'][:200]})"
+
+
+def _last_marker(result: JobResult) -> tuple[str, str] | None:
+    """The last marker line of a job lost to a timeout or a crash: (candidate id, side)."""
+    markers = _MARKER.findall(result.error) if result.status in _LOST else []
+    return markers[-1] if markers else None
+
+
+def _lost_how(result: JobResult) -> str:
+    return "hangs" if result.status is JobStatus.TIMEOUT else "crashes"
 
 
 def failed_job(
@@ -202,23 +227,7 @@ def failed_job(
     crashes has its finding (``hang``), a candidate the original cannot run is left
     out; the other survivors of the job run their candidates again. With no side
     named, each survivor of a shared job runs again alone; one alone is done."""
-    by_module = {module_name(s.mutant): (s, batch) for s, batch in entries}
-    markers = _MARKER.findall(result.error) if result.status in _LOST else []
-    what = "hangs" if result.status is JobStatus.TIMEOUT else "crashes"
-    culprit = None
-    if markers:
-        cid, side = markers[-1]
-        if side == "original":
-            unusable[cid] = f"the original {what} on this input"
-            culprit = "original"
-        elif side in by_module and any(c.id == cid for c in by_module[side][1]):
-            search, batch = by_module[side]
-            candidate = next(c for c in batch if c.id == cid)
-            search.consume(batch)
-            search.hang = (candidate, f"the mutant {what} on this input")
-            search.probes += 1
-            search.differed(f"the mutant {what} on {candidate.call}")
-            culprit = side
+    culprit = _culprit(result, entries, unusable)
     if culprit is None and len(entries) == 1:
         search = entries[0][0]
         search.note = f"probe job failed: {summarize_error(result.error) or result.status.value}"
@@ -228,6 +237,31 @@ def failed_job(
         if module_name(search.mutant) != culprit:
             search.solo = search.solo or culprit is None
             spend.retried += 1
+
+
+def _culprit(
+    result: JobResult, entries: list[tuple[Search, list[Candidate]]], unusable: dict[str, str]
+) -> str | None:
+    """The side a lost compare job's last marker names, which pays for it: "original" (the
+    input is unusable), or a mutant's module (its search has the hang); None: no side."""
+    marker = _last_marker(result)
+    if marker is None:
+        return None
+    cid, side = marker
+    what = _lost_how(result)
+    if side == "original":
+        unusable[cid] = f"the original {what} on this input"
+        return "original"
+    by_module = {module_name(s.mutant): (s, batch) for s, batch in entries}
+    if side not in by_module or not any(c.id == cid for c in by_module[side][1]):
+        return None
+    search, batch = by_module[side]
+    candidate = next(c for c in batch if c.id == cid)
+    search.consume(batch)
+    search.hang = (candidate, f"the mutant {what} on this input")
+    search.probes += 1
+    search.differed(f"the mutant {what} on {candidate.call}")
+    return side
 
 
 def into_jobs(searches: list[Search], workers: int, est: dict[str, float]) -> list[list[Search]]:
@@ -256,23 +290,28 @@ def read_original(
     or ``unusable``; how many of them came with their outputs whole."""
     data = answer_of(result)
     if data is not None:
-        shipped = 0
-        for cid, record in (data.get("originals") or {}).items():
-            if record.get("status") == "ok":
-                known[cid] = {k: record[k] for k in ("digest", "kept", "outputs") if k in record}
-                shipped += "outputs" in record
-            else:
-                unusable[cid] = record.get("detail") or record.get("status", "")
-        return shipped
-    markers = _MARKER.findall(result.error) if result.status in _LOST else []
-    what = "hangs" if result.status is JobStatus.TIMEOUT else "crashes"
-    if markers and markers[-1][1] == "original":
-        unusable[markers[-1][0]] = f"the original {what} on this input"
+        return _learned_of_original(data, known, unusable)
+    marker = _last_marker(result)
+    if marker is not None and marker[1] == "original":
+        unusable[marker[0]] = f"the original {_lost_how(result)} on this input"
     else:
         why = summarize_error(result.error) or result.status.value
         for c in chunk:
             unusable.setdefault(c.id, f"probe job failed: {why}")
     return 0
+
+
+def _learned_of_original(data: dict, known: dict[str, dict], unusable: dict[str, str]) -> int:
+    """An original's job's answer into ``known`` (or ``unusable``); how many inputs came
+    with their outputs whole."""
+    shipped = 0
+    for cid, record in (data.get("originals") or {}).items():
+        if record.get("status") == "ok":
+            known[cid] = {k: record[k] for k in ("digest", "kept", "outputs") if k in record}
+            shipped += "outputs" in record
+        else:
+            unusable[cid] = record.get("detail") or record.get("status", "")
+    return shipped
 
 
 def fit(

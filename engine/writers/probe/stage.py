@@ -71,6 +71,12 @@ def capture(ctx: StageContext) -> tuple[list[dict], str]:
             f"kernel (public functions: {functions}); nothing to vary"
             + (f" ({errors})" if errors else "")
         )
+    return calls, _learned(calls, source)
+
+
+def _learned(calls: list[dict], source: str) -> str:
+    """What the capture learned from ``source``: the calls, a few shown, and the test
+    cases they came from."""
     shown = "; ".join(describe_call(c) for c in calls[:4])
     more = f" and {len(calls) - 4} more" if len(calls) > 4 else ""
     cases = sorted({c["case"] for c in calls if c.get("case")})
@@ -82,7 +88,7 @@ def capture(ctx: StageContext) -> tuple[list[dict], str]:
         if launches
         else ""
     )
-    return calls, f"learned {what} from {source}: {shown}{more}{came}"
+    return f"learned {what} from {source}: {shown}{more}{came}"
 
 
 #: what ``originals_ahead`` hands on to the probe's first round (``StageContext.hand_on``)
@@ -205,10 +211,7 @@ class _Probing:
             return
         yield from self._plan(calls)
         self.summary["survivors"] = self.summary.get("survivors", 0) + len(survivors)
-        while True:
-            active = self._active()
-            if not active:
-                break
+        while active := self._active():
             if self.share:
                 ran = self._originals_first(active)
                 if ran is None:
@@ -251,15 +254,7 @@ class _Probing:
         """The searches with inputs left to run this round, each round fitted to its share of
         the time left (a survivor out of time says so and stops)."""
         unusable, budget = self.unusable, self.budget
-        active = [
-            s
-            for s in self.searches.values()
-            if not s.done
-            and s.hit is None
-            and s.hang is None
-            and self.ctx.ledger.verdict(s.mutant.id) is Verdict.SURVIVED
-            and s.batch(unusable)
-        ]
+        active = [s for s in self.searches.values() if self._has_inputs_left(s)]
         if not budget.limited:
             return active
         if self.refit:
@@ -268,6 +263,16 @@ class _Probing:
             if not s.batch(unusable):
                 s.out_of_time, s.done = budget.says, True
         return [s for s in active if not s.done]
+
+    def _has_inputs_left(self, s: Search) -> bool:
+        """A search still on (no hit, no hang to prove, its mutant alive) with a batch."""
+        return (
+            not s.done
+            and s.hit is None
+            and s.hang is None
+            and self.ctx.ledger.verdict(s.mutant.id) is Verdict.SURVIVED
+            and bool(s.batch(self.unusable))
+        )
 
     def _originals_first(self, active: list[Search]) -> bool | None:
         """The original first, once per candidate not run yet (all survivors share it): True
@@ -281,27 +286,42 @@ class _Probing:
             self.refit = True  # brings in runs in the compare job, beside the mutants
             return False
         before = len(unusable)
-        originals = _taken_ahead(ctx) if self.first else {}
-        covered = {c.id for _, chunk in originals.values() for c in chunk}
-        left = [c for c in needed.values() if c.id not in covered]
-        if left:
-            originals.update(original_jobs(ctx, left, ship=self.first))
-        self.first = False
-        spend.ahead += sum(k.startswith("ahead-") for k in originals)
+        originals = self._original_jobs(list(needed.values()))
         results = proving.run_all(ctx, {k: job for k, (job, _) in originals.items()})
         if len(results) < len(originals):
             return None
         for key, (result, cached) in results.items():
             spend.job(result, cached)
-            self.budget.clocked(sum(c.est_s for c in originals[key][1]), result)
-            spend.shipped += read_original(result, originals[key][1], known, unusable)
-        ran = {c.id for _, chunk in originals.values() for c in chunk}
-        for cid in needed:
-            if cid in ran and cid not in known:
-                unusable.setdefault(cid, "the original's run on it was not recorded")
+            self._read_original(result, originals[key][1])
+        self._unrecorded_unusable(needed, originals)
         spend.unusable += len(unusable) - before
         self.refit = False  # the shares stand: what it ran is part of them
         return True
+
+    def _unrecorded_unusable(self, needed: dict[str, Candidate], originals: dict) -> None:
+        """The inputs of ``needed`` the original's jobs ran but left no record of: unusable."""
+        ran = {c.id for _, chunk in originals.values() for c in chunk}
+        for cid in needed:
+            if cid in ran and cid not in self.known:
+                self.unusable.setdefault(cid, "the original's run on it was not recorded")
+
+    def _original_jobs(self, needed: list[Candidate]) -> dict[str, tuple[Job, list]]:
+        """The original's jobs on ``needed``: in the first round those started ahead
+        (``_taken_ahead``), and jobs of their own for the inputs they do not cover."""
+        originals = _taken_ahead(self.ctx) if self.first else {}
+        covered = {c.id for _, chunk in originals.values() for c in chunk}
+        left = [c for c in needed if c.id not in covered]
+        if left:
+            originals.update(original_jobs(self.ctx, left, ship=self.first))
+        self.first = False
+        self.spend.ahead += sum(k.startswith("ahead-") for k in originals)
+        return originals
+
+    def _read_original(self, result: JobResult, chunk: list[Candidate]) -> None:
+        """An original's job on ``chunk``: its time into the budget, what it learned of each
+        input into ``known`` (or why it is unusable)."""
+        self.budget.clocked(sum(c.est_s for c in chunk), result)
+        self.spend.shipped += read_original(result, chunk, self.known, self.unusable)
 
     def _groups(self, active: list[Search]) -> tuple[list[list[Search]], dict]:
         """The round's compare jobs' survivors, and the original's jobs on the next batches
@@ -333,8 +353,7 @@ class _Probing:
             spend.job(result, cached)
             before = len(unusable)
             if key in originals:
-                self.budget.clocked(sum(c.est_s for c in originals[key][1]), result)
-                spend.shipped += read_original(result, originals[key][1], known, unusable)
+                self._read_original(result, originals[key][1])
             else:
                 self.budget.clocked(estimate(entries[key], known), result)
                 self._compared(result, entries[key])
@@ -362,27 +381,37 @@ class _Probing:
         ctx, searches = self.ctx, self.searches
         for search in searches.values():
             if search.hang is not None and search.hit is None:
-                if search.slow >= SLOW and self.budget.spent():
-                    # a mutant that is slower everywhere hangs where the inputs are big;
-                    # proving it costs its whole time limit and the oracle's, and shows
-                    # a difference only if its outputs differ too
-                    search.hang = None
-                    search.unkept = (
-                        f"it runs {search.slow:.0f}x the original's time on the own check, "
-                        f"and {self.budget.says} ran out before its hang was proved"
-                    )
-                    search.done = True
+                if self._hang_left_unproved(search):
                     continue
                 yield from _golden_for_hang(ctx, search)
             if search.hit is None or ctx.ledger.verdict(search.mutant.id) is not Verdict.SURVIVED:
                 continue
-            # the other survivors seen to differ: their evidence goes in the proof's round
-            likely = {s.mutant.id for s in searches.values() if s.differs or s.hit}
-            # those that hung on an input, or run slower everywhere: the test may run
-            # long on them (``proving.prove_killer``'s ``slow``)
-            slow = {s.mutant.id for s in searches.values() if s.hung or s.slow >= SLOW}
-            others = [m for m in self.survivors if m.id not in searches or not searches[m.id].alike]
-            yield from _prove(ctx, search, others, likely, slow, self.kills)
+            yield from self._prove_hit(search)
+
+    def _hang_left_unproved(self, search: Search) -> bool:
+        """A mutant that is slower everywhere hangs where the inputs are big; proving it
+        costs its whole time limit and the oracle's, and shows a difference only if its
+        outputs differ too: once the budget is spent its hang is left (True), said so."""
+        if search.slow < SLOW or not self.budget.spent():
+            return False
+        search.hang = None
+        search.unkept = (
+            f"it runs {search.slow:.0f}x the original's time on the own check, "
+            f"and {self.budget.says} ran out before its hang was proved"
+        )
+        search.done = True
+        return True
+
+    def _prove_hit(self, search: Search) -> Iterator[Event]:
+        """A hit's written test proved, the other survivors beside it (``_prove``)."""
+        searches = self.searches
+        # the other survivors seen to differ: their evidence goes in the proof's round
+        likely = {s.mutant.id for s in searches.values() if s.differs or s.hit}
+        # those that hung on an input, or run slower everywhere: the test may run
+        # long on them (``proving.prove_killer``'s ``slow``)
+        slow = {s.mutant.id for s in searches.values() if s.hung or s.slow >= SLOW}
+        others = [m for m in self.survivors if m.id not in searches or not searches[m.id].alike]
+        yield from _prove(self.ctx, search, others, likely, slow, self.kills)
 
     def _results(self) -> Iterator[Event]:
         """Each survivor still alive: what its search found, in its row and said."""
