@@ -119,36 +119,8 @@ class LLMClient:
         for attempt in range(s.retries + 1):
             try:
                 return fn()
-            except openai.AuthenticationError as exc:
-                raise LLMError(
-                    f"{self._where()} refused the API key (401): {_server_message(exc)}"
-                ) from None
-            except openai.PermissionDeniedError as exc:
-                raise LLMError(
-                    f"{self._where()} does not let this key use {s.model!r} (403): "
-                    f"{_server_message(exc)}"
-                ) from None
-            except openai.NotFoundError as exc:
-                raise LLMError(
-                    f"{self._where()}: {what} not found (404; unknown model {s.model!r}?): "
-                    f"{_server_message(exc)}"
-                ) from None
-            except (openai.RateLimitError, openai.InternalServerError) as exc:
-                why, wait = f"{exc.status_code}: {_server_message(exc)}", _retry_after(exc)
-            except openai.APIStatusError as exc:
-                if exc.status_code < 500:
-                    raise LLMError(
-                        f"{self._where()} rejected the {what} ({exc.status_code}): "
-                        f"{_server_message(exc)}"
-                    ) from None
-                why, wait = f"{exc.status_code}: {_server_message(exc)}", _retry_after(exc)
-            except openai.APITimeoutError:
-                why, wait = f"no answer within {s.timeout_s:g} s", None
-            except openai.APIConnectionError as exc:
-                why, wait = f"connection failed ({exc.__cause__ or exc})", None
             except openai.OpenAIError as exc:
-                line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                raise LLMError(f"{self._where()}: {what} failed: {line}") from None
+                why, wait = self._worth_a_retry(exc, what)
             if attempt == s.retries:
                 raise LLMError(
                     f"{self._where()}: {what} failed after {attempt + 1} tries: {why}", fatal=False
@@ -157,6 +129,42 @@ class LLMClient:
                 self.retries += 1
             time.sleep(wait if wait is not None else s.backoff_s * 2**attempt)
         raise AssertionError("unreachable")
+
+    def _worth_a_retry(self, exc: openai.OpenAIError, what: str) -> tuple[str, float | None]:
+        """Why a failed call may be tried again, and the wait the server asks for (None:
+        our backoff's); raises ``LLMError`` for a failure no retry mends."""
+        import openai
+
+        s = self.settings
+        if isinstance(exc, openai.AuthenticationError):
+            raise LLMError(
+                f"{self._where()} refused the API key (401): {_server_message(exc)}"
+            ) from None
+        if isinstance(exc, openai.PermissionDeniedError):
+            raise LLMError(
+                f"{self._where()} does not let this key use {s.model!r} (403): "
+                f"{_server_message(exc)}"
+            ) from None
+        if isinstance(exc, openai.NotFoundError):
+            raise LLMError(
+                f"{self._where()}: {what} not found (404; unknown model {s.model!r}?): "
+                f"{_server_message(exc)}"
+            ) from None
+        if isinstance(exc, openai.RateLimitError | openai.InternalServerError):
+            return f"{exc.status_code}: {_server_message(exc)}", _retry_after(exc)
+        if isinstance(exc, openai.APIStatusError):
+            if exc.status_code < 500:
+                raise LLMError(
+                    f"{self._where()} rejected the {what} ({exc.status_code}): "
+                    f"{_server_message(exc)}"
+                ) from None
+            return f"{exc.status_code}: {_server_message(exc)}", _retry_after(exc)
+        if isinstance(exc, openai.APITimeoutError):
+            return f"no answer within {s.timeout_s:g} s", None
+        if isinstance(exc, openai.APIConnectionError):
+            return f"connection failed ({exc.__cause__ or exc})", None
+        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise LLMError(f"{self._where()}: {what} failed: {line}") from None
 
     def check_model(self) -> str:
         """Look the model up in the endpoint's model list; returns a note for the log.
@@ -175,16 +183,21 @@ class LLMClient:
             raise
         ids = [getattr(m, "id", "") for m in listed]
         if s.model not in ids:
-            near = [i for i in ids if i.lower() == s.model.lower()]
-            near += [i for i in difflib.get_close_matches(s.model, ids, n=3) if i not in near]
-            hint = f"; did you mean {', '.join(near)}?" if near else ""
-            raise LLMError(
-                f"model {s.model!r} is not in the model list of {self._where()} "
-                f"({len(ids)} models; ids are case-sensitive){hint}"
-            )
+            raise self._not_listed(ids)
         if self.store is not None:
             self.store.put_reply(memo, {"ok": True})
         return f"model {s.model} offered by {self._where()}"
+
+    def _not_listed(self, ids: list[str]) -> LLMError:
+        """The error for a model the list does not hold, with the ids it may have meant."""
+        s = self.settings
+        near = [i for i in ids if i.lower() == s.model.lower()]
+        near += [i for i in difflib.get_close_matches(s.model, ids, n=3) if i not in near]
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        return LLMError(
+            f"model {s.model!r} is not in the model list of {self._where()} "
+            f"({len(ids)} models; ids are case-sensitive){hint}"
+        )
 
     def chat(self, messages: list[dict]) -> Reply:
         """One chat completion, from the cache when this exact request was made before."""
@@ -197,40 +210,60 @@ class LLMClient:
         key = self._key(
             {"base_url": s.base_url, **params, **({"sample": s.sample} if s.sample else {})}
         )
+        reply = self._stored_reply(key)
+        if reply is None:
+            reply = self._asked(params, key)
+        self._count(reply)
+        if not names_model(reply.model, s.model):
+            raise LLMError(
+                f"the reply names model {reply.model or '(none)'!r}, not the requested "
+                f"{s.model!r}: {self._where()} substituted another model"
+            )
+        return reply
+
+    def _stored_reply(self, key: str) -> Reply | None:
+        """The reply the cache holds for this request, if any."""
         stored = self.store.get_reply(key) if self.store is not None else None
-        if stored is not None and "content" in stored:
-            reply = Reply(
-                content=stored["content"],
-                model=stored.get("model", ""),
-                prompt_tokens=int(stored.get("prompt_tokens", 0)),
-                completion_tokens=int(stored.get("completion_tokens", 0)),
-                finish_reason=stored.get("finish_reason"),
-                cached=True,
+        if stored is None or "content" not in stored:
+            return None
+        return Reply(
+            content=stored["content"],
+            model=stored.get("model", ""),
+            prompt_tokens=int(stored.get("prompt_tokens", 0)),
+            completion_tokens=int(stored.get("completion_tokens", 0)),
+            finish_reason=stored.get("finish_reason"),
+            cached=True,
+        )
+
+    def _asked(self, params: dict, key: str) -> Reply:
+        """The endpoint's reply to the request ``params``, stored in the cache under ``key``."""
+        response = self._call(lambda: self._client.chat.completions.create(**params), "chat")
+        choice = response.choices[0] if response.choices else None
+        usage = response.usage
+        reply = Reply(
+            content=(choice.message.content if choice and choice.message else None) or "",
+            model=response.model or "",
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            finish_reason=choice.finish_reason if choice else None,
+            cached=False,
+        )
+        if self.store is not None:
+            self.store.put_reply(
+                key,
+                {
+                    "content": reply.content,
+                    "model": reply.model,
+                    "prompt_tokens": reply.prompt_tokens,
+                    "completion_tokens": reply.completion_tokens,
+                    "finish_reason": reply.finish_reason,
+                    "request_sha256": key,
+                },
             )
-        else:
-            response = self._call(lambda: self._client.chat.completions.create(**params), "chat")
-            choice = response.choices[0] if response.choices else None
-            usage = response.usage
-            reply = Reply(
-                content=(choice.message.content if choice and choice.message else None) or "",
-                model=response.model or "",
-                prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-                finish_reason=choice.finish_reason if choice else None,
-                cached=False,
-            )
-            if self.store is not None:
-                self.store.put_reply(
-                    key,
-                    {
-                        "content": reply.content,
-                        "model": reply.model,
-                        "prompt_tokens": reply.prompt_tokens,
-                        "completion_tokens": reply.completion_tokens,
-                        "finish_reason": reply.finish_reason,
-                        "request_sha256": key,
-                    },
-                )
+        return reply
+
+    def _count(self, reply: Reply) -> None:
+        """One call into the run's counts: a cached one, or the tokens it spent."""
         with self._lock:
             self.calls += 1
             if reply.cached:
@@ -238,12 +271,6 @@ class LLMClient:
             else:
                 self.prompt_tokens += reply.prompt_tokens
                 self.completion_tokens += reply.completion_tokens
-        if not names_model(reply.model, s.model):
-            raise LLMError(
-                f"the reply names model {reply.model or '(none)'!r}, not the requested "
-                f"{s.model!r}: {self._where()} substituted another model"
-            )
-        return reply
 
     # -- accounting ----------------------------------------------------------
     def cost_usd(self) -> float | None:

@@ -22,7 +22,7 @@ from ..kernel_file import TestFile
 from ..records import Mutant
 from ..stage import StageContext
 from . import prompts, proving, reading
-from .llm import LLMError
+from .llm import LLMError, Reply
 from .model import ModelSession
 
 
@@ -72,10 +72,6 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
     record = ctx.ledger.section("stage1", {"accepted": None, "attempts": []})
     ctx.ledger.put_section("stage1", record)
 
-    def rejected(entry: dict) -> None:
-        record["attempts"].append(entry)
-        ctx.ledger.put_section("stage1", record)
-
     messages = prompts.stage1_messages(ctx.kernel)
     name = f"{reading.file_stem(ctx)}_stage1.py"
     best: tuple[int, str, set[str]] | None = None  # (passing functions, code, names)
@@ -92,20 +88,14 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
         w.update_tokens()
         messages.append({"role": "assistant", "content": reply.content})
         code = reading.extract_code(reply.content)
-        if code is None:
-            why = "no code: the reply has no ```python block"
-            if reply.finish_reason == "length":
-                why += " (it was cut off at the token limit)"
-            rejected({"attempt": attempt, "why": why, "reply": reply.content[:2000]})
+        refused = _refused_unrun(reply, code, module)
+        if refused is not None:
+            why, kept, retry = refused
+            _rejected(ctx, record, {"attempt": attempt, "why": why, **kept})
             yield TestRejected("stage1", attempt, why)
-            messages.append({"role": "user", "content": prompts.NO_CODE})
+            messages.append(retry)
             continue
-        problem = reading.static_problem(code, module)
-        if problem is not None:
-            rejected({"attempt": attempt, "why": problem, "source": code})
-            yield TestRejected("stage1", attempt, problem)
-            messages.append(prompts.retry_message(problem[0].upper() + problem[1:] + "."))
-            continue
+        assert code is not None  # refused above otherwise
         code = reading.rename_taken(code, reading.taken_names(ctx))
         test = TestFile(path="", name=name, source=code, origin="stage1")
         proof = proving.prove_on_original(ctx, test, with_checks=True)
@@ -116,7 +106,7 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
         if proof.slow:  # the time each test took on the original, over the budget
             entry["slow"] = proof.slow
             slow = True
-        rejected(entry)
+        _rejected(ctx, record, entry)
         yield TestRejected("stage1", attempt, proof.why)
         passing = passing_functions(proof, code) - set(proof.slow)
         if passing and (best is None or len(passing) > best[0]):
@@ -127,17 +117,48 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
         yield WriterNote("stage1", f"no test file {why}; stage 1 added nothing", "warning")
         return
     _, code, passing = best
-    pruned = drop_functions(code, passing)
-    test = TestFile(path="", name=name, source=pruned, origin="stage1")
+    yield from _keep_passing(
+        ctx, record, TestFile(path="", name=name, source=code, origin="stage1"), passing
+    )
+
+
+def _keep_passing(
+    ctx: StageContext, record: dict, best: TestFile, passing: set[str]
+) -> Iterator[Event]:
+    """No reply passed whole: the one with the most passing test functions, the others
+    dropped, proved again; accepted, or its refusal recorded."""
+    attempts = ctx.settings.writers.attempts
+    pruned = drop_functions(best.source, passing)
+    test = replace(best, source=pruned)
     proof = proving.prove_on_original(ctx, test, with_checks=True)
     if proof.ok:
         yield WriterNote(
             "stage1", f"keeping the {len(passing)} test functions that passed every run"
         )
-        yield from _accept(ctx, record, test, proof, settings.attempts)
+        yield from _accept(ctx, record, test, proof, attempts)
     else:
-        rejected({"attempt": "pruned", "why": proof.why, "source": pruned})
-        yield TestRejected("stage1", settings.attempts, f"pruned file: {proof.why}")
+        _rejected(ctx, record, {"attempt": "pruned", "why": proof.why, "source": pruned})
+        yield TestRejected("stage1", attempts, f"pruned file: {proof.why}")
+
+
+def _rejected(ctx: StageContext, record: dict, entry: dict) -> None:
+    """A rejected attempt into the stage's record (``attempts``), and the record saved."""
+    record["attempts"].append(entry)
+    ctx.ledger.put_section("stage1", record)
+
+
+def _refused_unrun(reply: Reply, code: str | None, module: str) -> tuple[str, dict, dict] | None:
+    """Why a reply's code is refused before it runs (no code, or ``static_problem``): the
+    reason, what the stage's record keeps of it, and the message back to the model."""
+    if code is None:
+        why = "no code: the reply has no ```python block"
+        if reply.finish_reason == "length":
+            why += " (it was cut off at the token limit)"
+        return why, {"reply": reply.content[:2000]}, {"role": "user", "content": prompts.NO_CODE}
+    problem = reading.static_problem(code, module)
+    if problem is None:
+        return None
+    return problem, {"source": code}, prompts.retry_message(problem[0].upper() + problem[1:] + ".")
 
 
 def _accept(
@@ -170,11 +191,7 @@ def stage1_kill_evidence(ctx: StageContext, killed: list[Mutant]) -> Iterator[Ev
     }
     groups: dict[str, dict[str, tuple[Mutant, JobResult]]] = {}
     for m in killed:
-        outcome = ctx.ledger.outcome(m.id)
-        by = (outcome.by if outcome else None) or ""
-        test = (
-            tests.get(by.removeprefix("test:").split("[", 1)[0]) if by.startswith("test:") else None
-        )
+        test = _killed_by(ctx, m, tests)
         if test is not None:
             groups.setdefault(test.name, {})[m.id] = (m, JobResult(JobStatus.FAILED))
     by_name = {t.name: t for t in tests.values()}
@@ -187,3 +204,12 @@ def stage1_kill_evidence(ctx: StageContext, killed: list[Mutant]) -> Iterator[Ev
             mutant = failed[mid][0]
             yield from ctx.updated(mutant, ctx.ledger.unkill(mid, why, stage="stage1"))
             yield WriterNote("stage1", f"kill of {mid} by {name} refused: {why}", "warning", mid)
+
+
+def _killed_by(ctx: StageContext, mutant: Mutant, tests: dict[str, TestFile]) -> TestFile | None:
+    """The stage-1 test file whose test function (``tests``: by name) killed ``mutant``."""
+    outcome = ctx.ledger.outcome(mutant.id)
+    by = (outcome.by if outcome else None) or ""
+    if not by.startswith("test:"):
+        return None
+    return tests.get(by.removeprefix("test:").split("[", 1)[0])

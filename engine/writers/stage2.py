@@ -13,7 +13,7 @@ the mutant ``equivalent`` and left out of the adjusted score, listed there.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from ..events import Event, TestRejected, WriterNote
 from ..kernel_file import TestFile
@@ -42,86 +42,99 @@ def equivalent_reason(text: str, anywhere: bool = False) -> str | None:
 
 
 def stage2(ctx: StageContext, w: ModelSession, survivors: list[Mutant]) -> Iterator[Event]:
-    client = w.client
-    assert client is not None
-    settings = ctx.settings.writers
+    assert w.client is not None
     for mutant in survivors:
         if ctx.ledger.verdict(mutant.id) is not Verdict.SURVIVED:
             continue
         if w.broken:
             yield WriterNote("stage2", f"stage 2 stopped: {w.broken}", "error")
             return
-        probe = ctx.ledger.details(mutant.id).get("probe", {}).get("result", "")
-        outcome = ctx.ledger.outcome(mutant.id)
-        messages = prompts.stage2_messages(
-            ctx.kernel, mutant.diff, outcome.reason if outcome else "", probe
-        )
-        name = f"{reading.file_stem(ctx)}_stage2_{mutant.id}.py"
-        for attempt in range(1, settings.attempts + 1):
-            yield WriterNote(
-                "stage2",
-                f"asking {client.settings.model} about {mutant.id} ({mutant.operator}, line "
-                f"{mutant.line}; {attempt}/{settings.attempts})",
-                mutant_id=mutant.id,
-            )
-            try:
-                reply = client.chat(messages)
-            except LLMError as exc:
-                yield w.model_failed("stage2", exc)
-                if exc.fatal:
-                    return
-                break
-            w.update_tokens()
-            messages.append({"role": "assistant", "content": reply.content})
-            reason = equivalent_reason(reply.content)
-            code = reading.extract_code(reply.content)
-            if reason is None and code is None:
-                reason = equivalent_reason(reply.content, anywhere=True)
-            if reason is not None:
-                # A claim, not a verdict: it excludes the mutant from the adjusted score
-                # only once execution backs it (``checks/claims.py``, after the writers).
-                proving.add_claim(
-                    ctx,
-                    mutant.id,
-                    {
-                        "by": "stage2",
-                        "claim": "equivalent",
-                        "reason": reason,
-                        "cached": reply.cached,
-                        "evidence": None,
-                    },
-                )
-                yield WriterNote(
-                    "stage2",
-                    f"the model claims {mutant.id} is equivalent: {reason}",
-                    mutant_id=mutant.id,
-                )
-                break
-            if code is None:
-                why = "no code and no EQUIVALENT in the reply"
-                if reply.finish_reason == "length":
-                    why += " (it was cut off at the token limit)"
-                _reject(ctx, mutant, attempt, why, None, reply.content)
-                yield TestRejected("stage2", attempt, why, mutant.id)
-                messages.append({"role": "user", "content": NO_ANSWER})
-                continue
-            problem = reading.static_problem(code, ctx.kernel.module)
-            if problem is not None:
-                _reject(ctx, mutant, attempt, problem, code)
-                yield TestRejected("stage2", attempt, problem, mutant.id)
-                messages.append(prompts.retry_message(problem[0].upper() + problem[1:] + "."))
-                continue
-            code = reading.rename_taken(code, reading.taken_names(ctx))
-            test = TestFile(path="", name=name, source=code, origin="stage2")
-            proof = proving.prove_killer(ctx, proving.Asked(test, mutant))
-            if not proof.ok:
-                _reject(ctx, mutant, attempt, proof.why, code)
-                yield TestRejected("stage2", attempt, proof.why, mutant.id)
-                messages.append(prompts.retry_message(proof.feedback or proof.why))
-                continue
-            yield from proving.accept_killer(ctx, "stage2", test, mutant, proof, ctx.mutants)
-            break
+        stopped = yield from _ask_about(ctx, w, mutant)
+        if stopped:
+            return
     yield from _probe_claimed(ctx, survivors)
+
+
+def _ask_about(ctx: StageContext, w: ModelSession, mutant: Mutant) -> Generator[Event, None, bool]:
+    """The model's replies on one survivor, until a killer test is accepted, it claims the
+    mutant equivalent, or the attempts run out; True where a model failure stops stage 2."""
+    client = w.client
+    assert client is not None
+    settings = ctx.settings.writers
+    probe = ctx.ledger.details(mutant.id).get("probe", {}).get("result", "")
+    outcome = ctx.ledger.outcome(mutant.id)
+    messages = prompts.stage2_messages(
+        ctx.kernel, mutant.diff, outcome.reason if outcome else "", probe
+    )
+    name = f"{reading.file_stem(ctx)}_stage2_{mutant.id}.py"
+    for attempt in range(1, settings.attempts + 1):
+        yield WriterNote(
+            "stage2",
+            f"asking {client.settings.model} about {mutant.id} ({mutant.operator}, line "
+            f"{mutant.line}; {attempt}/{settings.attempts})",
+            mutant_id=mutant.id,
+        )
+        try:
+            reply = client.chat(messages)
+        except LLMError as exc:
+            yield w.model_failed("stage2", exc)
+            return exc.fatal
+        w.update_tokens()
+        messages.append({"role": "assistant", "content": reply.content})
+        reason = equivalent_reason(reply.content)
+        code = reading.extract_code(reply.content)
+        if reason is None and code is None:
+            reason = equivalent_reason(reply.content, anywhere=True)
+        if reason is not None:
+            yield _claim_equivalent(ctx, mutant, reason, reply.cached)
+            return False
+        if code is None:
+            why = "no code and no EQUIVALENT in the reply"
+            if reply.finish_reason == "length":
+                why += " (it was cut off at the token limit)"
+            _reject(ctx, mutant, attempt, why, None, reply.content)
+            yield TestRejected("stage2", attempt, why, mutant.id)
+            messages.append({"role": "user", "content": NO_ANSWER})
+            continue
+        problem = reading.static_problem(code, ctx.kernel.module)
+        if problem is not None:
+            _reject(ctx, mutant, attempt, problem, code)
+            yield TestRejected("stage2", attempt, problem, mutant.id)
+            messages.append(prompts.retry_message(problem[0].upper() + problem[1:] + "."))
+            continue
+        code = reading.rename_taken(code, reading.taken_names(ctx))
+        test = TestFile(path="", name=name, source=code, origin="stage2")
+        proof = proving.prove_killer(ctx, proving.Asked(test, mutant))
+        if not proof.ok:
+            _reject(ctx, mutant, attempt, proof.why, code)
+            yield TestRejected("stage2", attempt, proof.why, mutant.id)
+            messages.append(prompts.retry_message(proof.feedback or proof.why))
+            continue
+        yield from proving.accept_killer(ctx, "stage2", test, mutant, proof, ctx.mutants)
+        return False
+    return False
+
+
+def _claim_equivalent(ctx: StageContext, mutant: Mutant, reason: str, cached: bool) -> WriterNote:
+    """The model's EQUIVALENT answer kept as its claim, and said. A claim, not a verdict:
+    it excludes the mutant from the adjusted score only once execution backs it
+    (``checks/claims.py``, after the writers)."""
+    proving.add_claim(
+        ctx,
+        mutant.id,
+        {
+            "by": "stage2",
+            "claim": "equivalent",
+            "reason": reason,
+            "cached": cached,
+            "evidence": None,
+        },
+    )
+    return WriterNote(
+        "stage2",
+        f"the model claims {mutant.id} is equivalent: {reason}",
+        mutant_id=mutant.id,
+    )
 
 
 def _probe_claimed(ctx: StageContext, survivors: list[Mutant]) -> Iterator[Event]:
