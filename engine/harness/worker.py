@@ -100,18 +100,10 @@ def _child(job_data: dict, workdir: str, log_path: str, wfd: int, follow: bool =
     worker (``{"progress": ...}``) ahead of the result."""
     code = 0
     try:
-        from mutant_gate.engine.harness import runner
         from mutant_gate.engine.harness.runner import run_checks
 
         if follow:
-            me = os.getpid()
-
-            def report_progress(data: dict) -> None:
-                if os.getpid() == me:  # never from a process the check forked
-                    line = json.dumps({"progress": data}).encode()[:3000] + b"\n"
-                    os.write(wfd, line)  # one write under PIPE_BUF: never interleaved
-
-            runner.PROGRESS = report_progress
+            _send_progress(wfd)
         from mutant_gate.engine.harness import isolation
         from mutant_gate.engine.job import Job
 
@@ -152,6 +144,21 @@ def _child(job_data: dict, workdir: str, log_path: str, wfd: int, follow: bool =
             view = view[os.write(wfd, view) :]
     finally:  # whatever happens (a dead worker: broken pipe), never return into the worker's loop
         os._exit(code)
+
+
+def _send_progress(wfd: int) -> None:
+    """In the child: each progress report of the checks goes to the worker through ``wfd``
+    (a ``{"progress": ...}`` line), ahead of the result."""
+    from mutant_gate.engine.harness import runner
+
+    me = os.getpid()
+
+    def report_progress(data: dict) -> None:
+        if os.getpid() == me:  # never from a process the check forked
+            line = json.dumps({"progress": data}).encode()[:3000] + b"\n"
+            os.write(wfd, line)  # one write under PIPE_BUF: never interleaved
+
+    runner.PROGRESS = report_progress
 
 
 def _exec_sanitized(job_data: dict, workdir: str, env: dict, wfd: int, report: dict) -> None:
@@ -203,38 +210,16 @@ def run_job(job_data: dict, parent_fd: int | None = None, on_progress=None) -> d
     workdir = os.path.join(base, "work")
     os.mkdir(workdir)
     log_path = os.path.join(base, "output.log")
-    rfd, wfd = os.pipe()
     start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        os.close(rfd)
-        _child(job_data, workdir, log_path, wfd, follow=on_progress is not None)
-    os.close(wfd)
-    try:
-        os.setpgid(pid, pid)
-    except OSError:
-        pass
+    pid, rfd = _fork_job(job_data, workdir, log_path, follow=on_progress is not None)
     cases = CaseLog()
     deadline = start + wall_limit_s(job_data)  # the backstop: RLIMIT_CPU is the limit
     chunks, size, timed_out = _read_answer(rfd, parent_fd, pid, base, deadline, on_progress, cases)
     os.close(rfd)
     status = cpu_s = None
     if job_data.get("sanitize"):
-        # memcheck reports (and sets the exit code) after the job wrote its result.
-        while status is None and time.monotonic() < deadline:
-            if _hung_up(parent_fd):
-                _abandon(pid, base)
-            done, code, used = os.wait4(pid, os.WNOHANG)
-            status, cpu_s = (code, used.ru_utime + used.ru_stime) if done else (None, None)
-            if status is None:
-                time.sleep(0.05)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if status is None:  # its CPU seconds and those of the children it waited for
-        _, status, used = os.wait4(pid, 0)
-        cpu_s = used.ru_utime + used.ru_stime
+        status, cpu_s = _wait_for_memcheck(pid, parent_fd, base, deadline)
+    status, cpu_s = _end_job(pid, status, cpu_s)
     _sweep(_sandbox_uid())
     duration = time.monotonic() - start
     output = _read_tail(log_path)
@@ -249,6 +234,52 @@ def run_job(job_data: dict, parent_fd: int | None = None, on_progress=None) -> d
     if timed_out and cases.seen:  # what ran before time ran out: the evidence for a timeout
         result["extra"] = {**result.get("extra", {}), "cases": cases.to_json()}
     return result
+
+
+def _fork_job(job_data: dict, workdir: str, log_path: str, follow: bool) -> tuple[int, int]:
+    """Forks the job's child (``_child``) in a process group of its own: (its pid, the
+    read end of the pipe it answers through)."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rfd)
+        _child(job_data, workdir, log_path, wfd, follow=follow)
+    os.close(wfd)
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass
+    return pid, rfd
+
+
+def _wait_for_memcheck(
+    pid: int, parent_fd: int | None, base: str, deadline: float
+) -> tuple[int | None, float | None]:
+    """A sanitized job: memcheck reports (and sets the exit code) after the job wrote its
+    result, so wait for the child until ``deadline``: (its wait status, CPU seconds), or
+    (None, None) when it has not ended by then."""
+    status = cpu_s = None
+    while status is None and time.monotonic() < deadline:
+        if _hung_up(parent_fd):
+            _abandon(pid, base)
+        done, code, used = os.wait4(pid, os.WNOHANG)
+        status, cpu_s = (code, used.ru_utime + used.ru_stime) if done else (None, None)
+        if status is None:
+            time.sleep(0.05)
+    return status, cpu_s
+
+
+def _end_job(pid: int, status: int | None, cpu_s: float | None) -> tuple[int, float | None]:
+    """Kills job ``pid``'s process group and, unless it was reaped already (``status``),
+    waits for it: (its wait status, its CPU seconds)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if status is None:  # its CPU seconds and those of the children it waited for
+        _, status, used = os.wait4(pid, 0)
+        cpu_s = used.ru_utime + used.ru_stime
+    return status, cpu_s
 
 
 def _read_answer(
@@ -286,15 +317,7 @@ def _read_answer(
         if not chunk:
             break
         if on_progress is not None:  # progress lines first, then the result's
-            pending = b"".join(chunks) + chunk
-            while pending.startswith(b'{"progress"') and b"\n" in pending:
-                line, _, pending = pending.partition(b"\n")
-                try:
-                    report = json.loads(line)["progress"]
-                except ValueError:
-                    continue
-                cases.see(report)
-                on_progress(report)
+            pending = _take_progress(b"".join(chunks) + chunk, cases, on_progress)
             chunks, size = ([pending[:RESULT_LIMIT]] if pending else []), len(pending)
             if pending.endswith(b"\n"):
                 break
@@ -305,6 +328,20 @@ def _read_answer(
         if chunk.endswith(b"\n"):
             break
     return chunks, size, timed_out
+
+
+def _take_progress(pending: bytes, cases: CaseLog, on_progress) -> bytes:
+    """Hands each whole progress line at the head of ``pending`` to ``cases`` and
+    ``on_progress``; what is left of it."""
+    while pending.startswith(b'{"progress"') and b"\n" in pending:
+        line, _, pending = pending.partition(b"\n")
+        try:
+            report = json.loads(line)["progress"]
+        except ValueError:
+            continue
+        cases.see(report)
+        on_progress(report)
+    return pending
 
 
 class CaseLog:
