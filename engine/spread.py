@@ -109,12 +109,7 @@ def _joined_extra(results: list[JobResult]) -> dict:
     out.update(_joined_records(extras))
     out.pop("cases", None)
     if any(r.status is JobStatus.TIMEOUT for r in results):  # the case log a timeout keeps
-        logs = [_case_log(r) for r in results]
-        out["cases"] = {
-            "collected": sum(log["collected"] for log in logs),
-            "finished": [c for log in logs for c in log["finished"]],
-            "running": next((log["running"] for log in logs if log["running"]), ""),
-        }
+        out["cases"] = _joined_case_log(results)
     interp = _merged_interpreter([e["interpreter"] for e in extras if e.get("interpreter")])
     if interp is not None:
         out["interpreter"] = interp
@@ -124,6 +119,17 @@ def _joined_extra(results: list[JobResult]) -> dict:
         out["limit"] = failing.extra["limit"]
     out["spread"] = {"shares": len(results), "seconds": [round(r.duration_s, 3) for r in results]}
     return out
+
+
+def _joined_case_log(results: list[JobResult]) -> dict:
+    """The shares' case logs as one timed-out job's: every finished case, the first share's
+    running one."""
+    logs = [_case_log(r) for r in results]
+    return {
+        "collected": sum(log["collected"] for log in logs),
+        "finished": [c for log in logs for c in log["finished"]],
+        "running": next((log["running"] for log in logs if log["running"]), ""),
+    }
 
 
 def _joined_records(extras: list[dict]) -> dict:
@@ -141,12 +147,17 @@ def _joined_records(extras: list[dict]) -> dict:
         if any(key in e for e in extras):
             out[key] = [x for e in extras for x in (e.get(key) or [])]
     if any("autotune_configs" in e for e in extras):
-        configs: dict = {}
-        for e in extras:
-            for name, n in (e.get("autotune_configs") or {}).items():
-                configs[name] = max(configs.get(name, 0), n)
-        out["autotune_configs"] = configs
+        out["autotune_configs"] = _most_configs(extras)
     return out
+
+
+def _most_configs(extras: list[dict]) -> dict:
+    """Each autotuned kernel's count of configs, the most any share saw."""
+    configs: dict = {}
+    for e in extras:
+        for name, n in (e.get("autotune_configs") or {}).items():
+            configs[name] = max(configs.get(name, 0), n)
+    return configs
 
 
 def _case_log(result: JobResult) -> dict:
@@ -205,22 +216,10 @@ def joined(results: list[JobResult]) -> JobResult:
     status = _status(results)
     failing = next((r for r in results if r.status is status), results[0])
     case_s = [_case_seconds(r) for r in results]
-    case_cpu = [_case_cpu_seconds(r) for r in results]
-    cpu_s = sum(r.cpu_s for r in results)
-    if all(c is not None for c in case_cpu) and all(r.cpu_s > 0 for r in results):
-        cpu_s = _one_start([r.cpu_s for r in results], case_cpu)  # type: ignore[arg-type]
-    shims: list[str] = []
-    for r in results:
-        shims += [s for s in r.shims if s not in shims]
+    case_cpu = _cases_cpu_seconds(results)
     extra = _joined_extra(results)
     if any("imports" in r.extra for r in results):
-        extra["imports"] = {
-            "wall_s": _imports_s(results, "wall_s", [r.duration_s for r in results], case_s),
-            "modules": sum(int((r.extra.get("imports") or {}).get("modules", 0)) for r in results),
-        }
-        if all(c is not None for c in case_cpu) and all(r.cpu_s > 0 for r in results):
-            totals = [r.cpu_s for r in results]
-            extra["imports"]["cpu_s"] = _imports_s(results, "cpu_s", totals, case_cpu)
+        extra["imports"] = _joined_imports(results, case_s, case_cpu)
     return JobResult(
         status=status,
         outcomes=tuple(o for r in results for o in r.outcomes),
@@ -229,10 +228,34 @@ def joined(results: list[JobResult]) -> JobResult:
         network_cut=any(r.network_cut for r in results),
         signal=failing.signal,
         bounds=next((r.bounds for r in results if r.bounds), None),
-        shims=tuple(shims),
+        shims=tuple(dict.fromkeys(s for r in results for s in r.shims)),
         extra=extra,
-        cpu_s=cpu_s,
+        cpu_s=(
+            sum(r.cpu_s for r in results)
+            if case_cpu is None
+            else _one_start([r.cpu_s for r in results], case_cpu)
+        ),
     )
+
+
+def _cases_cpu_seconds(results: list[JobResult]) -> list[float] | None:
+    """Each share's cases' CPU seconds; None unless every share has them and its own."""
+    found = [_case_cpu_seconds(r) for r in results]
+    if any(c is None for c in found) or any(r.cpu_s <= 0 for r in results):
+        return None
+    return found  # type: ignore[return-value]
+
+
+def _joined_imports(results: list[JobResult], case_s: list[float], case_cpu) -> dict:
+    """The joined job's ``imports`` record (``harness/imports.py``): its seconds as a warm
+    runner's share pays them, the modules every share loaded."""
+    out: dict = {
+        "wall_s": _imports_s(results, "wall_s", [r.duration_s for r in results], case_s),
+        "modules": sum(int((r.extra.get("imports") or {}).get("modules", 0)) for r in results),
+    }
+    if case_cpu is not None:
+        out["cpu_s"] = _imports_s(results, "cpu_s", [r.cpu_s for r in results], case_cpu)
+    return out
 
 
 def run_original(ctx, job: Job, on_progress=None) -> tuple[JobResult, bool]:
