@@ -21,7 +21,7 @@ the mutant counts as a survivor again: a refuted claim excludes nothing from the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
 from statistics import mean, median
 
@@ -135,32 +135,51 @@ def oracle_jobs(
     of one mutant is ``oracle_job``'s (keyed by its id), a job of several is keyed by
     theirs joined."""
     if inner is None and ctx.coverage is not None:
-        # a library's suite: each mutant beside the original on the cases that launch its
-        # function only (the whole suite took minutes a module on a CPU), so a job holds
-        # mutants of one function
-        groups: dict[str | None, list[Mutant]] = {}
-        for m in mutants:
-            groups.setdefault(harness_jobs.selected(m), []).append(m)
-        jobs: dict[str, Job] = {}
-        members: dict[str, tuple[str, ...]] = {}
-        for function, group in groups.items():
-            inner_f = harness_jobs.checks_job(ctx, None, function)
-            part = oracle_jobs(ctx, group, inner_f, per_job, max(1, spread // len(groups)), alone)
-            jobs.update(part.jobs)
-            members.update(part.members)
-        return OracleJobs(jobs, members)
-    chunks = [[m] for m in mutants if m.id in alone]
-    rest = [m for m in mutants if m.id not in alone]
-    count = max(math.ceil(len(rest) / max(1, per_job)), min(len(rest), spread - len(chunks)))
-    chunks += [rest[i::count] for i in range(count)]
+        return _per_function_jobs(ctx, mutants, per_job, spread, alone)
     jobs, members = {}, {}
-    for chunk in chunks:
+    for chunk in _chunks(mutants, per_job, spread, alone):
         if not chunk:
             continue
         key = "+".join(m.id for m in chunk)
         jobs[key] = _job(ctx, chunk, inner)
         members[key] = tuple(m.id for m in chunk)
     return OracleJobs(jobs, members)
+
+
+def _per_function_jobs(
+    ctx: StageContext,
+    mutants: list[Mutant],
+    per_job: int,
+    spread: int,
+    alone: set[str] | frozenset[str],
+) -> OracleJobs:
+    """A library's suite: each mutant beside the original on the cases that launch its
+    function only (the whole suite took minutes a module on a CPU), so a job holds
+    mutants of one function."""
+    groups: dict[str | None, list[Mutant]] = {}
+    for m in mutants:
+        groups.setdefault(harness_jobs.selected(m), []).append(m)
+    jobs: dict[str, Job] = {}
+    members: dict[str, tuple[str, ...]] = {}
+    for function, group in groups.items():
+        inner_f = harness_jobs.checks_job(ctx, None, function)
+        part = oracle_jobs(ctx, group, inner_f, per_job, max(1, spread // len(groups)), alone)
+        jobs.update(part.jobs)
+        members.update(part.members)
+    return OracleJobs(jobs, members)
+
+
+def _chunks(
+    mutants: list[Mutant], per_job: int, spread: int, alone: set[str] | frozenset[str]
+) -> list[list[Mutant]]:
+    """The mutants in ``alone`` one a chunk, then the rest dealt round into at most
+    ``per_job`` a chunk, in at least ``spread`` chunks where there are enough (some may
+    be empty)."""
+    chunks = [[m] for m in mutants if m.id in alone]
+    rest = [m for m in mutants if m.id not in alone]
+    count = max(math.ceil(len(rest) / max(1, per_job)), min(len(rest), spread - len(chunks)))
+    chunks += [rest[i::count] for i in range(count)]
+    return chunks
 
 
 def variant_run(result: JobResult, side: str = "mutant") -> JobResult | None:
@@ -223,26 +242,35 @@ def sentence(data: dict, verdict: Verdict, checks: int) -> str:
     if n == 0:
         return "the checks launch no kernel: nothing compared, no evidence either way"
     if data["identical"]:
-        text = f"outputs identical on {_launches(n)}"
-        poisoned = data.get("poisoned") or {}
-        if data["masked_only"]:
-            text += (
-                "; the mutant changes values only on masked-off lanes, which a GPU never "
-                "stores (interpreter-dependent)"
-            )
-        elif poisoned and not poisoned.get("identical", True) and poisoned.get("by_argument"):
-            text += (
-                "; but only because the interpreter fills undefined masked-off lanes with 0: "
-                f"with them poisoned, {describe_arguments(poisoned['by_argument'])} "
-                "(interpreter-dependent)"
-            )
-        elif data["interpreter_dependent"]:
-            text += (
-                "; the mutant changes values only on masked-off lanes (it leaves them undefined, "
-                "the interpreter fills them with 0), which a GPU never stores "
-                "(interpreter-dependent)"
-            )
-        return text
+        return f"outputs identical on {_launches(n)}" + _masked_lanes_caveat(data)
+    return _differ_sentence(data, n, verdict, checks)
+
+
+def _masked_lanes_caveat(data: dict) -> str:
+    """What an "identical" owes to masked-off lanes, if anything ("" where nothing)."""
+    poisoned = data.get("poisoned") or {}
+    if data["masked_only"]:
+        return (
+            "; the mutant changes values only on masked-off lanes, which a GPU never "
+            "stores (interpreter-dependent)"
+        )
+    if poisoned and not poisoned.get("identical", True) and poisoned.get("by_argument"):
+        return (
+            "; but only because the interpreter fills undefined masked-off lanes with 0: "
+            f"with them poisoned, {describe_arguments(poisoned['by_argument'])} "
+            "(interpreter-dependent)"
+        )
+    if data["interpreter_dependent"]:
+        return (
+            "; the mutant changes values only on masked-off lanes (it leaves them undefined, "
+            "the interpreter fills them with 0), which a GPU never stores "
+            "(interpreter-dependent)"
+        )
+    return ""
+
+
+def _differ_sentence(data: dict, n: int, verdict: Verdict, checks: int) -> str:
+    """The sentence for outputs that differ on some of ``n`` launches."""
     where = describe_arguments(data["by_argument"]) if data["by_argument"] else "launch errors"
     k = data["launches_differing"]
     text = f"outputs differ in {where} on {_launches(n) if k == n else f'{k} of {n} launches'}"
@@ -300,15 +328,39 @@ def compare(
     if contradiction:
         who = " and ".join(sorted({c.get("by", "a writer") for c in claims}))
         text = f"CONTRADICTION: {who} claims this mutant is equivalent, but {text}"
-    keys = ("launch", "kernel", "argument", "max_abs", "max_rel", "first_index", "count")
+    return _field(data, text, contradiction), text
+
+
+#: what the report keeps of each differing launch's argument
+_DIFF_KEYS = ("launch", "kernel", "argument", "max_abs", "max_rel", "first_index", "count")
+
+
+def _diffs(diffs: list[dict]) -> list[dict]:
+    """The report's copy of the oracle's diffs: ``_DIFF_KEYS`` of each."""
+    return [{k: d.get(k) for k in _DIFF_KEYS} for d in diffs]
+
+
+def _poisoned_field(poisoned: dict | None) -> dict | None:
+    """The report's part of the run with undefined masked-off lanes poisoned."""
+    if poisoned is None:
+        return None
+    return {
+        "identical": poisoned["identical"],
+        "masked_only": poisoned["masked_only"],
+        "diffs": _diffs(poisoned["diffs"]),
+    }
+
+
+def _field(data: dict, text: str, contradiction: bool) -> dict:
+    """The mutant's ``oracle`` report field from an oracle job's answer."""
     poisoned = data.get("poisoned")
-    field = {
+    return {
         "sentence": text,
         "launches": data["launches"],
         "timed_out": data["timed_out"],
         # No launch, no evidence: "identical" needs at least one launch to compare.
         "identical": None if data["timed_out"] or not data["launches"] else data["identical"],
-        "diffs": [{k: d.get(k) for k in keys} for d in data["diffs"]],
+        "diffs": _diffs(data["diffs"]),
         "interpreter_dependent": data["interpreter_dependent"],
         "contradiction": contradiction,
         "masked_only": data["masked_only"],
@@ -317,17 +369,10 @@ def compare(
         "masked_lanes_differ": data.get("masked_lanes_differ"),
         "undefined_lanes": data["undefined_lanes"],
         "divergence": data["divergence"],
-        "poisoned": None
-        if poisoned is None
-        else {
-            "identical": poisoned["identical"],
-            "masked_only": poisoned["masked_only"],
-            "diffs": [{k: d.get(k) for k in keys} for d in poisoned["diffs"]],
-        },
+        "poisoned": _poisoned_field(poisoned),
         "checks": data["checks"],
         "seconds": data["seconds"] + (poisoned["seconds"] if poisoned else 0.0),
     }
-    return field, text
 
 
 def diff_oracle_stage(ctx: StageContext, mutants: list[Mutant]) -> Iterator[Event]:
@@ -353,11 +398,23 @@ def _diff_oracle(ctx: StageContext, mutants: list[Mutant], summary: dict) -> Ite
         summary["skipped"] = why
         yield CheckFinished(None, CHECK, f"diff-oracle skipped: {why}", 0, len(mutants))
         return
+    durations: list[float] = []
+    done = yield from _compare_all(ctx, mutants, summary, durations)
+    if durations:
+        summary["seconds_per_mutant"] = round(mean(durations), 3)
+    yield CheckFinished(None, CHECK, overall(summary), done, len(mutants))
+
+
+def _compare_all(
+    ctx: StageContext, mutants: list[Mutant], summary: dict, durations: list[float]
+) -> Generator[Event, None, int]:
+    """Run the oracle's jobs and record each answer; returns how many were answered.
+
+    Several mutants beside one run of the original in a job; those a job of several
+    gave no answer (one of them hung and cut the others) run again alone."""
     by_id = {m.id: m for m in mutants}
-    done, durations = 0, []
+    done = 0
     todo = list(mutants)
-    # Several mutants beside one run of the original in a job; those a job of several
-    # gave no answer (one of them hung and cut the others) run again alone.
     slow = slow_ones({m.id: _own_seconds(ctx, m) for m in mutants})
     for per_job in (PER_JOB, 1):
         jobs = oracle_jobs(ctx, todo, per_job=per_job, spread=ctx.workers, alone=slow)
@@ -373,30 +430,43 @@ def _diff_oracle(ctx: StageContext, mutants: list[Mutant], summary: dict) -> Ite
             for mid, (answer, _) in answers.items():
                 mutant = by_id[mid]
                 done += 1
-                field, text = record(ctx, mutant, answer)
-                ctx.ledger.put_row(mutant.id, CHECK, field)
-                if field["identical"] is None:
-                    summary["errors"] += 1
-                else:  # each mutant of a job counts its share of the job's seconds
-                    durations.append(answer.duration_s / len(members))
-                    summary["identical" if field["identical"] else "differs"] += 1
-                summary["interpreter_dependent"] += bool(field["interpreter_dependent"])
-                summary["contradictions"] += field["contradiction"]
+                field, text = _recorded(ctx, mutant, answer, len(members), summary, durations)
                 yield CheckFinished(mutant, CHECK, text, done, len(mutants))
                 if field["contradiction"]:
-                    # A claim the evidence contradicts excludes nothing from the score:
-                    # the mutant is a survivor again; the claim and the contradiction
-                    # stay on record.
-                    evidence = (
-                        f"EQUIVALENT claim contradicted by the diff-oracle: {field['sentence']}"
-                    )
-                    outcome = ctx.ledger.refute(mutant.id, evidence, stage=CHECK)
-                    yield from ctx.updated(mutant, outcome)
+                    yield from _refuted(ctx, mutant, field)
         if not todo:
             break
-    if durations:
-        summary["seconds_per_mutant"] = round(mean(durations), 3)
-    yield CheckFinished(None, CHECK, overall(summary), done, len(mutants))
+    return done
+
+
+def _recorded(
+    ctx: StageContext,
+    mutant: Mutant,
+    answer: JobResult,
+    sharing: int,
+    summary: dict,
+    durations: list[float],
+) -> tuple[dict, str]:
+    """Put one mutant's answer in the ledger and count it in ``summary``; each of the
+    ``sharing`` mutants of a job counts its share of the job's seconds."""
+    field, text = record(ctx, mutant, answer)
+    ctx.ledger.put_row(mutant.id, CHECK, field)
+    if field["identical"] is None:
+        summary["errors"] += 1
+    else:
+        durations.append(answer.duration_s / sharing)
+        summary["identical" if field["identical"] else "differs"] += 1
+    summary["interpreter_dependent"] += bool(field["interpreter_dependent"])
+    summary["contradictions"] += field["contradiction"]
+    return field, text
+
+
+def _refuted(ctx: StageContext, mutant: Mutant, field: dict) -> Iterator[Event]:
+    """A claim the evidence contradicts excludes nothing from the score: the mutant is
+    a survivor again; the claim and the contradiction stay on record."""
+    evidence = f"EQUIVALENT claim contradicted by the diff-oracle: {field['sentence']}"
+    outcome = ctx.ledger.refute(mutant.id, evidence, stage=CHECK)
+    yield from ctx.updated(mutant, outcome)
 
 
 def overall(summary: dict) -> str:
