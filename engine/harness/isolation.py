@@ -284,14 +284,26 @@ def _keep_paths(extra: tuple[str, ...] = ()) -> list[str]:
 
     candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, *extra}
     candidates.update(p for p in sys.path if p and os.path.isabs(p))
-    for name, module in list(sys.modules.items()):
-        if name.split(".")[0] == "mutant_gate":
-            candidates.update(
-                p for p in getattr(module, "__path__", None) or () if isinstance(p, str)
-            )
+    candidates.update(_package_paths())
     kept = sorted({os.path.realpath(p) for p in candidates if os.path.isdir(p)})
     # Drop paths inside another kept path: binding the outer one covers them.
     return [p for i, p in enumerate(kept) if not any(_under(p, q) for q in kept[:i])]
+
+
+def _package_paths() -> set[str]:
+    """The directories of this package's imported (sub)packages."""
+    import sys
+
+    found: set[str] = set()
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] == "mutant_gate":
+            found.update(p for p in getattr(module, "__path__", None) or () if isinstance(p, str))
+    return found
+
+
+def _real_dirs(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The real paths of those of ``paths`` that are directories, in order."""
+    return tuple(os.path.realpath(p) for p in paths if os.path.isdir(p))
 
 
 def private_filesystem(
@@ -307,22 +319,15 @@ def private_filesystem(
     their permissions say. Raises OSError where the OS refuses (not root, no mount
     namespaces).
     """
-    libc = _libc()
-    if libc.unshare(CLONE_NEWNS) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"unshare(CLONE_NEWNS): {os.strerror(err)}")
-    _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+    _private_mount_namespace()
     hidden = [d for d in (*SCRATCH_DIRS, home) if d and os.path.isdir(d) and d != "/"]
-    project = tuple(os.path.realpath(p) for p in project if os.path.isdir(p))
-    shared = tuple(os.path.realpath(p) for p in shared if os.path.isdir(p))
+    project = _real_dirs(project)
+    shared = _real_dirs(shared)
     keep = [p for p in _keep_paths(project + shared) if any(_under(p, h) for h in hidden)]
     # Hold each kept directory open so it can be bound back once its parent is covered.
     held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in keep}
     try:
-        for target in hidden:
-            mode = "1777" if target in SCRATCH_DIRS else "0755"
-            size = tmp_size_mb if target == "/tmp" else 64
-            _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size}m,mode={mode}")
+        _cover_with_tmpfs(hidden, tmp_size_mb)
         for path, fd in held.items():
             os.makedirs(path, mode=0o755, exist_ok=True)
             _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None)
@@ -335,6 +340,22 @@ def private_filesystem(
     workdir = "/tmp/mutant-gate-job"
     os.mkdir(workdir, 0o700)
     return workdir
+
+
+def _private_mount_namespace() -> None:
+    """Moves this process into a mount namespace of its own, whose mounts reach no other."""
+    if _libc().unshare(CLONE_NEWNS) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"unshare(CLONE_NEWNS): {os.strerror(err)}")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+
+
+def _cover_with_tmpfs(hidden: list[str], tmp_size_mb: int) -> None:
+    """A fresh tmpfs over each of ``hidden``: /tmp of ``tmp_size_mb``, the others 64 MB."""
+    for target in hidden:
+        mode = "1777" if target in SCRATCH_DIRS else "0755"
+        size = tmp_size_mb if target == "/tmp" else 64
+        _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size}m,mode={mode}")
 
 
 #: Where a sandbox's views of the project keep what its jobs write (on the private /tmp)
@@ -437,19 +458,7 @@ def refresh_views(pid: int, paths: tuple[str, ...], owner: int) -> str:
         code = 1
         try:
             os.close(read)
-            fd = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY)
-            if _libc().setns(fd, CLONE_NEWNS) != 0:
-                err = ctypes.get_errno()
-                raise OSError(err, f"setns: {os.strerror(err)}")
-            for n, path in enumerate(outermost(paths)):
-                if _libc().umount2(path.encode(), MNT_DETACH) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"umount {path}: {os.strerror(err)}")
-                base = os.path.join(VIEW_ROOT, str(n))
-                shutil.rmtree(base, ignore_errors=True)
-                said = _view(path, base, owner)
-                if said not in (OVERLAY, COPY):
-                    raise OSError(said)
+            _lay_fresh_views(pid, paths, owner)
             code = 0
         except BaseException:  # noqa: BLE001 - the worker reads why
             os.write(write, traceback.format_exc()[-2000:].encode())
@@ -465,6 +474,24 @@ def refresh_views(pid: int, paths: tuple[str, ...], owner: int) -> str:
         return ""
     why = b"".join(chunks).decode("utf-8", "replace").strip().splitlines()
     return why[-1] if why else f"the view's refresh ended with status {status}"
+
+
+def _lay_fresh_views(pid: int, paths: tuple[str, ...], owner: int) -> None:
+    """In a child of one thread: joins process ``pid``'s mount namespace, takes each view
+    of ``paths`` away and lays a fresh one; OSError where one fails."""
+    fd = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY)
+    if _libc().setns(fd, CLONE_NEWNS) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+    for n, path in enumerate(outermost(paths)):
+        if _libc().umount2(path.encode(), MNT_DETACH) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"umount {path}: {os.strerror(err)}")
+        base = os.path.join(VIEW_ROOT, str(n))
+        shutil.rmtree(base, ignore_errors=True)
+        said = _view(path, base, owner)
+        if said not in (OVERLAY, COPY):
+            raise OSError(said)
 
 
 #: The name a sandbox uid goes by (libraries ask who runs them: ``getpass.getuser()``,
