@@ -459,35 +459,38 @@ def _counted(
     """A ``files`` entry with its counts and status from its rows; a module no case
     reaches but cases left out (``left``) would have is left out, saying so."""
     mine = score(rows, written)
-    unreached = sorted({r["function"] for r in rows if r.get("reached") is False})
-    status = record.get("status") or JUDGED
+    errors = sum(1 for r in rows if r["verdict"] == Verdict.ERROR.value)
     entry = {
         **record,
         "mutants": len(rows),
         "killed": mine["killed"],
         # survivors of your tests: a mutant only a written test kills is one of them
-        "survived": len(rows)
-        - mine["killed"]
-        - len(mine["excluded"])
-        - sum(1 for r in rows if r["verdict"] == Verdict.ERROR.value),
+        "survived": len(rows) - mine["killed"] - len(mine["excluded"]) - errors,
         "score": mine["adjusted"],
-        "status": status,
+        "status": record.get("status") or JUDGED,
     }
-    kernels = set(record.get("jit_functions") or [])
-    # a left-out case that reached this module's functions (another module's functions of
-    # the same names, a backend's copy, are not its)
-    lost = [c for c in left or [] if record_reaches(c, record.get("module"), kernels)]
-    if status == JUDGED and rows and all(r.get("reached") is False for r in rows) and lost:
-        entry["status"] = LEFT_OUT
-        entry["reason"] = f"every test case that reaches it was left out ({left_out_line(lost)})"
-    elif status == JUDGED and rows and all(r.get("reached") is False for r in rows):
-        entry["status"] = NOT_REACHED
-        of = record.get("module") or record["path"]
-        entry["reason"] = f"not reached by the tests: no test case launches a kernel of {of}"
-    elif status == JUDGED and unreached:
-        entry["not_reached"] = unreached
+    if entry["status"] == JUDGED:
+        entry.update(_reach_of(record, rows, left or []))
     entry.setdefault("reason", "")
     return entry
+
+
+def _reach_of(record: dict, rows: list[dict], left: list[dict]) -> dict:
+    """A judged module's status and reason where no case reached it (left out where every
+    case that would have was left out), or the functions no case reached."""
+    if rows and all(r.get("reached") is False for r in rows):
+        kernels = set(record.get("jit_functions") or [])
+        # a left-out case that reached this module's functions (another module's functions
+        # of the same names, a backend's copy, are not its)
+        lost = [c for c in left if record_reaches(c, record.get("module"), kernels)]
+        if lost:
+            why = f"every test case that reaches it was left out ({left_out_line(lost)})"
+            return {"status": LEFT_OUT, "reason": why}
+        of = record.get("module") or record["path"]
+        why = f"not reached by the tests: no test case launches a kernel of {of}"
+        return {"status": NOT_REACHED, "reason": why}
+    unreached = sorted({r["function"] for r in rows if r.get("reached") is False})
+    return {"not_reached": unreached} if unreached else {}
 
 
 def library_report(
