@@ -111,6 +111,10 @@ class _Retuned:
         return getattr(self._ctx, name)
 
 
+def _a_survivor(event: Event) -> bool:
+    return isinstance(event, MutantFinished) and event.outcome.verdict is Verdict.SURVIVED
+
+
 class _Beside:
     """A stage's events produced in a thread of its own while the run goes on:
     ``ready`` yields those that have come, ``finish`` waits for the rest (and raises
@@ -243,7 +247,7 @@ class Run:
         return self.ctx.mutants if self.ctx is not None else []
 
     # -- the run ------------------------------------------------------------------------
-    def events(self) -> Iterator[Event]:  # noqa: C901 - listed in tests/test_complexity.py
+    def events(self) -> Iterator[Event]:
         settings = self.settings
         self.started = time.perf_counter()
         kernel, mutants, self.generation_s, changed = load(settings, self.store)
@@ -267,14 +271,21 @@ class Run:
             self.ledger.put_section("predictions", predicted)
             self.save(None)
         yield RunStarted(self.run_id, kernel, tuple(targets), self.generation_s)
+        null_run = yield from self._originals(ctx, kernel, stages)
+        yield from self._mutant_phase(ctx, targets, stages, null_run)
+        yield from self._later_stages(targets, stages)
+        yield RunFinished(self._finished(kernel, entries, predicted))
+
+    def _originals(
+        self, ctx: StageContext, kernel, stages: list[Stage]
+    ) -> Generator[Event, None, _Beside | None]:
+        """The model check, the original (again where written tests joined it), the stages
+        before the mutants; the null run started beside what follows."""
         from .writers import BEFORE_BASELINE  # the model check: before anything runs
 
         for stage in (s for s in stages if s.phase == BEFORE_BASELINE):
             yield from stage.run(ctx, ctx.mutants)
-        yield BaselineStarted(settings.timeout_s)
-        baseline, cached = yield from self._baseline(ctx)
-        self.original_s += 0.0 if cached else baseline.duration_s
-        yield BaselineFinished(baseline, cached, ctx.timeout_s, bool(ctx.coverage))
+        yield from self._timed_original(ctx)
         # The null run (does the own check see outputs?) decides no verdict: it runs
         # beside the mutants (in compiled mode it is a forked job with a CUDA context of
         # its own, seconds long), and what it found is said as soon as it is known.
@@ -283,27 +294,34 @@ class Run:
         for stage in (s for s in stages if s.phase == BEFORE_MUTANTS):
             yield from stage.run(ctx, ctx.mutants)
         if ctx.kernel is not kernel:  # written tests join every job: time the whole set
-            baseline, cached = yield from self._baseline(ctx)
-            self.original_s += 0.0 if cached else baseline.duration_s
-            yield BaselineFinished(baseline, cached, ctx.timeout_s, bool(ctx.coverage))
+            yield from self._timed_original(ctx, started=False)
+        return null_run
 
+    def _timed_original(self, ctx: StageContext, started: bool = True) -> Iterator[Event]:
+        """The original's run, its seconds added to the run's (a cached one adds none)."""
+        if started:
+            yield BaselineStarted(self.settings.timeout_s)
+        baseline, cached = yield from self._baseline(ctx)
+        self.original_s += 0.0 if cached else baseline.duration_s
+        yield BaselineFinished(baseline, cached, ctx.timeout_s, bool(ctx.coverage))
+
+    def _mutant_phase(
+        self, ctx: StageContext, targets: list[Mutant], stages: list[Stage], null_run
+    ) -> Iterator[Event]:
+        """The reached mutants judged; the survivor stages' jobs of the original alone
+        started beside them at the first survivor; the null run's findings said as they
+        come."""
         reached = yield from self._not_reached(targets)
         if ctx.kernel.project is not None:  # which cases judge each kernel's mutants
             functions = sorted({m.function for m in targets})
             self.ledger.put_section("judged_by", {f: ctx.judged_by(f) for f in functions})
         phase = time.perf_counter()
-        # the survivor stages' jobs of the original alone start beside the mutant phase
-        # once there is a survivor for them to work on
         ahead = [s for s in stages if s.phase != BEFORE_MUTANTS and s.ahead is not None]
         for event in self._run_mutants(
             reached, done=len(targets) - len(reached), total=len(targets)
         ):
             yield event
-            if (
-                ahead
-                and isinstance(event, MutantFinished)
-                and event.outcome.verdict is (Verdict.SURVIVED)
-            ):
+            if ahead and _a_survivor(event):
                 for stage in ahead:
                     stage.ahead(ctx)
                 ahead = []
@@ -314,6 +332,9 @@ class Run:
             yield from null_run.finish()
             self.save(None)
         self.judged = True
+
+    def _later_stages(self, targets: list[Mutant], stages: list[Stage]) -> Iterator[Event]:
+        """The stages on the survivors (a second mode's first), then the checks switched on."""
         survivors = [s for s in stages if s.phase != BEFORE_MUTANTS]
         if self.other_sandbox is not None and self.settings.compare_modes:
             survivors.insert(0, compare_modes_stage(self.other_sandbox))
@@ -325,12 +346,15 @@ class Run:
             if self.checks[name]:
                 yield from self._run_stage(stage, targets)
 
+    def _finished(self, kernel, entries, predicted) -> dict:
+        """The accepted survivors marked, the report (with the predictions' score), saved."""
+        settings = self.settings
         if entries is not None:
             from . import accepted
 
             assert settings.accepted_path is not None
             accepted.mark(
-                self.ledger, kernel.source, kernel.path, ctx.mutants, entries,
+                self.ledger, kernel.source, kernel.path, self.ctx.mutants, entries,
                 settings.accepted_path,
             )  # fmt: skip
         report = self.report()
@@ -345,9 +369,9 @@ class Run:
                 {},
             )
             report = self.report()
-        self.plan.finish(ctx, report)
+        self.plan.finish(self.ctx, report)
         self.save(report)
-        yield RunFinished(report)
+        return report
 
     def _baseline(self, ctx: StageContext) -> Generator[Event, None, tuple[JobResult, bool]]:
         """``run_baseline`` in a thread of its own, its progress yielded as it comes (a
