@@ -175,16 +175,7 @@ def compile_signature(sig: dict, namespace: dict, capability: int, workdir: str)
     target = GPUTarget("cuda", capability, 32)
     try:
         backend = make_backend(target)
-        signature, constexprs, attrs = {}, {}, {}
-        for i, (param, ty, attr) in enumerate(
-            zip(sig["params"], sig["types"], sig["attrs"], strict=True)
-        ):
-            signature[param] = ty
-            if ty == "constexpr":
-                constexprs[(i,)] = _decode(sig["constexprs"].get(param), namespace)
-                attrs[(i,)] = backend.parse_attr("")
-            elif isinstance(attr, str):
-                attrs[(i,)] = backend.parse_attr(attr)
+        signature, constexprs, attrs = _launch_signature(sig, namespace, backend)
         options = backend.parse_options(dict(sig.get("options", {}))).__dict__
     except Exception as exc:  # noqa: BLE001
         return _outcome("error", f"{name}: cannot rebuild the launch signature: {exc!r}")
@@ -193,15 +184,36 @@ def compile_signature(sig: dict, namespace: dict, capability: int, workdir: str)
         with capture:
             triton.compile(ASTSource(kernel, signature, constexprs, attrs), target, options)
     except Exception as exc:  # noqa: BLE001 - the compiler's failure is the result
-        text = str(exc)
-        stderr = capture.text()
-        detail = tail(f"{type(exc).__name__}: {text}\n{stderr}".strip(), DETAIL_CHARS)
-        if isinstance(exc, _HARNESS_ERRORS):
-            return _outcome("error", f"{name}: {type(exc).__name__}: {text}", detail)
-        source = stderr if "PassManager" in text or not text.strip() else text
-        message = f"{name}{_where(exc, namespace, kernel)}: {_one_line(source or text)}"
-        return _outcome("failed", message, detail)
+        return _compile_failure(exc, capture.text(), name, namespace, kernel)
     return _outcome("ok")
+
+
+def _launch_signature(sig: dict, namespace: dict, backend) -> tuple[dict, dict, dict]:
+    """The captured signature rebuilt for ``ASTSource``: (param -> type, constexpr
+    values, attributes), each by parameter index."""
+    signature, constexprs, attrs = {}, {}, {}
+    for i, (param, ty, attr) in enumerate(
+        zip(sig["params"], sig["types"], sig["attrs"], strict=True)
+    ):
+        signature[param] = ty
+        if ty == "constexpr":
+            constexprs[(i,)] = _decode(sig["constexprs"].get(param), namespace)
+            attrs[(i,)] = backend.parse_attr("")
+        elif isinstance(attr, str):
+            attrs[(i,)] = backend.parse_attr(attr)
+    return signature, constexprs, attrs
+
+
+def _compile_failure(exc: Exception, stderr: str, name: str, namespace: dict, kernel) -> dict:
+    """The outcome of a compile that raised: ``error`` where the harness failed, else
+    ``failed`` with the compiler's one line (from its stderr where the text says nothing)."""
+    text = str(exc)
+    detail = tail(f"{type(exc).__name__}: {text}\n{stderr}".strip(), DETAIL_CHARS)
+    if isinstance(exc, _HARNESS_ERRORS):
+        return _outcome("error", f"{name}: {type(exc).__name__}: {text}", detail)
+    source = stderr if "PassManager" in text or not text.strip() else text
+    message = f"{name}{_where(exc, namespace, kernel)}: {_one_line(source or text)}"
+    return _outcome("failed", message, detail)
 
 
 def _outcome(status: str, message: str = "", detail: str = "") -> dict:
@@ -241,33 +253,46 @@ def run(request: dict, workdir: str) -> dict:
             os.path.join(workdir, request["kernel"]), run_name="__mutant_gate_compile__"
         )
     except BaseException as exc:  # noqa: BLE001 - a file that cannot load cannot compile
-        message = f"loading {request['kernel']} with the interpreter off failed: " + _one_line(
-            f"{type(exc).__name__}: {exc}"
-        )
-        detail = tail(traceback.format_exc(), DETAIL_CHARS)
-        for target in request["targets"]:
-            # Not the compiler's verdict: say so (ok None) rather than "not compilable".
-            results[target] = {"ok": None, "message": message, "detail": detail, "seconds": 0.0}
-        return {"compile": results, "load_s": 0.0}
+        return _load_failure(request, exc)
     load_s = time.perf_counter() - load_start
     for target in request["targets"]:
         capability = parse_target(target)
         t0 = time.perf_counter()
         outcomes = [compile_signature(sig, namespace, capability, workdir) for sig in signatures]
-        failed = [o for o in outcomes if o["status"] == "failed"]
-        errors = [o for o in outcomes if o["status"] == "error"]
-        entry: dict[str, Any] = {
-            "ok": None if errors and not failed else not failed,
-            "message": (failed or errors or [{"message": ""}])[0]["message"],
-            "seconds": round(time.perf_counter() - t0, 3),
-            "signatures": len(signatures),
-        }
-        if failed or errors:
-            entry["detail"] = (failed or errors)[0]["detail"]
-            entry["failed_signatures"] = len(failed)
-            entry["errors"] = len(errors)
-        results[target] = entry
+        results[target] = _target_entry(outcomes, len(signatures), t0)
     return {"compile": results, "load_s": round(load_s, 3)}
+
+
+def _load_failure(request: dict, exc: BaseException) -> dict:
+    """The answer when the kernel file fails to load (called while ``exc`` is handled):
+    every target not judged (ok None), with why."""
+    message = f"loading {request['kernel']} with the interpreter off failed: " + _one_line(
+        f"{type(exc).__name__}: {exc}"
+    )
+    detail = tail(traceback.format_exc(), DETAIL_CHARS)
+    results: dict[str, dict] = {}
+    for target in request["targets"]:
+        # Not the compiler's verdict: say so (ok None) rather than "not compilable".
+        results[target] = {"ok": None, "message": message, "detail": detail, "seconds": 0.0}
+    return {"compile": results, "load_s": 0.0}
+
+
+def _target_entry(outcomes: list[dict], signatures: int, t0: float) -> dict:
+    """One target's result from its signatures' outcomes (compiling began at ``t0``): ok
+    when none failed, None when only the harness erred, and the first failure's words."""
+    failed = [o for o in outcomes if o["status"] == "failed"]
+    errors = [o for o in outcomes if o["status"] == "error"]
+    entry: dict[str, Any] = {
+        "ok": None if errors and not failed else not failed,
+        "message": (failed or errors or [{"message": ""}])[0]["message"],
+        "seconds": round(time.perf_counter() - t0, 3),
+        "signatures": signatures,
+    }
+    if failed or errors:
+        entry["detail"] = (failed or errors)[0]["detail"]
+        entry["failed_signatures"] = len(failed)
+        entry["errors"] = len(errors)
+    return entry
 
 
 def warm() -> None:
