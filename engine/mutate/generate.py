@@ -184,12 +184,7 @@ def _moved_statements(
     if type(old) is not cst.IndentedBlock or type(new) is not cst.IndentedBlock:
         return None
     before, after = old.body, new.body
-    head = 0
-    while head < min(len(before), len(after)) and before[head] is after[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(before), len(after)) - head and before[-1 - tail] is after[-1 - tail]:
-        tail += 1
+    head, tail = _shared_ends(before, after)
     removed, added = before[head : len(before) - tail], after[head : len(after) - tail]
     if not removed:
         return None
@@ -197,6 +192,26 @@ def _moved_statements(
     begin, end = unit.span(removed[0])[0], unit.span(removed[-1])[1]
     old_lines = source[begin:end].splitlines(keepends=True)
     new_lines = "".join(render(s, unit.module, indents) for s in added).splitlines(keepends=True)
+    return _without_shared_lines(old_lines, new_lines, begin, end)
+
+
+def _shared_ends(before: Sequence, after: Sequence) -> tuple[int, int]:
+    """(head, tail): how many statements two blocks share at their start, then at
+    their end (the same nodes)."""
+    head = 0
+    while head < min(len(before), len(after)) and before[head] is after[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(before), len(after)) - head and before[-1 - tail] is after[-1 - tail]:
+        tail += 1
+    return head, tail
+
+
+def _without_shared_lines(
+    old_lines: list[str], new_lines: list[str], begin: int, end: int
+) -> tuple[int, int, str]:
+    """(begin, end, text) of the span ``begin:end`` of ``old_lines`` rewritten as
+    ``new_lines``, less the lines both share at their start and at their end."""
     same = 0
     while same < min(len(old_lines), len(new_lines)) and old_lines[same] == new_lines[same]:
         begin += len(old_lines[same])
@@ -255,52 +270,60 @@ def _candidates(source: str, operators: Sequence[Operator]) -> Iterator[_Candida
     skipped = _skipped_lines(source)
     walker = walker_for(tuple(operators))
     for unit in jit_units(source, line_starts):
-        name = unit.function.name.value
         for site in walker.sites(unit.function, unit.indents, unit.module.default_indent):
-            begin, end = unit.span(site.node)
-            line, col = line_col(begin)
-            is_block = type(site.node) is cst.IndentedBlock
-            if line in skipped and not is_block:
+            yield from _site_candidates(unit, site, source, skipped, line_col)
+
+
+def _site_candidates(
+    unit: Unit, site: Site, source: str, skipped: set[int], line_col
+) -> Iterator[_Candidate]:
+    """The candidates of one site: each operator's rewrites of its node, less those
+    on a skipped line."""
+    name = unit.function.name.value
+    begin, end = unit.span(site.node)
+    line, col = line_col(begin)
+    is_block = type(site.node) is cst.IndentedBlock
+    if line in skipped and not is_block:
+        return
+    proposals = list(_proposals(site))
+    if not proposals:
+        return
+    end_line, end_col = line_col(end)
+    before = source[begin:end]
+    for op, new in proposals:
+        old_part, new_part, text = _replacement(unit, site, new, source)
+        moved = _moved_statements(unit, site, old_part, new_part, source)
+        if moved is not None:
+            part_begin, part_end, text = moved
+            if line_col(part_begin)[0] in skipped:
                 continue
-            proposals = list(_proposals(site))
-            if not proposals:
-                continue
-            end_line, end_col = line_col(end)
-            before = source[begin:end]
-            for op, new in proposals:
-                old_part, new_part, text = _replacement(unit, site, new, source)
-                moved = _moved_statements(unit, site, old_part, new_part, source)
-                if moved is not None:
-                    part_begin, part_end, text = moved
-                    if line_col(part_begin)[0] in skipped:
-                        continue
-                    mutated = source[:part_begin] + text + source[part_end:]
-                    yield _moved_candidate(
-                        unit, site, op, name, source, mutated, part_begin, part_end, line_col
-                    )
-                    continue
-                if is_block and line in skipped:
-                    continue
-                part_begin, part_end = unit.span(old_part)
-                mutated = source[:part_begin] + text + source[part_end:]
-                grown = len(mutated) - len(source)
-                yield _Candidate(
-                    line=line,
-                    col=col,
-                    operator=op.name,
-                    after=mutated[begin : end + grown],
-                    end_line=end_line,
-                    end_col=end_col,
-                    family=op.family,
-                    function=name,
-                    before=before,
-                    begin=begin,
-                    end=end,
-                    check=""
-                    if _token_swap(old_part, new_part)
-                    else _check_text(unit, site, mutated, end, grown),
-                    source=mutated,
-                )
+            mutated = source[:part_begin] + text + source[part_end:]
+            yield _moved_candidate(
+                unit, site, op, name, source, mutated, part_begin, part_end, line_col
+            )
+            continue
+        if is_block and line in skipped:
+            continue
+        part_begin, part_end = unit.span(old_part)
+        mutated = source[:part_begin] + text + source[part_end:]
+        grown = len(mutated) - len(source)
+        yield _Candidate(
+            line=line,
+            col=col,
+            operator=op.name,
+            after=mutated[begin : end + grown],
+            end_line=end_line,
+            end_col=end_col,
+            family=op.family,
+            function=name,
+            before=before,
+            begin=begin,
+            end=end,
+            check=""
+            if _token_swap(old_part, new_part)
+            else _check_text(unit, site, mutated, end, grown),
+            source=mutated,
+        )
 
 
 def _moved_candidate(

@@ -177,24 +177,32 @@ def _changed_fills(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """The fills ``value`` changes to: 0 <-> 1 for a zero and a one, else 0; and
     -inf (a sum's padding written as a max's) for any fill that could be a float
     and is not -inf already."""
-    number = number_value(value)
     is_int = isinstance(value, cst.Integer) or (
         isinstance(value, cst.UnaryOperation) and isinstance(value.expression, cst.Integer)
     )
-    if number == 0:
-        yield cst.Integer("1") if is_int else cst.Float("1.0")
-    elif number is not None:
-        yield cst.Integer("0") if is_int else cst.Float("0.0")
-    elif is_infinity(value):
-        yield cst.Float("0.0")
-    else:
-        minus = type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus
-        named = value.expression if minus else value
-        if type(named) is not cst.Name or named.value in _NOT_FILLS:
-            return
-        yield cst.Float("0.0")  # other=NEG_INF, other=-inf, other=pad
+    changed = _changed_fill(value, is_int)
+    if changed is None:
+        return
+    yield changed
     if not is_int and not _is_negative_infinity(value):
         yield _NEGATIVE_INFINITY
+
+
+def _changed_fill(value: cst.BaseExpression, is_int: bool) -> cst.BaseExpression | None:
+    """The first fill ``value`` changes to: 0 <-> 1, any other number or an infinity ->
+    0, a named fill -> 0.0; None where ``value`` is no fill to change."""
+    number = number_value(value)
+    if number == 0:
+        return cst.Integer("1") if is_int else cst.Float("1.0")
+    if number is not None:
+        return cst.Integer("0") if is_int else cst.Float("0.0")
+    if is_infinity(value):
+        return cst.Float("0.0")
+    minus = type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus
+    named = value.expression if minus else value
+    if type(named) is not cst.Name or named.value in _NOT_FILLS:
+        return None
+    return cst.Float("0.0")  # other=NEG_INF, other=-inf, other=pad
 
 
 class OtherChange(Operator):
@@ -406,20 +414,30 @@ class MaskTermDrop(Operator):
             if _mask_conjunction(node):
                 yield node.left
                 yield node.right
-        elif kind is cst.Call:  # mask=a and b
-            call = tl_call(node)
-            if call not in _LOAD_STORE_MASK_POSITION:
-                return
-            index = _mask_index(node, call)
-            if index is not None and _is_and(node.args[index].value):
-                value = node.args[index].value
-                yield replace_arg_value(node, index, value.left)
-                yield replace_arg_value(node, index, value.right)
+        elif kind is cst.Call:
+            yield from _dropped_in_mask_arg(node)
         elif kind is cst.Assign and len(node.targets) == 1 and _is_and(node.value):
-            target = node.targets[0].target  # mask = a and b
-            if type(target) is cst.Name and "mask" in target.value.lower():
-                yield node.with_changes(value=node.value.left)
-                yield node.with_changes(value=node.value.right)
+            yield from _dropped_in_mask_assign(node)
+
+
+def _dropped_in_mask_arg(call: cst.Call) -> Iterator[cst.Call]:
+    """``tl.load(.., mask=a and b)`` with the mask ``a``, then ``b``."""
+    kind = tl_call(call)
+    if kind not in _LOAD_STORE_MASK_POSITION:
+        return
+    index = _mask_index(call, kind)
+    if index is not None and _is_and(call.args[index].value):
+        value = call.args[index].value
+        yield replace_arg_value(call, index, value.left)
+        yield replace_arg_value(call, index, value.right)
+
+
+def _dropped_in_mask_assign(assign: cst.Assign) -> Iterator[cst.Assign]:
+    """``mask = a and b`` (a ``*mask*`` name) with the value ``a``, then ``b``."""
+    target = assign.targets[0].target
+    if type(target) is cst.Name and "mask" in target.value.lower():
+        yield assign.with_changes(value=assign.value.left)
+        yield assign.with_changes(value=assign.value.right)
 
 
 OPERATORS: tuple[Operator, ...] = (

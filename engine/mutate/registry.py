@@ -4,6 +4,8 @@ the ``--operators`` selection language."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from . import arith, boundaries, indexing, masks, precision
 from .base import FAMILIES, Operator
 
@@ -26,18 +28,11 @@ def select_operators(spec: str | None) -> list[Operator]:
     ``-name`` excludes; with only exclusions, start from every operator.
     ``None`` or an empty spec means every operator."""
     operators = all_operators()
-    known = {op.name: [op] for op in operators}
-    for family in FAMILIES:
-        known[family] = [op for op in operators if op.family == family]
+    known = _by_name(operators)
     include: set[str] = set()
     exclude: set[str] = set()
     included_any = False
-    for item in (spec or "").split(","):
-        item = item.strip()
-        if not item:
-            continue
-        negate = item.startswith("-")
-        name = item[1:].strip() if negate else item
+    for negate, name in _spec_items(spec):
         if name not in known:
             listing = ", ".join([*FAMILIES, *(op.name for op in operators)])
             raise ValueError(f"unknown operator or family {name!r} (known: {listing})")
@@ -50,3 +45,21 @@ def select_operators(spec: str | None) -> list[Operator]:
     if not included_any:
         include = set(known) - set(FAMILIES)
     return [op for op in operators if op.name in include and op.name not in exclude]
+
+
+def _by_name(operators: list[Operator]) -> dict[str, list[Operator]]:
+    """Each operator name and each family name -> the operators it stands for."""
+    known = {op.name: [op] for op in operators}
+    for family in FAMILIES:
+        known[family] = [op for op in operators if op.family == family]
+    return known
+
+
+def _spec_items(spec: str | None) -> Iterator[tuple[bool, str]]:
+    """(excluded?, name) for each non-empty comma-separated item of ``spec``."""
+    for item in (spec or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        negate = item.startswith("-")
+        yield negate, item[1:].strip() if negate else item

@@ -90,12 +90,7 @@ class SiteWalker:
         kind = type(node)
         names = self._fields.get(kind)
         if names is None:
-            names = tuple(
-                f.name
-                for f in dataclasses.fields(node)
-                if f.name not in _INERT_FIELDS and not f.name.startswith("whitespace")
-            )
-            self._fields[kind] = names
+            names = self._fields[kind] = _child_fields(node)
         is_node = self._is_node
         children = []
         for name in names:
@@ -137,6 +132,15 @@ class SiteWalker:
             elif role == _STATEMENT and not (kind is cst.If and type(parent) is cst.If):
                 statement = node
             stack.extend((child, node, statement, node_indents) for child in self._children(node))
+
+
+def _child_fields(node: cst.CSTNode) -> tuple[str, ...]:
+    """The fields of ``node``'s type that may hold child nodes (no whitespace, nothing inert)."""
+    return tuple(
+        f.name
+        for f in dataclasses.fields(node)
+        if f.name not in _INERT_FIELDS and not f.name.startswith("whitespace")
+    )
 
 
 @functools.lru_cache(maxsize=16)
