@@ -56,10 +56,33 @@ def junit_xml(report: dict) -> str:
     """The report as a JUnit XML document (text)."""
     name = kernel_name(report)
     module = name[:-3] if name.endswith(".py") else name
-    per_verdict = counts(report)
     rows = report.get("mutants", [])
+    attrs = _suite_attrs(counts(report), rows)
+    suites = ET.Element("testsuites", {"name": "mutant-gate", **attrs})
+    suite = ET.SubElement(suites, "testsuite", {"name": f"mutant-gate {name}", **attrs})
+    _add_properties(ET.SubElement(suite, "properties"), report)
+    for row in rows:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {
+                "classname": f"mutant_gate.{module}.{row.get('function', '?')}",
+                "name": _clean(_case_name(row)),
+                "time": f"{row.get('duration_s') or 0.0:.3f}",
+                "file": _clean(report.get("kernel", {}).get("path", name)),
+                "line": str(row.get("line", 0)),
+            },
+        )
+        _add_verdict(case, row.get("verdict", "pending"), row, _clean(_details(report, row)))
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
+
+
+def _suite_attrs(per_verdict: dict[str, int], rows: list[dict]) -> dict[str, str]:
+    """A suite's counts: every mutant a test, survivors failures, harness errors errors,
+    the ones not judged either way skipped; and the time they took."""
     total_time = sum(r.get("duration_s") or 0.0 for r in rows)
-    attrs = {
+    return {
         "tests": str(len(rows)),
         "failures": str(per_verdict["survived"]),
         "errors": str(per_verdict["error"]),
@@ -71,9 +94,10 @@ def junit_xml(report: dict) -> str:
         ),
         "time": f"{total_time:.3f}",
     }
-    suites = ET.Element("testsuites", {"name": "mutant-gate", **attrs})
-    suite = ET.SubElement(suites, "testsuite", {"name": f"mutant-gate {name}", **attrs})
-    props = ET.SubElement(suite, "properties")
+
+
+def _add_properties(props: ET.Element, report: dict) -> None:
+    """The run's id, kernel, score and gate as properties (those it has)."""
     score = report.get("score") or {}
     settings = report.get("settings") or {}
     for key, value in (
@@ -92,36 +116,25 @@ def junit_xml(report: dict) -> str:
         if value is not None:
             text = str(value).lower() if isinstance(value, bool) else _clean(value)
             ET.SubElement(props, "property", {"name": key, "value": text})
-    for row in rows:
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            {
-                "classname": f"mutant_gate.{module}.{row.get('function', '?')}",
-                "name": _clean(_case_name(row)),
-                "time": f"{row.get('duration_s') or 0.0:.3f}",
-                "file": _clean(report.get("kernel", {}).get("path", name)),
-                "line": str(row.get("line", 0)),
-            },
+
+
+def _add_verdict(case: ET.Element, verdict: str, row: dict, details: str) -> None:
+    """A mutant's verdict in a test case: a survivor a failure, a harness error an error,
+    one not judged either way skipped; the details beside."""
+    reason = _clean(row.get("reason") or verdict)
+    if verdict == "survived":
+        failure = ET.SubElement(
+            case, "failure", {"type": "survived", "message": f"mutant survived: {reason}"}
         )
-        verdict = row.get("verdict", "pending")
-        reason = _clean(row.get("reason") or verdict)
-        details = _clean(_details(report, row))
-        if verdict == "survived":
-            failure = ET.SubElement(
-                case, "failure", {"type": "survived", "message": f"mutant survived: {reason}"}
-            )
-            failure.text = details
-        elif verdict == "error":
-            error = ET.SubElement(
-                case, "error", {"type": "error", "message": f"harness error: {reason}"}
-            )
-            error.text = details
-        elif verdict in ("equivalent", "not_compilable", "flaky", "pending"):
-            message = reason if verdict != "pending" else "not judged: the run is incomplete"
-            ET.SubElement(case, "skipped", {"message": _clean(f"{verdict}: {message}")})
-            ET.SubElement(case, "system-out").text = details
-        else:
-            ET.SubElement(case, "system-out").text = details
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
+        failure.text = details
+    elif verdict == "error":
+        error = ET.SubElement(
+            case, "error", {"type": "error", "message": f"harness error: {reason}"}
+        )
+        error.text = details
+    elif verdict in ("equivalent", "not_compilable", "flaky", "pending"):
+        message = reason if verdict != "pending" else "not judged: the run is incomplete"
+        ET.SubElement(case, "skipped", {"message": _clean(f"{verdict}: {message}")})
+        ET.SubElement(case, "system-out").text = details
+    else:
+        ET.SubElement(case, "system-out").text = details
