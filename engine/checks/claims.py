@@ -26,7 +26,7 @@ evidence for a model's claim, never an exclusion by itself: the probe claims not
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import replace
 
 from ..events import CheckFinished, CheckStarted, Event
@@ -82,6 +82,15 @@ def refusal(
         return "no evidence: the oracle compares outputs in the interpreter, this run is compiled"
     if not ctx.ledger.reached(mutant.id):
         return "no evidence: no check launches the mutated kernel"
+    return (
+        _oracle_refusal(oracle)
+        or _probe_refusal(ctx.ledger.details(mutant.id).get("probe"))
+        or _store_refusal(races)
+    )
+
+
+def _oracle_refusal(oracle: dict | None) -> str | None:
+    """Why the diff-oracle's row does not back a claim, or None when it does."""
     if oracle is None or oracle.get("identical") is None:
         sentence = (oracle or {}).get("sentence", "the oracle did not run")
         return f"no evidence: {sentence}"
@@ -92,15 +101,26 @@ def refusal(
     poisoned = oracle.get("poisoned")
     if poisoned is not None and not poisoned.get("identical", True):
         return f"the oracle contradicts it with undefined lanes poisoned: {oracle['sentence']}"
-    probe = ctx.ledger.details(mutant.id).get("probe")
+    return None
+
+
+def _probe_refusal(probe: dict | None) -> str | None:
+    """Why the probe writer's row does not back a claim, or None when it does."""
     if not probe or not probe.get("probes"):
         why = (probe or {}).get("result") or "the probe writer did not run on it"
         return f"no probe evidence: {why}"
     if probe.get("differs"):
         return f"the probe found a difference: {probe.get('result')}"
-    if races is not None and races.get("found") is None:
+    return None
+
+
+def _store_refusal(races: dict | None) -> str | None:
+    """Why the survivor's store trace (where one was taken) does not back a claim."""
+    if races is None:
+        return None
+    if races.get("found") is None:
         return f"no store evidence: {races['why']}"
-    if races is not None and races["found"]:
+    if races["found"]:
         return (
             f"its stores differ where the values cannot show it: {races['found'][0]['message']}"
             " (the original's programs never store to one address)"
@@ -127,49 +147,66 @@ def _claims(
     oracles: dict[str, dict] = {}
     races: dict[str, dict] = {}
     if ctx.settings.mode == "interpret":
-        reached = [m for m in claimed if ctx.ledger.reached(m.id)]
-        jobs = {f"{ORACLE}:{m.id}": oracle_job(ctx, m) for m in reached}
-        if _traced(ctx):
-            for m in reached:
-                jobs[f"{RACES}:{m.id}"] = replace(ctx.mutant_job(m), trace_races=True)
-        by_id = {m.id: m for m in claimed}
-        for event in ctx.run_jobs(jobs):
-            key, result = event.key, event.result
-            if result is None:
-                continue
-            what, _, mid = key.partition(":")
-            if what == RACES:
-                races[mid] = race_field(result)
-                ctx.ledger.put_row(mid, RACES, races[mid])
-                continue
-            field, _ = record(ctx, by_id[mid], result)
-            ctx.ledger.put_row(mid, ORACLE, field)
-            oracles[mid] = field
+        oracles, races = _run_evidence(ctx, claimed)
     for done, mutant in enumerate(claimed, 1):
         why = refusal(ctx, mutant, oracles.get(mutant.id), races.get(mutant.id))
-        claims = pending_claims(ctx, mutant)
-        reasons = "; ".join(c.get("reason", "") for c in claims)
         if why is None:
-            oracle = oracles[mutant.id]["sentence"]
-            probe = ctx.ledger.details(mutant.id)["probe"]["result"]
-            evidence = {"backed": True, "oracle": oracle, "probe": probe}
-            _weighed(ctx, mutant, evidence)
-            outcome = ctx.ledger.claim(
-                mutant.id,
-                f"claimed by the model (stage 2): {reasons}; backed by execution: {oracle}; "
-                f"probe: {probe}",
-                stage=CHECK,
-                cached=all(c.get("cached", True) for c in claims),
-            )
-            summary["backed"] += 1
-            line = f"equivalence claim backed: {oracle}"
-            yield from ctx.updated(mutant, outcome)
+            line = yield from _backed(ctx, mutant, oracles[mutant.id]["sentence"], summary)
         else:
             _weighed(ctx, mutant, {"backed": False, "why": why})
             summary["refused"] += 1
             line = f"equivalence claim refused, still a survivor: {why}"
         yield CheckFinished(mutant, CHECK, line, done, len(claimed))
     yield CheckFinished(None, CHECK, overall(summary), len(claimed), len(claimed))
+
+
+def _run_evidence(
+    ctx: StageContext, claimed: list[Mutant]
+) -> tuple[dict[str, dict], dict[str, dict]]:
+    """(oracle rows, store-trace rows) by mutant id, for the claimed mutants a check
+    reaches: the diff-oracle's job for each, and a traced run where stores are traced."""
+    oracles: dict[str, dict] = {}
+    races: dict[str, dict] = {}
+    reached = [m for m in claimed if ctx.ledger.reached(m.id)]
+    jobs = {f"{ORACLE}:{m.id}": oracle_job(ctx, m) for m in reached}
+    if _traced(ctx):
+        for m in reached:
+            jobs[f"{RACES}:{m.id}"] = replace(ctx.mutant_job(m), trace_races=True)
+    by_id = {m.id: m for m in claimed}
+    for event in ctx.run_jobs(jobs):
+        key, result = event.key, event.result
+        if result is None:
+            continue
+        what, _, mid = key.partition(":")
+        if what == RACES:
+            races[mid] = race_field(result)
+            ctx.ledger.put_row(mid, RACES, races[mid])
+            continue
+        field, _ = record(ctx, by_id[mid], result)
+        ctx.ledger.put_row(mid, ORACLE, field)
+        oracles[mid] = field
+    return oracles, races
+
+
+def _backed(
+    ctx: StageContext, mutant: Mutant, oracle: str, summary: dict
+) -> Generator[Event, None, str]:
+    """The evidence backs the claims: the mutant is claimed equivalent (and counted in
+    ``summary``); returns its line."""
+    claims = pending_claims(ctx, mutant)
+    reasons = "; ".join(c.get("reason", "") for c in claims)
+    probe = ctx.ledger.details(mutant.id)["probe"]["result"]
+    evidence = {"backed": True, "oracle": oracle, "probe": probe}
+    _weighed(ctx, mutant, evidence)
+    outcome = ctx.ledger.claim(
+        mutant.id,
+        f"claimed by the model (stage 2): {reasons}; backed by execution: {oracle}; probe: {probe}",
+        stage=CHECK,
+        cached=all(c.get("cached", True) for c in claims),
+    )
+    summary["backed"] += 1
+    yield from ctx.updated(mutant, outcome)
+    return f"equivalence claim backed: {oracle}"
 
 
 def _weighed(ctx: StageContext, mutant: Mutant, evidence: dict) -> None:

@@ -118,27 +118,37 @@ def sites(result: JobResult | None, written: frozenset[str]) -> dict[tuple[str, 
     float16 case's error beside a float32 case's, and only the latter may show a change."""
     found: dict[tuple[str, str, str], Site] = {}
     for rec in (result.extra.get("closeness") or []) if result is not None else []:
-        where, fn = str(rec.get("where") or ""), str(rec.get("fn") or "")
-        if not where or rec.get("stats") is False:
+        if not _users_record(rec, written):
             continue
-        if os.path.basename(where.rsplit(":", 1)[0]) in written:
-            continue
-        one = Site(
-            where,
-            fn,
-            number(rec.get("atol")),
-            number(rec.get("rtol")),
-            number(rec.get("atol_needed")),
-            number(rec.get("rtol_needed")),
-            number(rec.get("max_abs")),
-            int(rec.get("calls") or 1),
-            bool(rec.get("varied")),
-            bool(rec.get("nan_mismatch")),
-            str(rec.get("case") or ""),
-        )
-        was = found.get((where, fn, one.case))
-        found[(where, fn, one.case)] = one if was is None else _joined(was, one)
+        one = _site(rec)
+        was = found.get((one.where, one.fn, one.case))
+        found[(one.where, one.fn, one.case)] = one if was is None else _joined(was, one)
     return found
+
+
+def _users_record(rec: dict, written: frozenset[str]) -> bool:
+    """Is ``rec`` a closeness record with its numbers, made at a line of the user's tests?"""
+    where = str(rec.get("where") or "")
+    if not where or rec.get("stats") is False:
+        return False
+    return os.path.basename(where.rsplit(":", 1)[0]) not in written
+
+
+def _site(rec: dict) -> Site:
+    """One closeness record as a ``Site``."""
+    return Site(
+        str(rec.get("where") or ""),
+        str(rec.get("fn") or ""),
+        number(rec.get("atol")),
+        number(rec.get("rtol")),
+        number(rec.get("atol_needed")),
+        number(rec.get("rtol_needed")),
+        number(rec.get("max_abs")),
+        int(rec.get("calls") or 1),
+        bool(rec.get("varied")),
+        bool(rec.get("nan_mismatch")),
+        str(rec.get("case") or ""),
+    )
 
 
 def _joined(a: Site, b: Site) -> Site:
@@ -190,20 +200,10 @@ class Finding:
         )
         if m.nan_mismatch:
             return f"{head}; it has NaN where the original has none and the call passes anyway"
-        r = self.route if self.route != "abs" else "atol with rtol 0"
         if self.proposal is None:
-            low, high = short(self.needed(o)), short(self.needed(m))
-            if low == high:  # apart only past two digits: say more of them
-                low, high = f"{self.needed(o):.4g}", f"{self.needed(m):.4g}"
-            needed = f"{low} against {high}"
-            return f"{head}; no {r} separates them (needed: {needed})"
-        p = short(self.proposal)
-        if self.route == "abs":
-            r, p = "atol", f"{p} with rtol 0"
-        elif self.route == "atol":
-            p = f"{p} (rtol {short(m.rtol)} as it is)"
-        else:
-            p = f"{p} (atol {short(m.atol)} as it is)"
+            r = self.route if self.route != "abs" else "atol with rtol 0"
+            return f"{head}; no {r} separates them (needed: {self._needed_words()})"
+        r, p = self._proposal_words()
         if checked:
             return (
                 f"{head}; {r} {p} fails the mutant and passes the original (checked, {SEEDS} seeds)"
@@ -211,6 +211,23 @@ class Finding:
         if checked is False:
             return f"{head}; {r} {p} was tried and did not separate them"
         return f"{head}; {r} {p} would fail the mutant and pass the original (not checked)"
+
+    def _needed_words(self) -> str:
+        """What the original and the mutant each need of the route's tolerance, told apart."""
+        o, m = self.original, self.site
+        low, high = short(self.needed(o)), short(self.needed(m))
+        if low == high:  # apart only past two digits: say more of them
+            low, high = f"{self.needed(o):.4g}", f"{self.needed(m):.4g}"
+        return f"{low} against {high}"
+
+    def _proposal_words(self) -> tuple[str, str]:
+        """(the tolerance proposed, the proposal with what stays as it is)."""
+        p = short(self.proposal)
+        if self.route == "abs":
+            return "atol", f"{p} with rtol 0"
+        if self.route == "atol":
+            return "atol", f"{p} (rtol {short(self.site.rtol)} as it is)"
+        return self.route, f"{p} (atol {short(self.site.atol)} as it is)"
 
 
 def finding(original: dict, mutant: dict) -> Finding | None:
@@ -223,12 +240,18 @@ def finding(original: dict, mutant: dict) -> Finding | None:
         candidate = None if o is None else _grown(o, m)
         if candidate is None:
             continue
-        low, high = candidate.needed(o), candidate.needed(m)
-        ratio = math.inf if low == 0 else high / low
-        rank = (candidate.proposal is not None) * 1e300 + (ratio if not math.isnan(ratio) else 0)
+        rank = _standing(candidate, o, m)
         if best is None or rank > best[0]:
             best = (rank, candidate)
     return best[1] if best else None
+
+
+def _standing(candidate: Finding, o: Site, m: Site) -> float:
+    """How far the mutant's need stands above the original's at a line: any proposal
+    first, then the ratio of the two."""
+    low, high = candidate.needed(o), candidate.needed(m)
+    ratio = math.inf if low == 0 else high / low
+    return (candidate.proposal is not None) * 1e300 + (ratio if not math.isnan(ratio) else 0)
 
 
 def _grown(o: Site, m: Site) -> Finding | None:
@@ -305,13 +328,17 @@ def checked(results: dict[str, tuple[JobResult, bool]], site: Site) -> bool | No
         return None
     originals = all(s is JobStatus.PASSED for k, s in statuses.items() if k != "mutant")
     mutant = results["mutant"][0]
-    failed_there = any(
-        r.get("where") == site.where
-        and (not site.case or r.get("case") == site.case)
-        and r.get("failed")
-        for r in mutant.extra.get("closeness") or []
-    )
+    failed_there = any(_failed_at(r, site) for r in mutant.extra.get("closeness") or [])
     return originals and mutant.status is JobStatus.FAILED and failed_there
+
+
+def _failed_at(rec: dict, site: Site) -> bool:
+    """Does closeness record ``rec`` say a call failed at ``site``, in its case?"""
+    return bool(
+        rec.get("where") == site.where
+        and (not site.case or rec.get("case") == site.case)
+        and rec.get("failed")
+    )
 
 
 def row_field(found: Finding | None, verdict: bool | None, note: str = "") -> dict:
@@ -390,21 +417,30 @@ def _tolerance(ctx: StageContext, survivors: list[Mutant], summary: dict) -> Ite
     summary["proposals"] = len(proposed)
     rows: dict[str, dict] = {}
     for done, m in enumerate(survivors, 1):
-        found, verdict = findings.get(m.id, "no record of its run"), None
-        if m.id in proposed:
-            mine = {k.split("|", 1)[1]: v for k, v in ran.items() if k.split("|", 1)[0] == m.id}
-            verdict = checked(mine, proposed[m.id].site)
-        field = (
-            row_field(found, verdict)
-            if isinstance(found, Finding)
-            else row_field(None, None, found)
-        )
+        field = _row(m.id, findings, proposed, ran)
         ctx.ledger.put_row(m.id, CHECK, field)
         rows[m.id] = field
         summary["hidden"] += field["hidden"]
         yield CheckFinished(m, CHECK, field["line"], done, len(survivors))
     summary["lines"] = per_line(rows)
     yield CheckFinished(None, CHECK, overall(summary), len(survivors), len(survivors))
+
+
+def _row(
+    mid: str,
+    findings: dict[str, Finding | str],
+    proposed: dict[str, Finding],
+    ran: dict[str, tuple[JobResult, bool]],
+) -> dict:
+    """One survivor's ``tolerance`` row: its finding, and whether its proposal (where it
+    has one) was checked."""
+    found, verdict = findings.get(mid, "no record of its run"), None
+    if mid in proposed:
+        mine = {k.split("|", 1)[1]: v for k, v in ran.items() if k.split("|", 1)[0] == mid}
+        verdict = checked(mine, proposed[mid].site)
+    if isinstance(found, Finding):
+        return row_field(found, verdict)
+    return row_field(None, None, found)
 
 
 def _findings(ctx: StageContext, survivors: list[Mutant]) -> dict[str, Finding | str]:
