@@ -11,7 +11,7 @@ the mutants whose verdict names it.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .harness.main_guard import is_main_guard
 from .job import JobResult
@@ -56,6 +56,33 @@ def _function_of(node: str) -> str:
     return node.split("[", 1)[0]
 
 
+def _test_index(kernel: KernelFile) -> tuple[dict[str, tuple[str, str, str]], dict[str, dict]]:
+    """The test files' functions, function -> (file, origin, source) (the first file's of
+    a name), and the written tests' cases on the original (their proofs)."""
+    index: dict[str, tuple[str, str, str]] = {}
+    cases: dict[str, dict] = {}
+    for test in kernel.tests:
+        for name, text in find_test_functions(test.source).items():
+            index.setdefault(name, (test.name, test.origin, text))
+        cases.update(test.cases or {})
+    return index, cases
+
+
+def _test_of(
+    name: str, kernel: KernelFile, own_functions: dict[str, str], index: dict
+) -> tuple[str | None, str, str | None, str | None]:
+    """The check ``name`` the original ran: (its file, origin, source, and the test
+    function's name where it is a test file's, else None)."""
+    if name == OWN_CHECK:
+        return kernel.name, "own", main_block(kernel.source), None
+    if name.startswith(OWN_CHECK + "::"):
+        function = _function_of(name.split("::", 1)[1])
+        return kernel.name, "own", own_functions.get(function), None
+    function = _function_of(name.split("::", 1)[-1])
+    file, origin, source = index.get(function, (None, "given", None))
+    return file, origin, source, function
+
+
 def report_tests(
     kernel: KernelFile,
     baseline: JobResult,
@@ -68,12 +95,7 @@ def report_tests(
         if m.id in outcomes and outcomes[m.id].verdict is Verdict.KILLED
     ]
     own_functions = find_test_functions(kernel.source)
-    index: dict[str, tuple[str, str, str]] = {}  # function -> (file, origin, source)
-    cases: dict[str, dict] = {}  # a written test's cases on the original (its proof)
-    for test in kernel.tests:
-        for name, text in find_test_functions(test.source).items():
-            index.setdefault(name, (test.name, test.origin, text))
-        cases.update(test.cases or {})
+    index, cases = _test_index(kernel)
 
     def proved(case: str) -> dict:
         """A written test's time and launches in its proof on the original."""
@@ -109,15 +131,9 @@ def report_tests(
     seen: set[str] = set()
     for outcome in baseline.outcomes:
         name = outcome.name
-        if name == OWN_CHECK:
-            file, origin, source = kernel.name, "own", main_block(kernel.source)
-        elif name.startswith(OWN_CHECK + "::"):
-            function = _function_of(name.split("::", 1)[1])
-            file, origin, source = kernel.name, "own", own_functions.get(function)
-        else:
-            function = _function_of(name.split("::", 1)[-1])
-            file, origin, source = index.get(function, (None, "given", None))
-            seen.add(function)
+        file, origin, source, given = _test_of(name, kernel, own_functions, index)
+        if given is not None:
+            seen.add(given)
         entries.append(
             {
                 "name": name,
@@ -130,8 +146,19 @@ def report_tests(
                 **(proved(name.split("::", 1)[1]) if origin in WRITTEN else {}),
             }
         )
-    # Tests accepted after the mutants ran (killer tests): verified on their own. A given
-    # test the original did not run was left out by the selection (-k, -m, node ids).
+    return entries + _not_run_entries(kernel, seen, kills_of, proved)
+
+
+def _not_run_entries(
+    kernel: KernelFile,
+    seen: set[str],
+    kills_of: Callable[[str], list[str]],
+    proved: Callable[[str], dict],
+) -> list[dict]:
+    """The test functions the original did not run (``seen``: those it ran). Tests
+    accepted after the mutants ran (killer tests): verified on their own. A given test
+    the original did not run was left out by the selection (-k, -m, node ids)."""
+    entries: list[dict] = []
     for test in kernel.tests:
         for function, source in find_test_functions(test.source).items():
             if function in seen:
