@@ -107,17 +107,7 @@ def content_hash(source: str, row: dict) -> str:
 # -- the file --------------------------------------------------------------------------
 def load(path: str) -> list[Entry]:
     """The entries of ``path``; ``BadInput`` (one line) for a missing or malformed file."""
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise BadInput(
-            f"--accepted: no such file: {path} (`mutant-gate accept` creates it)"
-        ) from None
-    except OSError as exc:
-        raise BadInput(f"--accepted: cannot read {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{path}: not valid TOML: {exc}") from None
+    data = _read_toml(path)
     if data.get("version", VERSION) != VERSION:
         raise BadInput(f"{path}: baseline version {data.get('version')!r} is not {VERSION}")
     unknown = set(data) - {"version", "accepted"}
@@ -127,23 +117,42 @@ def load(path: str) -> list[Entry]:
     if not isinstance(items, list):
         raise BadInput(f"{path}: `accepted` must be an array of tables ([[accepted]])")
     entries = []
-    fields = set(Entry.__dataclass_fields__)
     for n, item in enumerate(items, 1):
-        where = f"{path}: accepted entry {n}"
-        if not isinstance(item, dict):
-            raise BadInput(f"{where}: not a table")
-        if set(item) - fields:
-            raise BadInput(f"{where}: unknown key {sorted(set(item) - fields)[0]!r}")
-        if not isinstance(item.get("hash"), str) or not re.fullmatch(
-            r"[0-9a-f]{16,64}", item["hash"]
-        ):
-            raise BadInput(f"{where}: `hash` must be the hex content hash `accept` writes")
-        if not isinstance(item.get("reason"), str) or not item["reason"].strip():
-            raise BadInput(f"{where}: `reason` must say why the survivor is accepted")
-        if not isinstance(item.get("line", 0), int):
-            raise BadInput(f"{where}: `line` must be a whole number")
+        _check_entry(item, f"{path}: accepted entry {n}")
         entries.append(Entry(**{k: v for k, v in item.items()}))
     return entries
+
+
+def _read_toml(path: str) -> dict:
+    """The baseline file read as TOML; ``BadInput`` where it is missing, unreadable or
+    not TOML."""
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise BadInput(
+            f"--accepted: no such file: {path} (`mutant-gate accept` creates it)"
+        ) from None
+    except OSError as exc:
+        raise BadInput(f"--accepted: cannot read {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: not valid TOML: {exc}") from None
+
+
+def _check_entry(item: object, where: str) -> None:
+    """``BadInput`` (said at ``where``) unless ``item`` is a table of ``Entry``'s keys with
+    a hex hash, a reason and a whole line number."""
+    fields = set(Entry.__dataclass_fields__)
+    if not isinstance(item, dict):
+        raise BadInput(f"{where}: not a table")
+    if set(item) - fields:
+        raise BadInput(f"{where}: unknown key {sorted(set(item) - fields)[0]!r}")
+    if not isinstance(item.get("hash"), str) or not re.fullmatch(r"[0-9a-f]{16,64}", item["hash"]):
+        raise BadInput(f"{where}: `hash` must be the hex content hash `accept` writes")
+    if not isinstance(item.get("reason"), str) or not item["reason"].strip():
+        raise BadInput(f"{where}: `reason` must say why the survivor is accepted")
+    if not isinstance(item.get("line", 0), int):
+        raise BadInput(f"{where}: `line` must be a whole number")
 
 
 def _toml_string(text: str) -> str:
@@ -174,21 +183,26 @@ def add(path: str, new: Sequence[Entry]) -> tuple[list[Entry], list[Entry]]:
     if not added:
         return added, present
     try:
-        text = ""
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-        if not text.strip():
-            text = HEADER
-        if not text.endswith("\n"):
-            text += "\n"
-        text += "".join(entry_toml(e) for e in added)
+        text = _text_to_extend(path) + "".join(entry_toml(e) for e in added)
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:
         raise BadInput(f"cannot write {path}: {exc.strerror}") from None
     load(path)  # what was written reads back
     return added, present
+
+
+def _text_to_extend(path: str) -> str:
+    """What ``path`` holds, ending in a newline (the header where it is empty or missing)."""
+    text = ""
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    if not text.strip():
+        text = HEADER
+    if not text.endswith("\n"):
+        text += "\n"
+    return text
 
 
 def entry_for(report: dict, row: dict, reason: str, kernel: str | None = None) -> Entry:
@@ -215,16 +229,21 @@ def accept(report: dict, rows: Sequence[dict], reason: str, path: str) -> tuple[
         raise BadInput("an accepted survivor needs a reason: say why it may stay")
     if os.path.isdir(path):
         raise BadInput(f"--accepted: is a directory: {path}")
+    _only_survivors(rows)
+    kernel = (report.get("kernel") or {}).get("path") or ""
+    if kernel and os.path.isabs(kernel):
+        kernel = os.path.relpath(kernel, os.path.dirname(os.path.abspath(path)))
+    return add(path, [entry_for(report, row, reason, kernel) for row in rows])
+
+
+def _only_survivors(rows: Sequence[dict]) -> None:
+    """``BadInput`` naming the first row that is not a survivor (only survivors are accepted)."""
     for row in rows:
         if row.get("verdict") != Verdict.SURVIVED.value:
             raise BadInput(
                 f"mutant {row.get('id')} is {row.get('verdict')}, not a survivor: only "
                 "survivors are accepted"
             )
-    kernel = (report.get("kernel") or {}).get("path") or ""
-    if kernel and os.path.isabs(kernel):
-        kernel = os.path.relpath(kernel, os.path.dirname(os.path.abspath(path)))
-    return add(path, [entry_for(report, row, reason, kernel) for row in rows])
 
 
 # -- in a run ------------------------------------------------------------------------------
