@@ -86,17 +86,23 @@ def load(
         store.put_load(key, {**memo, "seconds": seconds})
     changed = None
     if settings.changed_since is not None:
-        from .changes import changed_functions  # git: only for --changed-since
-
-        names = [f.name for f in kernel.jit_functions]
-        functions = changed_functions(kernel.path, kernel.source, names, settings.changed_since)
-        mutants = [m for m in mutants if m.function in functions]
-        changed = {
-            "ref": settings.changed_since,
-            "functions": functions,
-            "unchanged": [n for n in names if n not in functions],
-        }
+        mutants, changed = _changed_only(kernel, mutants, settings.changed_since)
     return kernel, mutants, time.perf_counter() - start, changed
+
+
+def _changed_only(kernel: KernelFile, mutants: list[Mutant], ref: str) -> tuple[list, dict]:
+    """``--changed-since REF``: the mutants of the jit functions whose lines changed since
+    ``ref``, and the record of which changed."""
+    from .changes import changed_functions  # git: only for --changed-since
+
+    names = [f.name for f in kernel.jit_functions]
+    functions = changed_functions(kernel.path, kernel.source, names, ref)
+    changed = {
+        "ref": ref,
+        "functions": functions,
+        "unchanged": [n for n in names if n not in functions],
+    }
+    return [m for m in mutants if m.function in functions], changed
 
 
 class _Retuned:
@@ -109,6 +115,12 @@ class _Retuned:
 
     def __getattr__(self, name: str):
         return getattr(self._ctx, name)
+
+
+def _deciding_config(ordered: list[tuple[JobResult, bool]]) -> int:
+    """The first autotune config whose result does not let the mutant survive, else the last."""
+    killing = (c for c, r in enumerate(ordered) if decide(r[0])[0] is not Verdict.SURVIVED)
+    return next(killing, len(ordered) - 1)
 
 
 def _a_survivor(event: Event) -> bool:
@@ -517,16 +529,7 @@ class Run:
         assert ctx is not None
         configs = ctx.configs
         jobs = {f"{m.id}@{c}": ctx.mutant_job(m, c) for m in mutants for c in range(configs)}
-        selection = self.ledger.sections().get("selection")
-        if selection is not None:
-            for m in mutants:
-                job = jobs[f"{m.id}@0"]
-                cases = sum(len(c.select) for c in job.checks)
-                self.ledger.put_row(m.id, "tests_selected", cases)
-                self.ledger.put_row(m.id, "timeout_s", job.timeout_s)
-                selection["cases_run"] += cases
-                selection["mutants"] += 1
-            self.ledger.put_section("selection", selection)
+        selection = self._selection_recorded(mutants, jobs)
         by_id = {m.id: m for m in mutants}
         results: dict[str, dict[int, tuple[JobResult, bool]]] = {m.id: {} for m in mutants}
         #: verdicts a limit decided near its edge, or the GPU's memory: run once more
@@ -547,10 +550,7 @@ class Run:
                 continue
             done += 1
             ordered = [results[mutant_id][c] for c in range(configs)]
-            chosen = next(
-                (c for c, r in enumerate(ordered) if decide(r[0])[0] is not Verdict.SURVIVED),
-                configs - 1,
-            )
+            chosen = _deciding_config(ordered)
             note = f"autotune config {chosen + 1} of {configs}" if configs > 1 else ""
             job = jobs[f"{mutant_id}@{chosen}"]
             if (side := steady.in_doubt(job, ordered[chosen][0])) is not None:
@@ -561,6 +561,22 @@ class Run:
         yield from self._run_again(near, by_id, selection, done, total)
         if (estimated := watch.end()) is not None:  # every result came from the cache
             yield estimated
+
+    def _selection_recorded(self, mutants: list[Mutant], jobs: dict[str, Job]) -> dict | None:
+        """Where the run selects cases per mutant: each mutant's count of selected cases and
+        its limit in its row, the totals in the ``selection`` section (returned)."""
+        selection = self.ledger.sections().get("selection")
+        if selection is None:
+            return None
+        for m in mutants:
+            job = jobs[f"{m.id}@0"]
+            cases = sum(len(c.select) for c in job.checks)
+            self.ledger.put_row(m.id, "tests_selected", cases)
+            self.ledger.put_row(m.id, "timeout_s", job.timeout_s)
+            selection["cases_run"] += cases
+            selection["mutants"] += 1
+        self.ledger.put_section("selection", selection)
+        return selection
 
     def _judged(
         self, mutant: Mutant, job: Job, ran: tuple[JobResult, bool], note: str, selection,
@@ -594,23 +610,32 @@ class Run:
         for event in (e for batch in batches if batch for e in ctx.run_jobs(batch)):
             if event.result is None:
                 continue
-            job, first, cached, note, side = near[event.key]
-            mutant = by_id[event.key]
             done += 1
-            record = steady.settle((job, first), (again[event.key], event.result), side)
-            if record is None:
-                ran = (event.result, cached and event.cached)
-                if side == steady.ALONE:
-                    note = "; ".join(filter(None, [steady.ALONE_NOTE, note]))
-                yield self._judged(mutant, again[event.key], ran, note, selection, done, total)
-                continue
-            spent = first.duration_s + event.result.duration_s
-            if side != steady.ALONE:
-                record["reason"] += f" ({ctx.limit_words(job)})"
-            outcome = self.ledger.flaky(
-                mutant.id, record, spent, cached and event.cached, stage=self.plan.stage
-            )
-            yield MutantFinished(mutant, outcome, done, total)
+            yield self._settled(
+                by_id[event.key], near[event.key], again[event.key], event, selection,
+                done, total,
+            )  # fmt: skip
+
+    def _settled(
+        self, mutant: Mutant, first_run: tuple, job_again: Job, event, selection,
+        done: int, total: int,
+    ) -> MutantFinished:  # fmt: skip
+        """A mutant run twice (``first_run``: its job, result, cached, note and side; the
+        second run's ``event``): judged where both runs agree, else flaky."""
+        job, first, cached, note, side = first_run
+        record = steady.settle((job, first), (job_again, event.result), side)
+        if record is None:
+            ran = (event.result, cached and event.cached)
+            if side == steady.ALONE:
+                note = "; ".join(filter(None, [steady.ALONE_NOTE, note]))
+            return self._judged(mutant, job_again, ran, note, selection, done, total)
+        spent = first.duration_s + event.result.duration_s
+        if side != steady.ALONE:
+            record["reason"] += f" ({self.ctx.limit_words(job)})"
+        outcome = self.ledger.flaky(
+            mutant.id, record, spent, cached and event.cached, stage=self.plan.stage
+        )
+        return MutantFinished(mutant, outcome, done, total)
 
     # -- what the faces may ask of a running or finished run -----------------------------
     def row(self, mutant: Mutant) -> dict:
