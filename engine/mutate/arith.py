@@ -478,11 +478,20 @@ class ClampDrop(Operator):
         if kind == "clamp":
             yield args[0].value
             return
-        first, second = _is_bound(args[0].value), _is_bound(args[1].value)
-        if second and not first:
-            yield args[0].value
-        elif first and not second:
-            yield args[1].value
+        clamped = _clamped(args[0].value, args[1].value)
+        if clamped is not None:
+            yield clamped
+
+
+def _clamped(a: cst.BaseExpression, b: cst.BaseExpression) -> cst.BaseExpression | None:
+    """Of ``tl.maximum(a, b)``'s operands, the value clamped against the other, a
+    bound; None where both or neither are bounds."""
+    first, second = _is_bound(a), _is_bound(b)
+    if second and not first:
+        return a
+    if first and not second:
+        return b
+    return None
 
 
 def _is_integer(node: cst.CSTNode) -> bool:
@@ -516,20 +525,29 @@ class ReduceAxisDrop(Operator):
         kind = tl_call(node)
         if kind not in _REDUCTIONS or find_arg(node, "return_indices") is not None:
             return
-        index = find_arg(node, "axis", 1)
+        index = _droppable_axis(node)
         if index is None:
             return
-        axis = number_value(node.args[index].value)
-        if axis is None or axis == 0 or not _is_integer(node.args[index].value):
-            return
-        if node.args[index].keyword is None and index + 1 < len(node.args):
-            if node.args[index + 1].keyword is None:  # tl.sum(x, 1, True): keep positions
-                return
         zeros = cst.Call(
             func=cst.Attribute(value=node.func.value, attr=cst.Name("zeros_like")),
             args=[cst.Arg(node)],
         )
         yield binop(zeros, spaced(cst.Add), remove_args(node, [index]))
+
+
+def _droppable_axis(call: cst.Call) -> int | None:
+    """Index of a reduction's ``axis`` argument where it is a non-zero integer literal
+    whose removal moves no other positional argument; else None."""
+    index = find_arg(call, "axis", 1)
+    if index is None:
+        return None
+    axis = number_value(call.args[index].value)
+    if axis is None or axis == 0 or not _is_integer(call.args[index].value):
+        return None
+    if call.args[index].keyword is None and index + 1 < len(call.args):
+        if call.args[index + 1].keyword is None:  # tl.sum(x, 1, True): keep positions
+            return None
+    return index
 
 
 _INITIALISERS = frozenset({"zeros", "full"})
@@ -660,29 +678,45 @@ class AccInitHoist(Operator):
         for position, loop in enumerate(node.body):
             if type(loop) is not cst.For or type(loop.body) is not cst.IndentedBlock:
                 continue
-            body = loop.body.body
-            local = None
-            for index, statement in enumerate(body):
-                found = _assigned_name(statement)
-                if found is None or index == len(body) - 1:
-                    continue
-                name, scalar = found
-                if local is None:
-                    local = _assigned_names(body) | _names_in(loop.target)
-                if _names_in(statement.body[0].value) & local:
-                    continue  # its value depends on the loop: it cannot move out
-                if not _accumulates(body[index + 1 :], name):
-                    continue
-                if scalar and not _keeps_scalar_type(body[index + 1 :], name, scope):
-                    continue
-                rest = (*body[:index], *body[index + 1 :])
-                moved = statement.with_changes(leading_lines=loop.leading_lines)
-                new_loop = loop.with_changes(
-                    leading_lines=(), body=loop.body.with_changes(body=rest)
-                )
-                yield node.with_changes(
-                    body=(*node.body[:position], moved, new_loop, *node.body[position + 1 :])
-                )
+            for index in _hoistable_inits(loop, scope):
+                yield _with_init_hoisted(node, position, loop, index)
+
+
+def _hoistable_inits(loop: cst.For, scope: Scope | None) -> Iterator[int]:
+    """Where in ``loop``'s body an accumulator is initialised that could move out of
+    it: not last, its value independent of the loop, then updated from its own value
+    (a scalar only where that keeps its type)."""
+    body = loop.body.body
+    local = None
+    for index, statement in enumerate(body):
+        found = _assigned_name(statement)
+        if found is None or index == len(body) - 1:
+            continue
+        name, scalar = found
+        if local is None:
+            local = _assigned_names(body) | _names_in(loop.target)
+        if _names_in(statement.body[0].value) & local:
+            continue  # its value depends on the loop: it cannot move out
+        if not _accumulates(body[index + 1 :], name):
+            continue
+        if scalar and not _keeps_scalar_type(body[index + 1 :], name, scope):
+            continue
+        yield index
+
+
+def _with_init_hoisted(
+    block: cst.IndentedBlock, position: int, loop: cst.For, index: int
+) -> cst.IndentedBlock:
+    """``block`` with statement ``index`` of its loop at ``position`` moved just before
+    that loop (taking the loop's leading lines)."""
+    body = loop.body.body
+    statement = body[index]
+    rest = (*body[:index], *body[index + 1 :])
+    moved = statement.with_changes(leading_lines=loop.leading_lines)
+    new_loop = loop.with_changes(leading_lines=(), body=loop.body.with_changes(body=rest))
+    return block.with_changes(
+        body=(*block.body[:position], moved, new_loop, *block.body[position + 1 :])
+    )
 
 
 OPERATORS: tuple[Operator, ...] = (

@@ -29,6 +29,20 @@ def _range(start: int, stop: int) -> str:
     return f"{start + 1 if length else start},{length}"
 
 
+def _same_ends(old: list[str], new: list[str]) -> tuple[int, int]:
+    """How many lines ``old`` and ``new`` share at their start, then at their end."""
+    same_head = 0
+    while same_head < min(len(old), len(new)) and old[same_head] == new[same_head]:
+        same_head += 1
+    same_tail = 0
+    while (
+        same_tail < min(len(old), len(new)) - same_head
+        and old[-1 - same_tail] == new[-1 - same_tail]
+    ):
+        same_tail += 1
+    return same_head, same_tail
+
+
 class LocalDiffer:
     def __init__(self, source: str, path: str) -> None:
         self.lines = source.splitlines(keepends=True)
@@ -46,22 +60,19 @@ class LocalDiffer:
         grown = len(mutated) - starts[-1]
         old = lines[first : last + 1]
         new = mutated[starts[first] : starts[last + 1] + grown].splitlines(keepends=True)
-        same_head = 0
-        while same_head < min(len(old), len(new)) and old[same_head] == new[same_head]:
-            same_head += 1
-        same_tail = 0
-        while (
-            same_tail < min(len(old), len(new)) - same_head
-            and old[-1 - same_tail] == new[-1 - same_tail]
-        ):
-            same_tail += 1
+        same_head, same_tail = _same_ends(old, new)
         removed = old[same_head : len(old) - same_tail]
         added = new[same_head : len(new) - same_tail]
         if not removed and not added:
             return ""
         if set(removed) & set(added):
             return self._difflib(mutated, first, last, grown)
-        a1 = first + same_head
+        return self._hunk(first + same_head, removed, added)
+
+    def _hunk(self, a1: int, removed: list[str], added: list[str]) -> str:
+        """The diff of one run of lines from line ``a1`` (0-based) replaced, written
+        as difflib would, with its context."""
+        lines = self.lines
         a2 = a1 + len(removed)
         low = max(0, a1 - CONTEXT)
         high = min(len(lines), a2 + CONTEXT)

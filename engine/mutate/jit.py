@@ -74,19 +74,29 @@ def _cst_names(module: cst.Module) -> JitNames:
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
         for small in statement.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    asname = alias.asname.name if alias.asname else None
-                    names.note_import(_cst_dotted(alias.name), _cst_dotted(asname))
-            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-                if small.relative:
-                    continue
-                for alias in small.names:
-                    asname = alias.asname.name if alias.asname else None
-                    names.note_import_from(
-                        _cst_dotted(small.module), _cst_dotted(alias.name), _cst_dotted(asname)
-                    )
+            _cst_note_import(names, small)
     return names
+
+
+def _cst_note_import(names: JitNames, small: cst.BaseSmallStatement) -> None:
+    """Note in ``names`` what an ``import`` or absolute ``from ... import`` binds."""
+    if isinstance(small, cst.Import):
+        for alias in small.names:
+            names.note_import(_cst_dotted(alias.name), _cst_dotted(_cst_asname(alias)))
+    elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+        if small.relative:
+            return
+        for alias in small.names:
+            names.note_import_from(
+                _cst_dotted(small.module),
+                _cst_dotted(alias.name),
+                _cst_dotted(_cst_asname(alias)),
+            )
+
+
+def _cst_asname(alias: cst.ImportAlias) -> cst.CSTNode | None:
+    """The name of an import's ``as`` clause, else None."""
+    return alias.asname.name if alias.asname else None
 
 
 def _cst_decorator(decorator: cst.Decorator) -> str | None:
@@ -107,11 +117,18 @@ def _cst_blocks(statement: cst.CSTNode) -> Iterator[cst.IndentedBlock]:
         yield from (b for b in bodies if isinstance(b, cst.IndentedBlock))
         yield from _cst_blocks(orelse)
         return
+    bodies += _cst_closing_bodies(statement, orelse)
+    yield from (b for b in bodies if isinstance(b, cst.IndentedBlock))
+
+
+def _cst_closing_bodies(statement: cst.CSTNode, orelse: cst.CSTNode | None) -> list[cst.BaseSuite]:
+    """A compound statement's ``else:`` body and a ``try``'s ``finally:`` body, where present."""
+    bodies = []
     if orelse is not None:
         bodies.append(orelse.body)
     if isinstance(statement, cst.Try) and statement.finalbody is not None:
         bodies.append(statement.finalbody.body)
-    yield from (b for b in bodies if isinstance(b, cst.IndentedBlock))
+    return bodies
 
 
 def walk_jit_functions(

@@ -202,13 +202,8 @@ class AccumulatorFp16(Operator):
         if type(node) is cst.IndentedBlock:
             yield from self._block(node)
             return
-        statement = scope.parent(scope.parent(node) or node)
-        found = _fp32_init(statement) if statement is not None else None
-        if found is not None and found[1] is node:
-            block = scope.parent(statement)
-            later = block.body[block.body.index(statement) + 1 :] if block is not None else ()
-            if any(_loop_updates(loop, found[0]) for loop in later):
-                return  # the block form plants this one
+        if _init_updated_in_a_loop(node, scope):
+            return  # the block form plants this one
         yield from self.mutations(node)
 
     def _block(self, block: cst.IndentedBlock) -> Iterator[cst.CSTNode]:
@@ -227,6 +222,18 @@ class AccumulatorFp16(Operator):
             )
             rest = [loop.visit(cast) if _loop_updates(loop, name) else loop for loop in later]
             yield block.with_changes(body=(*block.body[:position], init, *rest))
+
+
+def _init_updated_in_a_loop(node: cst.CSTNode, scope: Scope) -> bool:
+    """Is ``node`` the call of an fp32 accumulator's initialisation that a later loop
+    of its block updates?"""
+    statement = scope.parent(scope.parent(node) or node)
+    found = _fp32_init(statement) if statement is not None else None
+    if found is None or found[1] is not node:
+        return False
+    block = scope.parent(statement)
+    later = block.body[block.body.index(statement) + 1 :] if block is not None else ()
+    return any(_loop_updates(loop, found[0]) for loop in later)
 
 
 class CastFp16(Operator):

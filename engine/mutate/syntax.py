@@ -172,7 +172,13 @@ def precedence(node: cst.CSTNode) -> int:
     return _FIXED_PRECEDENCE.get(kind, ATOM)
 
 
-_ATOM_CONTEXTS = frozenset({cst.Attribute, cst.Subscript, cst.Call, cst.Await})
+#: what an operand needs in a place whose need does not depend on its operator
+_FIXED_REQUIRED: dict[type, int] = {
+    **dict.fromkeys((cst.Attribute, cst.Subscript, cst.Call, cst.Await), ATOM),
+    cst.Comparison: 6,
+    cst.ComparisonTarget: 6,
+    cst.IfExp: 2,
+}
 
 
 def required_precedence(node: cst.CSTNode, parent: cst.CSTNode | None) -> int:
@@ -184,17 +190,11 @@ def required_precedence(node: cst.CSTNode, parent: cst.CSTNode | None) -> int:
         if type(parent.operator) is cst.Power or parent.right is node:
             return own + 1
         return own
-    if kind in _ATOM_CONTEXTS:
-        return ATOM
     if kind is cst.UnaryOperation:
         return 5 if type(parent.operator) is cst.Not else 12
-    if kind is cst.Comparison or kind is cst.ComparisonTarget:
-        return 6
     if kind is cst.BooleanOperation:
         return 4 if type(parent.operator) is cst.And else 3
-    if kind is cst.IfExp:
-        return 2
-    return 0
+    return _FIXED_REQUIRED.get(kind, 0)
 
 
 def parenthesize(node: cst.BaseExpression) -> cst.BaseExpression:
