@@ -81,19 +81,11 @@ def score(rows: Sequence[dict], written: frozenset[str] = frozenset()) -> dict:
     ``by_verdict`` counts the rows' verdicts as they stand (written tests' kills
     included)."""
     verdicts = [(row["id"], str(row["verdict"])) for row in rows]
-    excluded_values = {v.value for v in EXCLUDED}
     total = len(verdicts)
     killed = sum(1 for _, v in verdicts if v == Verdict.KILLED.value)
     added = [row["id"] for row in rows if written_kill(row, written)]
-    excluded = [{"id": i, "verdict": v} for i, v in verdicts if v in excluded_values]
-    accepted = [
-        {"id": row["id"], "reason": (row.get("accepted") or {}).get("reason", "")}
-        for row in rows
-        if str(row["verdict"]) == Verdict.SURVIVED.value and row.get("accepted")
-    ]
-    excluded += [
-        {"id": a["id"], "verdict": Verdict.SURVIVED.value, "accepted": True} for a in accepted
-    ]
+    accepted = _accepted_survivors(rows)
+    excluded = _excluded(verdicts, accepted)
     counted = total - len(excluded)
     yours = killed - len(added)
     return {
@@ -112,6 +104,25 @@ def score(rows: Sequence[dict], written: frozenset[str] = frozenset()) -> dict:
             "added": added,
         },
     }
+
+
+def _accepted_survivors(rows: Sequence[dict]) -> list[dict]:
+    """The survivors the baseline file accepts, each with the file's reason."""
+    return [
+        {"id": row["id"], "reason": (row.get("accepted") or {}).get("reason", "")}
+        for row in rows
+        if str(row["verdict"]) == Verdict.SURVIVED.value and row.get("accepted")
+    ]
+
+
+def _excluded(verdicts: list[tuple[str, str]], accepted: list[dict]) -> list[dict]:
+    """The mutants the adjusted scores leave out: the excluded verdicts', then the
+    accepted survivors."""
+    excluded_values = {v.value for v in EXCLUDED}
+    excluded = [{"id": i, "verdict": v} for i, v in verdicts if v in excluded_values]
+    return excluded + [
+        {"id": a["id"], "verdict": Verdict.SURVIVED.value, "accepted": True} for a in accepted
+    ]
 
 
 def _percent(part: int, whole: int) -> float | None:
