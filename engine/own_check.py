@@ -44,19 +44,19 @@ def _asserts(nodes: list[ast.AST], *, raises: bool) -> bool:
     """Whether ``nodes`` check a result: ``assert`` on a comparison or a call
     (``assert x.is_cuda`` is a precondition, not a check), an ``assert*``
     helper (``torch.testing.assert_close``), or (with ``raises``) a ``raise``."""
-    for node in nodes:
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Assert):
-                if any(isinstance(n, ast.Compare | ast.Call) for n in ast.walk(sub.test)):
-                    return True
-            elif isinstance(sub, ast.Raise):
-                if raises:
-                    return True
-            elif isinstance(sub, ast.Call):
-                func = sub.func
-                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-                if "assert" in name.lower() or name in ("fail", "raises"):
-                    return True
+    return any(_is_check(sub, raises) for node in nodes for sub in ast.walk(node))
+
+
+def _is_check(node: ast.AST, raises: bool) -> bool:
+    """Whether one node checks a result (``_asserts``)."""
+    if isinstance(node, ast.Assert):
+        return any(isinstance(n, ast.Compare | ast.Call) for n in ast.walk(node.test))
+    if isinstance(node, ast.Raise):
+        return raises
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return "assert" in name.lower() or name in ("fail", "raises")
     return False
 
 
@@ -73,13 +73,10 @@ def _runnable_test(fn: ast.FunctionDef) -> bool:
     )
 
 
-def analyse(source: str) -> OwnCheck:
-    tree = ast.parse(source)
-    functions = {
-        n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-    }
-    main = [n for n in tree.body if is_main_guard(n)]
-    top = [
+def _top_level_code(tree: ast.Module) -> list[ast.stmt]:
+    """The module's statements that run on import: not a definition, an import or the
+    ``__main__`` block."""
+    return [
         n
         for n in tree.body
         if not isinstance(
@@ -87,16 +84,31 @@ def analyse(source: str) -> OwnCheck:
         )
         and not is_main_guard(n)
     ]
-    module_level = bool(_called_names(top) & set(functions))
-    tests = tuple(n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _runnable_test(n))
-    # Everything the check runs: its entry code and the file's functions it reaches.
-    entry: list[ast.AST] = [*main, *(top if module_level else []), *(functions[t] for t in tests)]
+
+
+def _reached_functions(entry: list[ast.AST], functions: dict[str, ast.AST]) -> dict[str, ast.AST]:
+    """The file's functions that ``entry`` calls, directly or through one another."""
     reached: dict[str, ast.AST] = {}
     frontier = _called_names(entry) & set(functions)
     while frontier:
         name = frontier.pop()
         reached[name] = functions[name]
         frontier |= (_called_names([functions[name]]) & set(functions)) - set(reached)
+    return reached
+
+
+def analyse(source: str) -> OwnCheck:
+    tree = ast.parse(source)
+    functions = {
+        n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    main = [n for n in tree.body if is_main_guard(n)]
+    top = _top_level_code(tree)
+    module_level = bool(_called_names(top) & set(functions))
+    tests = tuple(n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _runnable_test(n))
+    # Everything the check runs: its entry code and the file's functions it reaches.
+    entry: list[ast.AST] = [*main, *(top if module_level else []), *(functions[t] for t in tests)]
+    reached = _reached_functions(entry, functions)
     return OwnCheck(
         has_main=bool(main),
         module_level=module_level,
