@@ -81,15 +81,18 @@ def killing_tests(report: dict, row: dict) -> list[dict]:
     if row.get("verdict") != "killed":
         return []
     tests = [t for t in report.get("tests", []) if row["id"] in (t.get("kills") or [])]
-    by = row.get("by") or ""
-    if not tests and by == By.OWN_CHECK:
-        tests = [t for t in report.get("tests", []) if t.get("origin") == "own"][:1]
-    if not tests and by.startswith(TEST_PREFIX):
+    return tests or _test_by_verdict(report.get("tests", []), row.get("by") or "")
+
+
+def _test_by_verdict(tests: list[dict], by: str) -> list[dict]:
+    """The one test a killed verdict's ``by`` names (the own check, ``test:NAME``), where
+    no test lists the kill; else none."""
+    if by == By.OWN_CHECK:
+        return [t for t in tests if t.get("origin") == "own"][:1]
+    if by.startswith(TEST_PREFIX):
         name = by.removeprefix(TEST_PREFIX)
-        tests = [t for t in report.get("tests", []) if t.get("name", "").split("::")[-1] == name][
-            :1
-        ]
-    return tests
+        return [t for t in tests if t.get("name", "").split("::")[-1] == name][:1]
+    return []
 
 
 def end_position(row: dict) -> tuple[int, int]:
@@ -115,30 +118,43 @@ def kernel_source(report: dict) -> tuple[str, str]:
     kernel = report.get("kernel", {})
     if isinstance(kernel.get("source"), str):
         return kernel["source"], "report"
+    text = _unchanged_file(kernel)
+    if text is not None:
+        return text, "file"
+    known: dict[int, str] = {}
+    for row in report.get("mutants", []):
+        _original_lines(row.get("diff") or "", known)
+    last = max(known, default=0)
+    return "".join(known.get(i, "") + "\n" for i in range(1, last + 1)), "diffs"
+
+
+def _unchanged_file(kernel: dict) -> str | None:
+    """The kernel file's text on disk where its sha256 is still the run's, else None."""
     path = kernel.get("path")
     if path and os.path.isfile(path):
         try:
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
             if hashlib.sha256(text.encode()).hexdigest() == kernel.get("sha256"):
-                return text, "file"
+                return text
         except (OSError, UnicodeDecodeError):
             pass
-    known: dict[int, str] = {}
-    for row in report.get("mutants", []):
-        line_no = None
-        for line in (row.get("diff") or "").splitlines():
-            match = _HUNK.match(line)
-            if match:
-                line_no = int(match.group(1))
-            elif line_no is not None and line[:1] in (" ", "-"):
-                known.setdefault(line_no, line[1:])
-                line_no += 1
-            elif line_no is not None and line == "":
-                known.setdefault(line_no, "")
-                line_no += 1
-    last = max(known, default=0)
-    return "".join(known.get(i, "") + "\n" for i in range(1, last + 1)), "diffs"
+    return None
+
+
+def _original_lines(diff: str, known: dict[int, str]) -> None:
+    """Adds to ``known`` (line number -> text) the original's lines a mutant's diff shows."""
+    line_no = None
+    for line in diff.splitlines():
+        match = _HUNK.match(line)
+        if match:
+            line_no = int(match.group(1))
+        elif line_no is not None and line[:1] in (" ", "-"):
+            known.setdefault(line_no, line[1:])
+            line_no += 1
+        elif line_no is not None and line == "":
+            known.setdefault(line_no, "")
+            line_no += 1
 
 
 def oracle_sentence(row: dict) -> str | None:
