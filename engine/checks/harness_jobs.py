@@ -70,9 +70,16 @@ def reached_kernels(kernel: KernelFile, mutant: Mutant, launched: list[str]) -> 
         return list(launched)
     if mutant.function in launched:
         return [mutant.function]
+    callers = _callers(kernel, mutant.function)
+    return [k for k in launched if k in callers]
+
+
+def _callers(kernel: KernelFile, function: str) -> set[str]:
+    """``function`` and the jit functions of ``kernel`` that call it, directly or
+    through other jit functions (by their text)."""
     lines = kernel.source.splitlines()
     bodies = {f.name: "\n".join(lines[f.line - 1 : f.end_line]) for f in kernel.jit_functions}
-    callers = {mutant.function}
+    callers = {function}
     grew = True
     while grew:
         grew = False
@@ -82,7 +89,7 @@ def reached_kernels(kernel: KernelFile, mutant: Mutant, launched: list[str]) -> 
             ):
                 callers.add(name)
                 grew = True
-    return [k for k in launched if k in callers]
+    return callers
 
 
 def publishing(

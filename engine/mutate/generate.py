@@ -92,14 +92,19 @@ def _changed_part(old: cst.CSTNode, new: cst.CSTNode) -> tuple[cst.CSTNode, cst.
     return old, new
 
 
+def _all_fields(node: cst.CSTNode) -> tuple[str, ...]:
+    """The names of every field of ``node``'s type (kept per type)."""
+    names = _ALL_FIELDS.get(type(node))
+    if names is None:
+        names = _ALL_FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+    return names
+
+
 def _changed_child(old: cst.CSTNode, new: cst.CSTNode) -> tuple[cst.CSTNode, cst.CSTNode] | None:
     """The one pair of child nodes in which two nodes of one type differ; None where no
     field differs, several do, or one differs in a way that is not a child node's."""
-    names = _ALL_FIELDS.get(type(old))
-    if names is None:
-        names = _ALL_FIELDS[type(old)] = tuple(f.name for f in dataclasses.fields(old))
     pair = None
-    for name in names:
+    for name in _all_fields(old):
         change = _field_change(getattr(old, name), getattr(new, name))
         if change is None:
             continue

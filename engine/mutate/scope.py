@@ -16,7 +16,7 @@ is built lazily, once per jit function, and only when an operator asks.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
@@ -240,7 +240,7 @@ class Scope:
         is_constexpr = annotation is not None and tl_attr(annotation.annotation) == "constexpr"
         return INT if is_constexpr else None
 
-    def _worked_out(self, name: str, cache: dict, work) -> object:
+    def _worked_out(self, name: str, cache: dict, work: Callable[[str, list], object]) -> object:
         """``work(name, bindings)`` for a name bound in the body, guarded against
         cycles (a name being worked out is ``_CYCLE``) and kept in ``cache`` when
         worked out from the top."""
@@ -262,6 +262,7 @@ class Scope:
             self._busy.discard(name)
 
     def _bound_kind(self, name: str, bindings: list[tuple[str, cst.CSTNode]]) -> str | None:
+        """The kind a local name's bindings give it together (float wins)."""
         kinds = [self._binding_kind(how, value) for how, value in bindings]
         if name in self._params:
             return None  # a parameter rebound (``X += row * stride``): a pointer, maybe
@@ -340,6 +341,7 @@ class Scope:
         return self._worked_out(name, self._ranks, self._bound_rank)
 
     def _bound_rank(self, name: str, bindings: list[tuple[str, cst.CSTNode]]) -> int | None:
+        """The rank a local name's bindings give it together (the widest)."""
         ranks = [self._binding_rank(how, value) for how, value in bindings]
         if name in self._params:
             ranks.append(0)

@@ -51,19 +51,28 @@ def _whole_file_units(source: str) -> list[Unit]:
     return [Unit(f, indents, module, layout, 0) for f, indents in walk_jit_functions(module)]
 
 
+def _function_text(
+    source: str, line_starts: Sequence[int], found: ast.FunctionDef
+) -> tuple[str, int]:
+    """(text, offset) of one function's lines, its decorators included; an indented one
+    behind ``_INDENTED_PREFIX`` (the offset moved back by its length)."""
+    first = min([found.lineno, *(d.lineno for d in found.decorator_list)])
+    begin = line_starts[first - 1]
+    last = found.end_lineno or found.lineno
+    end = line_starts[last] if last < len(line_starts) else len(source)
+    text = source[begin:end]
+    if text[:1] in (" ", "\t"):
+        text = _INDENTED_PREFIX + text
+        begin -= len(_INDENTED_PREFIX)
+    return text, begin
+
+
 def jit_units(source: str, line_starts: Sequence[int]) -> list[Unit]:
     """The jit functions of ``source``, in source order. ``line_starts``: the
     offset of each line. Raises SyntaxError if the file does not parse."""
     units = []
     for found in ast_jit_functions(ast.parse(source)):
-        first = min([found.lineno, *(d.lineno for d in found.decorator_list)])
-        begin = line_starts[first - 1]
-        last = found.end_lineno or found.lineno
-        end = line_starts[last] if last < len(line_starts) else len(source)
-        text = source[begin:end]
-        if text[:1] in (" ", "\t"):
-            text = _INDENTED_PREFIX + text
-            begin -= len(_INDENTED_PREFIX)
+        text, begin = _function_text(source, line_starts, found)
         try:
             module = cst.parse_module(text)
         except cst.ParserSyntaxError:
