@@ -64,19 +64,29 @@ def status_reason(row: dict, written: frozenset[str] = frozenset()) -> str:
     verdict = row.get("verdict")
     reason = row.get("reason") or ""
     if verdict == "killed":
-        said = f"killed by {by_words(row.get('by'))}: {reason}".rstrip(": ")
-        if row.get("id") in written:
-            said += " (by a test mutant-gate wrote: your tests let it through)"
-        return said
+        return _killed_reason(row, reason, written)
     parts = [reason] if reason else []
     if verdict in ("survived", "equivalent"):
-        sentence = oracle_sentence(row)
-        if sentence:
-            parts.append(f"diff-oracle: {sentence}")
-        parts.extend(f"claim by {c}" for c in claim_lines(row))
+        parts += _evidence_of_survival(row)
     if verdict == "not_compilable":
         parts.extend(c for c in compile_lines(row) if "does not compile" in c and c not in parts)
     return "; ".join(parts) or verdict or "pending"
+
+
+def _killed_reason(row: dict, reason: str, written: frozenset[str]) -> str:
+    """What killed the mutant, and whether only a test mutant-gate wrote did (``written``)."""
+    said = f"killed by {by_words(row.get('by'))}: {reason}".rstrip(": ")
+    if row.get("id") in written:
+        said += " (by a test mutant-gate wrote: your tests let it through)"
+    return said
+
+
+def _evidence_of_survival(row: dict) -> list[str]:
+    """What a survivor's (or an equivalent's) record says for it: the diff-oracle's
+    sentence and each claim."""
+    sentence = oracle_sentence(row)
+    parts = [f"diff-oracle: {sentence}"] if sentence else []
+    return parts + [f"claim by {c}" for c in claim_lines(row)]
 
 
 def _test_id(test: dict) -> str:
@@ -140,16 +150,21 @@ def _files(report: dict) -> tuple[str, dict]:
         path = (report.get("kernel") or {}).get("path") or "kernel.py"
         return os.path.dirname(path) or ".", {kernel_name(report): _file_entry(report, report)}
     records = report.get("files") or []
-    paths = [str(r["path"]) for r in records]
-    folders = [os.path.dirname(p) or "." for p in paths]
-    try:
-        root = os.path.commonpath(folders) if folders else "."
-    except ValueError:  # absolute and relative paths: each by its path as given
-        root = "."
+    root = _shared_folder([str(r["path"]) for r in records])
     return root or ".", {
         os.path.relpath(str(r["path"]), root or "."): _file_entry(report, module_report(report, r))
         for r in records
     }
+
+
+def _shared_folder(paths: list[str]) -> str:
+    """The folder all of ``paths`` lie below ("." when none, or when they mix absolute and
+    relative paths)."""
+    folders = [os.path.dirname(p) or "." for p in paths]
+    try:
+        return os.path.commonpath(folders) if folders else "."
+    except ValueError:  # absolute and relative paths: each by its path as given
+        return "."
 
 
 def stryker_report(report: dict) -> dict:
