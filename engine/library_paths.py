@@ -85,16 +85,23 @@ def find_modules(paths: list[str], exclude: tuple[str, ...] = ()) -> list[str]:
                 raise BadInput(f"{path}: no @triton.jit function found")
             mine = [os.path.abspath(path)]
         else:
-            mine = [
-                os.path.abspath(p)
-                for p in _walk(path)
-                if p.endswith(".py") and not _excluded(p, path, exclude) and has_jit(p)
-            ]
-            if not mine:
-                left = f" (less --exclude {' '.join(exclude)})" if exclude else ""
-                raise BadInput(f"{path}: no .py file with a @triton.jit function below it{left}")
+            mine = _modules_below(path, exclude)
         found += [p for p in mine if p not in found]
     return found
+
+
+def _modules_below(directory: str, exclude: tuple[str, ...]) -> list[str]:
+    """The ``.py`` files below ``directory`` that hold a jit function, less ``exclude``;
+    bad input when there is none."""
+    mine = [
+        os.path.abspath(p)
+        for p in _walk(directory)
+        if p.endswith(".py") and not _excluded(p, directory, exclude) and has_jit(p)
+    ]
+    if not mine:
+        left = f" (less --exclude {' '.join(exclude)})" if exclude else ""
+        raise BadInput(f"{directory}: no .py file with a @triton.jit function below it{left}")
+    return mine
 
 
 def jit_names(path: str) -> list[str]:
@@ -140,26 +147,9 @@ def pytest_config(root: str) -> dict[str, list[str]]:
     found: dict[str, object] = {}
     for name in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"):
         path = os.path.join(root, name)
-        if not os.path.isfile(path):
-            continue
-        if name == "pyproject.toml":
-            try:
-                with open(path, "rb") as fh:
-                    table = tomllib.load(fh).get("tool", {}).get("pytest", {}).get("ini_options")
-            except (OSError, tomllib.TOMLDecodeError):
-                table = None
-            if table is None:
-                continue
-            found = dict(table)
-            break
-        parser = ConfigParser()
-        try:
-            parser.read(path, encoding="utf-8")
-        except Exception:  # noqa: BLE001 - an unreadable file: pytest's defaults
-            continue
-        section = "tool:pytest" if name == "setup.cfg" else "pytest"
-        if parser.has_section(section):
-            found = dict(parser.items(section))
+        table = _pytest_section(path, name) if os.path.isfile(path) else None
+        if table is not None:
+            found = table
             break
 
     def words(key: str, default: tuple[str, ...]) -> list[str]:
@@ -174,6 +164,25 @@ def pytest_config(root: str) -> dict[str, list[str]]:
     }
 
 
+def _pytest_section(path: str, name: str) -> dict | None:
+    """The pytest settings of one configuration file ``name`` at ``path``; None where it
+    holds none or cannot be read."""
+    if name == "pyproject.toml":
+        try:
+            with open(path, "rb") as fh:
+                table = tomllib.load(fh).get("tool", {}).get("pytest", {}).get("ini_options")
+        except (OSError, tomllib.TOMLDecodeError):
+            table = None
+        return None if table is None else dict(table)
+    parser = ConfigParser()
+    try:
+        parser.read(path, encoding="utf-8")
+    except Exception:  # noqa: BLE001 - an unreadable file: pytest's defaults
+        return None
+    section = "tool:pytest" if name == "setup.cfg" else "pytest"
+    return dict(parser.items(section)) if parser.has_section(section) else None
+
+
 def find_tests(tests: list[str], root: str | None) -> list[str]:
     """The test files the paths name: a file (or node id) as given, a directory's files
     that ``pytest DIR`` collects (the project's ``python_files``, less its
@@ -186,19 +195,26 @@ def find_tests(tests: list[str], root: str | None) -> list[str]:
         if not os.path.isdir(path):
             found.append(arg)
             continue
-        config = pytest_config(root or find_root(path) or os.getcwd())
-        patterns = config["python_files"]
-        mine = [
-            p
-            for p in _walk(path, tuple(config["norecursedirs"]))
-            if p.endswith(".py") and any(fnmatch.fnmatch(os.path.basename(p), g) for g in patterns)
-        ]
-        if not mine:
-            raise BadInput(
-                f"--tests {arg}: collects no test file (pytest collects {' '.join(patterns)})"
-            )
+        mine = _tests_below(arg, path, root)
         found += [p for p in mine if p not in found]
     return found
+
+
+def _tests_below(arg: str, directory: str, root: str | None) -> list[str]:
+    """The files ``pytest DIR`` collects below ``directory`` (the project's
+    ``python_files``, less its ``norecursedirs``); bad input when none."""
+    config = pytest_config(root or find_root(directory) or os.getcwd())
+    patterns = config["python_files"]
+    mine = [
+        p
+        for p in _walk(directory, tuple(config["norecursedirs"]))
+        if p.endswith(".py") and any(fnmatch.fnmatch(os.path.basename(p), g) for g in patterns)
+    ]
+    if not mine:
+        raise BadInput(
+            f"--tests {arg}: collects no test file (pytest collects {' '.join(patterns)})"
+        )
+    return mine
 
 
 def shown(path: str) -> str:
