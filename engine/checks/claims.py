@@ -30,7 +30,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import replace
 
 from ..events import CheckFinished, CheckStarted, Event
-from ..job import JobResult, JobStatus
+from ..job import Job, JobResult, JobStatus
 from ..records import Mutant
 from ..stage import StageContext
 from ..verdicts import summarize_error
@@ -167,13 +167,8 @@ def _run_evidence(
     reaches: the diff-oracle's job for each, and a traced run where stores are traced."""
     oracles: dict[str, dict] = {}
     races: dict[str, dict] = {}
-    reached = [m for m in claimed if ctx.ledger.reached(m.id)]
-    jobs = {f"{ORACLE}:{m.id}": oracle_job(ctx, m) for m in reached}
-    if _traced(ctx):
-        for m in reached:
-            jobs[f"{RACES}:{m.id}"] = replace(ctx.mutant_job(m), trace_races=True)
     by_id = {m.id: m for m in claimed}
-    for event in ctx.run_jobs(jobs):
+    for event in ctx.run_jobs(_evidence_jobs(ctx, claimed)):
         key, result = event.key, event.result
         if result is None:
             continue
@@ -186,6 +181,17 @@ def _run_evidence(
         ctx.ledger.put_row(mid, ORACLE, field)
         oracles[mid] = field
     return oracles, races
+
+
+def _evidence_jobs(ctx: StageContext, claimed: list[Mutant]) -> dict[str, Job]:
+    """For each claimed mutant a check reaches: its oracle job and, where stores are
+    traced, its traced run (keyed ``oracle:ID`` and ``races:ID``)."""
+    reached = [m for m in claimed if ctx.ledger.reached(m.id)]
+    jobs = {f"{ORACLE}:{m.id}": oracle_job(ctx, m) for m in reached}
+    if _traced(ctx):
+        for m in reached:
+            jobs[f"{RACES}:{m.id}"] = replace(ctx.mutant_job(m), trace_races=True)
+    return jobs
 
 
 def _backed(

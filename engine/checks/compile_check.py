@@ -140,14 +140,22 @@ def _targets_the_original_compiles_for(
     if original is None:
         return targets, f"compiling the original failed: {why}"
     summary["original"] = {t: _row(r) for t, r in original.items()}
-    for t, r in original.items():
-        if r["ok"] is not True:
-            what = "does not compile" if r["ok"] is False else "could not be compiled"
-            summary["skipped_targets"][t] = f"the original {what}: {r['message']}"
+    summary["skipped_targets"].update(_failed_targets(original))
     targets = [t for t in targets if original.get(t, {}).get("ok") is True]
     if not targets:
         return targets, "; ".join(f"{t}: {w}" for t, w in summary["skipped_targets"].items())
     return targets, None
+
+
+def _failed_targets(original: dict) -> dict[str, str]:
+    """Each target the original does not compile for (or could not be compiled for),
+    with why."""
+    failed = {}
+    for t, r in original.items():
+        if r["ok"] is not True:
+            what = "does not compile" if r["ok"] is False else "could not be compiled"
+            failed[t] = f"the original {what}: {r['message']}"
+    return failed
 
 
 def _check_survivors(
