@@ -134,22 +134,28 @@ def _survivors_part(survivors: list[dict], max_diffs: int, max_rows: int) -> lis
             )
         if len(survivors) > max_rows:
             out.append(f"| … | {len(survivors) - max_rows} more | | | | |")
-        shown = survivors[:max_diffs]
-        out.append("")
-        for r in shown:
-            out += [
-                f"<details><summary><code>{r['id']}</code> {r.get('operator')} in "
-                f"<code>{r.get('function')}</code> line {r.get('line')}</summary>",
-                "",
-                _fenced(r.get("diff") or "", "diff"),
-                "",
-                "</details>",
-            ]
-        if len(survivors) > len(shown):
-            out.append(
-                f"\n{len(survivors) - len(shown)} more survivor diffs are in the full report "
-                "(`mutant-gate report RUN --format html`)."
-            )
+        out += _survivor_diffs(survivors, max_diffs)
+    return out
+
+
+def _survivor_diffs(survivors: list[dict], max_diffs: int) -> list[str]:
+    """The first ``max_diffs`` survivors' diffs, each folded, and how many more there are."""
+    shown = survivors[:max_diffs]
+    out = [""]
+    for r in shown:
+        out += [
+            f"<details><summary><code>{r['id']}</code> {r.get('operator')} in "
+            f"<code>{r.get('function')}</code> line {r.get('line')}</summary>",
+            "",
+            _fenced(r.get("diff") or "", "diff"),
+            "",
+            "</details>",
+        ]
+    if len(survivors) > len(shown):
+        out.append(
+            f"\n{len(survivors) - len(shown)} more survivor diffs are in the full report "
+            "(`mutant-gate report RUN --format html`)."
+        )
     return out
 
 
@@ -197,6 +203,12 @@ def modules_part(report: dict, max_rows: int) -> list[str]:
         )
     if len(files) > max_rows:
         out.append(f"| … | {len(files) - max_rows} more | | | | |")
+    return out + _kernels_table(report, files, max_rows)
+
+
+def _kernels_table(report: dict, files: list[dict], max_rows: int) -> list[str]:
+    """The judged modules' kernels with survivors (or not reached), the most survivors
+    first; nothing where there is none."""
     kernels = [
         (f, k)
         for f in files
@@ -204,14 +216,13 @@ def modules_part(report: dict, max_rows: int) -> list[str]:
         for k in kernel_counts(report, f)
         if k["survived"] or not k["reached"]
     ]
-    if kernels:
-        out += ["", "| module | kernel | mutants | survived |", "|---|---|---:|---:|"]
-        out += [
-            f"| `{_cell(f['path'])}` | `{_cell(k['function'])}` | {k['mutants']} | "
-            f"{k['survived'] if k['reached'] else 'not reached'} |"
-            for f, k in sorted(kernels, key=lambda fk: -fk[1]["survived"])[:max_rows]
-        ]
-    return out
+    if not kernels:
+        return []
+    return ["", "| module | kernel | mutants | survived |", "|---|---|---:|---:|"] + [
+        f"| `{_cell(f['path'])}` | `{_cell(k['function'])}` | {k['mutants']} | "
+        f"{k['survived'] if k['reached'] else 'not reached'} |"
+        for f, k in sorted(kernels, key=lambda fk: -fk[1]["survived"])[:max_rows]
+    ]
 
 
 def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> str:
