@@ -40,6 +40,7 @@ from . import (
     parity,
     shims,
     tracebacks,
+    xfail,
 )
 from .cuda_fault import lost_cuda_context
 from .project import Coverage, launched, reached, record_launches
@@ -412,6 +413,7 @@ def _run_pytest(
     for flag, value in chosen:  # pytest's own selection (--tests FILE -k EXPR -m EXPR)
         args += [flag, value]
     plugins = [collector, closeness.tracker(), closeness_helpers.finder(), tracebacks.mender()]
+    plugins.append(xfail.not_run())  # cases that cannot fail are not run
     plugins += [coverage] if coverage is not None else []
     if check.case_time_s:
         plugins.append(case_clock(check.case_time_s))
