@@ -269,28 +269,12 @@ def run_warm(job_data: dict, parent_fd: int | None = None) -> dict:
     start = time.monotonic()
     deadline = start + wall_limit_s(job_data)  # the backstop: RLIMIT_CPU is the limit
     cpu_before = process_cpu_s(runner.pid) or 0.0
-    try:
-        data = json.dumps({"job": job_data}).encode() + b"\n"
-        view = memoryview(data)
-        while view:
-            view = view[os.write(runner.jobs, view) :]
-        line = runner.read_line(deadline, parent_fd)
-    except OSError:  # the runner died before it read the job
-        line = b""
+    line = _send_job(runner, job_data, deadline, parent_fd)
     duration = time.monotonic() - start
     # the runner's CPU seconds while it ran the job (a dead one's too: read before reaped)
     cpu_s = max(0.0, (process_cpu_s(runner.pid) or cpu_before) - cpu_before)
     if not line:  # a timeout (None), an answer too big, or the runner's death (b"")
-        output = _read_tail(runner.log_path)
-        status = runner.end()
-        if runner.too_big:
-            result = _too_big(runner.too_big, output, duration)
-            result["extra"] = {"runner": {"pid": None, "retired": "its answer was too big"}}
-            return result
-        result = _result(job_data, line is None, status, b"", output, "", duration, cpu_s)
-        why = "the job timed out" if line is None else "the runner died"
-        result.setdefault("extra", {})["runner"] = {"pid": None, "retired": why}
-        return result
+        return _without_answer(runner, job_data, line, duration, cpu_s)
     answer = json.loads(line)
     retire = answer.pop("retire", None)
     output = _read_tail(runner.log_path)
@@ -304,6 +288,38 @@ def run_warm(job_data: dict, parent_fd: int | None = None) -> dict:
         answer["extra"]["runner"]["served_by"] = runner.pid
     data = json.dumps(answer).encode()
     return _result(job_data, False, None, data, output, "", duration, cpu_s)
+
+
+def _send_job(
+    runner: _Runner, job_data: dict, deadline: float, parent_fd: int | None
+) -> bytes | None:
+    """Hands the job to the runner and reads its answer's line: None at the deadline,
+    b"" where the runner died (before it read the job too)."""
+    try:
+        data = json.dumps({"job": job_data}).encode() + b"\n"
+        view = memoryview(data)
+        while view:
+            view = view[os.write(runner.jobs, view) :]
+        return runner.read_line(deadline, parent_fd)
+    except OSError:  # the runner died before it read the job
+        return b""
+
+
+def _without_answer(
+    runner: _Runner, job_data: dict, line: bytes | None, duration: float, cpu_s: float
+) -> dict:
+    """The result of a job the runner gave no answer for (``line``: None at a timeout, b""
+    when the runner died or its answer was too big); the runner is retired."""
+    output = _read_tail(runner.log_path)
+    status = runner.end()
+    if runner.too_big:
+        result = _too_big(runner.too_big, output, duration)
+        result["extra"] = {"runner": {"pid": None, "retired": "its answer was too big"}}
+        return result
+    result = _result(job_data, line is None, status, b"", output, "", duration, cpu_s)
+    why = "the job timed out" if line is None else "the runner died"
+    result.setdefault("extra", {})["runner"] = {"pid": None, "retired": why}
+    return result
 
 
 def _fresh_view(runner: _Runner) -> str:
