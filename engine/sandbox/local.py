@@ -248,16 +248,10 @@ class LocalSandbox(Sandbox):
                 for thread in list(self._starters):
                     thread.join()
 
-    def _launch(self) -> None:
-        gpus = visible_gpus() if self.mode == "compiled" else []
-        if self.mode == "compiled" and not gpus:
-            raise SandboxStartError("--mode compiled needs a CUDA device; none is visible")
-        if self.warm and self.shared_cache:
-            from ..harness.isolation import shared_triton_cache
-
-            self.triton_cache, self.triton_cache_note = shared_triton_cache()
-        # Compiled mode: one worker pool per visible GPU, workers dealt round-robin.
-        launched = [
+    def _new_workers(self, gpus: list) -> list[_Worker]:
+        """The pool's worker processes, each launched as it is made. Compiled mode: one
+        worker pool per visible GPU (``gpus``), workers dealt round-robin."""
+        return [
             _Worker(
                 self.mode,
                 gpus[i % len(gpus)] if gpus else None,
@@ -267,6 +261,16 @@ class LocalSandbox(Sandbox):
             )
             for i in range(self.size)
         ]
+
+    def _launch(self) -> None:
+        gpus = visible_gpus() if self.mode == "compiled" else []
+        if self.mode == "compiled" and not gpus:
+            raise SandboxStartError("--mode compiled needs a CUDA device; none is visible")
+        if self.warm and self.shared_cache:
+            from ..harness.isolation import shared_triton_cache
+
+            self.triton_cache, self.triton_cache_note = shared_triton_cache()
+        launched = self._new_workers(gpus)
         ready: queue.Queue[tuple[_Worker, SandboxStartError | None]] = queue.Queue()
         with self._lock:
             self._starting.extend(launched)
