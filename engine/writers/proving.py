@@ -475,15 +475,27 @@ def _ahead_jobs(
     ]
     limit = mutant_limit(ctx, expected_s)
     compared = [mutant, *(m for m in others if m.id in likely)]
-    shared = behaviour_jobs(ctx, test, [m for m in compared if m.id not in slow], expected_s)
-    alone = behaviour_jobs(ctx, test, [m for m in compared if m.id in slow], expected_s, 1)
-    evidence = OracleJobs({**shared.jobs, **alone.jobs}, {**shared.members, **alone.members})
+    evidence = _evidence_jobs(ctx, test, compared, slow, expected_s)
     jobs = {
         f"other:{m.id}": job_with_test(ctx, test, m.source, ctx.settings.seed, limit)
         for m in others
         if m.id in slow or m.id not in evidence.covered
     }
     return jobs, evidence
+
+
+def _evidence_jobs(
+    ctx: StageContext,
+    test: TestFile,
+    compared: list[Mutant],
+    slow: frozenset[str],
+    expected_s: float,
+) -> OracleJobs:
+    """The diff-oracle's jobs on ``compared`` (``behaviour_jobs``): several mutants beside
+    one run of the original, each of those in ``slow`` alone."""
+    shared = behaviour_jobs(ctx, test, [m for m in compared if m.id not in slow], expected_s)
+    alone = behaviour_jobs(ctx, test, [m for m in compared if m.id in slow], expected_s, 1)
+    return OracleJobs({**shared.jobs, **alone.jobs}, {**shared.members, **alone.members})
 
 
 def _test_runs(
