@@ -76,25 +76,28 @@ def compile_error(text: str) -> str | None:
     lines = [ln.strip() for ln in text.splitlines()]
     for i, line in enumerate(lines):
         if _COMPILE_ERROR.match(line):
-            rest = " ".join(ln for ln in lines[i + 1 : i + 3] if ln)
-            # Triton's CompilationError prints "at L:C:", the kernel's source up to the
-            # failing line, a caret under it, then the compiler's own message: keep the
-            # message and the failing line, not the first lines of the kernel's source.
-            caret = next(
-                (j for j in range(i + 1, len(lines)) if lines[j] and set(lines[j]) == {"^"}),
-                None,
-            )
-            if caret is not None and caret + 1 < len(lines) and lines[caret + 1]:
-                after = []
-                for ln in lines[caret + 1 :]:
-                    if not ln or ln.startswith(("Traceback", "The above exception")):
-                        break
-                    after.append(ln)
-                source = lines[caret - 1] if caret - 1 > i else ""
-                rest = " ".join(after) + (f" (in `{source}`)" if source else "")
-            message = f"{line} {rest}".strip()
+            message = f"{line} {_compiler_words(lines, i)}".strip()
             return message if len(message) <= 300 else message[:297] + "..."
     return None
+
+
+def _compiler_words(lines: list[str], i: int) -> str:
+    """What follows a compile error's first line (``lines[i]``): the compiler's own
+    message and the failing line where Triton shows them, else the next two lines.
+
+    Triton's CompilationError prints "at L:C:", the kernel's source up to the failing
+    line, a caret under it, then the compiler's own message: keep the message and the
+    failing line, not the first lines of the kernel's source."""
+    caret = next((j for j in range(i + 1, len(lines)) if lines[j] and set(lines[j]) == {"^"}), None)
+    if caret is None or caret + 1 >= len(lines) or not lines[caret + 1]:
+        return " ".join(ln for ln in lines[i + 1 : i + 3] if ln)
+    after = []
+    for ln in lines[caret + 1 :]:
+        if not ln or ln.startswith(("Traceback", "The above exception")):
+            break
+        after.append(ln)
+    source = lines[caret - 1] if caret - 1 > i else ""
+    return " ".join(after) + (f" (in `{source}`)" if source else "")
 
 
 def crash_reason(text: str) -> str:
@@ -130,27 +133,13 @@ def decide(result: JobResult) -> tuple[Verdict, str | None, str]:
 def _decide(result: JobResult) -> tuple[Verdict, str | None, str]:
     status = result.status
     if status in (JobStatus.FAILED, JobStatus.CRASH):
-        message = compile_error(result.error) or next(
-            (compile_error(o.message) for o in result.outcomes if o.status == "failed"), None
-        )
+        message = _compile_message(result)
         if message is not None:
             return Verdict.NOT_COMPILABLE, None, f"does not compile: {message}"
     if status is JobStatus.PASSED:
-        ran = sum(1 for o in result.outcomes if o.status == "passed")
-        if not result.outcomes:
-            return Verdict.SURVIVED, None, "no test reaches this mutant's function"
-        return (
-            Verdict.SURVIVED,
-            None,
-            "its one check passed" if ran == 1 else f"all {ran} checks passed",
-        )
+        return Verdict.SURVIVED, None, _passed_words(result)
     if status is JobStatus.FAILED:
-        failure = result.first_failure
-        name = failure.name if failure else OWN_CHECK
-        where = (
-            f" ({name.split('::', 1)[1]})" if "::" in name and name.startswith(OWN_CHECK) else ""
-        )
-        return Verdict.KILLED, attribute(name), summarize_error(result.error) + where
+        return _failed(result)
     if status is JobStatus.BOUNDS:
         return (
             Verdict.KILLED,
@@ -162,6 +151,28 @@ def _decide(result: JobResult) -> tuple[Verdict, str | None, str]:
     if status is JobStatus.TIMEOUT:
         return Verdict.KILLED, By.TIMEOUT, result.error.strip().splitlines()[0]
     return Verdict.ERROR, None, summarize_error(result.error) or "harness error"
+
+
+def _compile_message(result: JobResult) -> str | None:
+    """The compiler's error in the job's error or a failed check's message, if any."""
+    failed = (compile_error(o.message) for o in result.outcomes if o.status == "failed")
+    return compile_error(result.error) or next(failed, None)
+
+
+def _passed_words(result: JobResult) -> str:
+    """Why a passing job's mutant survived: no test reached it, or its checks passed."""
+    if not result.outcomes:
+        return "no test reaches this mutant's function"
+    ran = sum(1 for o in result.outcomes if o.status == "passed")
+    return "its one check passed" if ran == 1 else f"all {ran} checks passed"
+
+
+def _failed(result: JobResult) -> tuple[Verdict, str | None, str]:
+    """A failing check's kill: which check (and which case of the own check) said what."""
+    failure = result.first_failure
+    name = failure.name if failure else OWN_CHECK
+    where = f" ({name.split('::', 1)[1]})" if "::" in name and name.startswith(OWN_CHECK) else ""
+    return Verdict.KILLED, attribute(name), summarize_error(result.error) + where
 
 
 def kill_evidence(status: JobStatus, oracle: dict | None, mode: str) -> str | None:

@@ -162,33 +162,15 @@ def _replays(executor: Any, args: tuple, kwargs: dict) -> list[dict]:
         base = {"kernel": name, "axis": 0, "factor": None, "grid": None, "programs": 0}
         return [{**base, "skipped": "the launch has no tensor argument"}]
     factor = math.ceil(TARGET_ELEMENTS / largest)
-    sizes = {int(t.numel()) for t in tensors} | {
-        int(t.shape[0]) for t in tensors if t.dim() and int(t.shape[0]) > 1
-    }
-    constexprs = set(getattr(executor, "constexprs", ()))
     names = list(inspect.signature(executor.fn).parameters)
     bound = inspect.getcallargs(executor.fn, *args, **kwargs)
-    # the integer arguments that may grow with the problem: equal to a tensor's length
-    candidates = [
-        key
-        for key, value in bound.items()
-        if key not in constexprs
-        and isinstance(value, int)
-        and not isinstance(value, bool)
-        and value in sizes
-    ]
+    candidates = _growing(executor, bound, tensors)
     grid = executor.grid(bound) if callable(executor.grid) else executor.grid
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-    axes = [a for a in range(3) if grid[a] > 1] or [0]
     out = []
-    for axis in axes:
-        planned = ((_STATE.plans or {}).get(name) or {}).get(str(axis))
-        if _STATE.plans is not None:  # a mutant: replayed as its original was
-            tries = [planned] if planned is not None else []
-        else:
-            tries = _subsets(candidates)
+    for axis in [a for a in range(3) if grid[a] > 1] or [0]:
         record = None
-        for n, scale in enumerate(tries, 1):
+        for n, scale in enumerate(_tries(name, axis, candidates), 1):
             record = _replay(executor, args, kwargs, names, grid, axis, factor, set(scale))
             record["tried"] = n
             if record.get("wrapped") is None and record.get("error") is None:
@@ -198,6 +180,32 @@ def _replays(executor: Any, args: tuple, kwargs: dict) -> list[dict]:
             record["skipped"] = "its original's replay along this axis was not kept"
         out.append(record)
     return out
+
+
+def _growing(executor: Any, bound: dict, tensors: list) -> list[str]:
+    """The integer arguments that may grow with the problem: not constexpr, equal to a
+    tensor's length (its elements, or its first dimension)."""
+    sizes = {int(t.numel()) for t in tensors} | {
+        int(t.shape[0]) for t in tensors if t.dim() and int(t.shape[0]) > 1
+    }
+    constexprs = set(getattr(executor, "constexprs", ()))
+    return [
+        key
+        for key, value in bound.items()
+        if key not in constexprs
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and value in sizes
+    ]
+
+
+def _tries(name: str, axis: int, candidates: list[str]) -> list[list[str]]:
+    """The sets of arguments to scale, in order: a mutant's, its original's kept plan (or
+    none); an original's, the subsets of ``candidates``."""
+    if _STATE.plans is None:
+        return _subsets(candidates)
+    planned = (_STATE.plans.get(name) or {}).get(str(axis))  # a mutant: as its original was
+    return [planned] if planned is not None else []
 
 
 def _subsets(candidates: list[str]) -> list[list[str]]:
