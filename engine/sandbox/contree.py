@@ -253,6 +253,12 @@ class ContreeSandbox(Sandbox):
         self._client = Contree(config=config)
         self._slots = asyncio.Semaphore(self.size)
         where = f"contree ({auth.base_url})"
+        await self._take_image(where)
+        await self._upload_harness(where)
+        await self._probe(where)
+
+    async def _take_image(self, where: str) -> None:
+        """Finds (or imports) the image; ``SandboxStartError`` where it is unavailable."""
         try:
             self._image = await self._with_retries(
                 self._find_image,
@@ -266,6 +272,9 @@ class ContreeSandbox(Sandbox):
             ) from None
         except _Retry as exc:
             raise SandboxStartError(f"{where}: image {self.image_ref!r}: {exc}") from None
+
+    async def _upload_harness(self, where: str) -> None:
+        """Uploads the harness archive the jobs run; ``SandboxStartError`` where it fails."""
         fd, path = tempfile.mkstemp(prefix="mutant-gate-harness-", suffix=".zip")
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -277,6 +286,10 @@ class ContreeSandbox(Sandbox):
             raise SandboxStartError(f"{where}: {describe(exc)}") from None
         finally:
             os.unlink(path)
+
+    async def _probe(self, where: str) -> None:
+        """Runs the probe job: the image must run the harness (python3 with torch, triton
+        and numpy); sets ``versions`` from its answer."""
         probe = Job(
             files=(("probe.py", PROBE_SOURCE),),
             checks=(Check(CheckKind.MAIN, "probe.py", "probe"),),
