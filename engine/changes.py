@@ -43,15 +43,7 @@ def changed_lines(path: str, ref: str) -> tuple[set[int] | None, str]:
     it exists in a function). None means the whole file is new to git.
     """
     path = os.path.abspath(path)
-    where = os.path.dirname(path)
-    if not os.path.isdir(where):
-        raise BadInput(f"--changed-since: no such directory: {where}")
-    top = _git(["rev-parse", "--show-toplevel"], where)
-    if top.returncode != 0:
-        raise BadInput(
-            f"--changed-since: {path} is not in a git repository ({_last_line(top.stderr)})"
-        )
-    root = top.stdout.strip()
+    root = _repository_root(path)
     if ref.startswith("-"):
         raise BadInput(f"--changed-since: not a git ref: {ref!r}")
     verify = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root)
@@ -63,8 +55,26 @@ def changed_lines(path: str, ref: str) -> tuple[set[int] | None, str]:
     diff = _git(["diff", "-U0", "--no-color", "--no-ext-diff", ref, "--", path], root)
     if diff.returncode != 0:
         raise BadInput(f"--changed-since: git diff failed: {_last_line(diff.stderr)}")
+    return _lines_of_hunks(diff.stdout), root
+
+
+def _repository_root(path: str) -> str:
+    """The root of the git repository ``path`` lies in; bad input where there is none."""
+    where = os.path.dirname(path)
+    if not os.path.isdir(where):
+        raise BadInput(f"--changed-since: no such directory: {where}")
+    top = _git(["rev-parse", "--show-toplevel"], where)
+    if top.returncode != 0:
+        raise BadInput(
+            f"--changed-since: {path} is not in a git repository ({_last_line(top.stderr)})"
+        )
+    return top.stdout.strip()
+
+
+def _lines_of_hunks(diff: str) -> set[int]:
+    """The new file's lines a ``git diff -U0`` touches (around a pure deletion: both)."""
     lines: set[int] = set()
-    for line in diff.stdout.splitlines():
+    for line in diff.splitlines():
         match = _HUNK.match(line)
         if not match:
             continue
@@ -74,7 +84,7 @@ def changed_lines(path: str, ref: str) -> tuple[set[int] | None, str]:
             lines.update({start, start + 1} if start else {1})
         else:
             lines.update(range(start, start + count))
-    return lines, root
+    return lines
 
 
 def function_spans(source: str, names: Iterable[str]) -> dict[str, tuple[int, int]]:

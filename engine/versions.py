@@ -52,15 +52,24 @@ def _fast(dist: str) -> str | None:
         root = entry or "."
         if os.path.isfile(root) or root.lower().endswith(".egg"):
             return None  # a zip or an egg: importlib.metadata reads those
-        try:
-            children = os.listdir(root)
-        except OSError:
-            continue
-        for child in children:
-            low = child.lower()
-            if low.endswith((".dist-info", ".egg-info")):
-                if _normalize(low.rpartition(".")[0].partition("-")[0]) == wanted:
-                    return _header_version(os.path.join(root, child))
+        found = _metadata_dir(root, wanted)
+        if found is not None:
+            return _header_version(found)
+    return None
+
+
+def _metadata_dir(root: str, wanted: str) -> str | None:
+    """The ``.dist-info`` (or ``.egg-info``) directory of distribution ``wanted`` (its
+    normalized name) in ``root``, or None."""
+    try:
+        children = os.listdir(root)
+    except OSError:
+        return None
+    for child in children:
+        low = child.lower()
+        if low.endswith((".dist-info", ".egg-info")):
+            if _normalize(low.rpartition(".")[0].partition("-")[0]) == wanted:
+                return os.path.join(root, child)
     return None
 
 
