@@ -95,37 +95,16 @@ def _disjoint(chunks: list[tuple]) -> bool:
 
 def _find_race(launch: _Launch) -> None:
     """After a launch: the first address that two of its programs stored to, if any."""
-    if len(_RACES.found) >= _MAX_RACES:
+    if len(_RACES.found) >= _MAX_RACES or _disjoint(launch.stores):
         return
-    chunks = launch.stores
-    if _disjoint(chunks):
+    shared_store = _first_shared_store(launch.stores)
+    if shared_store is None:
         return
-    addrs = np.concatenate([c[0] for c in chunks])
-    ordered = np.sort(addrs)  # no address stored twice (the usual launch): no race, and
-    if not (ordered[1:] == ordered[:-1]).any():  # a sort is a tenth of the search below
-        return
-    index = np.repeat(np.arange(len(chunks)), [c[0].size for c in chunks])
-    keys: dict[tuple[int, ...], int] = {}
-    pids = np.array([keys.setdefault(c[1], len(keys)) for c in chunks])[index]
-    if len(keys) < 2:
-        return
-    order = np.lexsort((index, addrs))  # by address, then in store order
-    a, p = addrs[order], pids[order]
-    both = (a[1:] == a[:-1]) & (p[1:] != p[:-1])
-    if not both.any():
-        return
-    shared = int(np.unique(a[1:][both]).size)
-    j = int(np.argmax(both))
-    first, second = chunks[index[order[j]]], chunks[index[order[j + 1]]]
+    first, second, address, shared = shared_store
     file, line = second[3]
     if any(r["kernel"] == launch.kernel and r["line"] == line for r in _RACES.found):
         return
-    address = int(a[j])
-    argument, element = None, None
-    for arg in launch.args:
-        if arg.start <= address < arg.end:
-            argument, element = arg.name, (address - arg.start) // max(1, second[2])
-            break
+    argument, element = _argument_element(launch, address, second[2])
     where = f"element {element} of {argument}" if argument is not None else hex(address)
     at = f" ({file}:{line})" if line is not None else ""
     count = "1 address" if shared == 1 else f"{shared} addresses"
@@ -146,6 +125,37 @@ def _find_race(launch: _Launch) -> None:
             "message": message,
         }
     )
+
+
+def _first_shared_store(chunks: list[tuple]) -> tuple[tuple, tuple, int, int] | None:
+    """The first address two programs stored to, as (first store, second store, address,
+    how many addresses were stored by more than one program); None where there is none."""
+    addrs = np.concatenate([c[0] for c in chunks])
+    ordered = np.sort(addrs)  # no address stored twice (the usual launch): no race, and
+    if not (ordered[1:] == ordered[:-1]).any():  # a sort is a tenth of the search below
+        return None
+    index = np.repeat(np.arange(len(chunks)), [c[0].size for c in chunks])
+    keys: dict[tuple[int, ...], int] = {}
+    pids = np.array([keys.setdefault(c[1], len(keys)) for c in chunks])[index]
+    if len(keys) < 2:
+        return None
+    order = np.lexsort((index, addrs))  # by address, then in store order
+    a, p = addrs[order], pids[order]
+    both = (a[1:] == a[:-1]) & (p[1:] != p[:-1])
+    if not both.any():
+        return None
+    shared = int(np.unique(a[1:][both]).size)
+    j = int(np.argmax(both))
+    return chunks[index[order[j]]], chunks[index[order[j + 1]]], int(a[j]), shared
+
+
+def _argument_element(launch: _Launch, address: int, itemsize: int) -> tuple[Any, Any]:
+    """(argument name, element index) of the launch's argument holding ``address``, else
+    (None, None)."""
+    for arg in launch.args:
+        if arg.start <= address < arg.end:
+            return arg.name, (address - arg.start) // max(1, itemsize)
+    return None, None
 
 
 # --------------------------------------------------------------------------

@@ -38,31 +38,43 @@ def kind_of(function: types.FunctionType) -> Kind | None:
         params = list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError):
         return None
-    names = [p.name for p in params]
-    inputs = [p for p in params[:2] if p.kind in _POSITIONAL]
-    if len(inputs) < 2 or {"rtol", "atol"} & {p.name for p in inputs}:
+    if not _takes_two_inputs_and_tolerances(params):
         return None
-    if "rtol" not in names or "atol" not in names:
-        return None
-    defaults = {p.name: p.default for p in params if p.name in ("rtol", "atol")}
-    if any(
-        d is not inspect.Parameter.empty and not isinstance(d, int | float)
-        for d in defaults.values()
-    ):
+    tolerances = _default_tolerances(params)
+    if tolerances is None:
         return None  # a tolerance chosen per dtype inside: not read as allclose
-    rtol, atol = (
-        0.0 if defaults[n] is inspect.Parameter.empty else float(defaults[n])
-        for n in ("rtol", "atol")
-    )
+    rtol, atol = tolerances
     return Kind(
         f"{function.__module__}.{function.__qualname__}",
-        tuple(names),
+        tuple(p.name for p in params),
         _read_plain,
         _tight_plain,
         rtol,
         atol,
         returns=not function.__name__.lower().startswith("assert"),
     )
+
+
+def _takes_two_inputs_and_tolerances(params: list[inspect.Parameter]) -> bool:
+    """Two positional inputs first (neither ``rtol`` nor ``atol``), both tolerances among
+    the parameters."""
+    tolerances = {"rtol", "atol"}
+    inputs = [p for p in params[:2] if p.kind in _POSITIONAL]
+    if len(inputs) < 2 or tolerances & {p.name for p in inputs}:
+        return False
+    return tolerances <= {p.name for p in params}
+
+
+def _default_tolerances(params: list[inspect.Parameter]) -> tuple[float, float] | None:
+    """(rtol, atol) of the parameters' defaults (0.0 where none); None where one is not a
+    number."""
+    defaults = {p.name: p.default for p in params if p.name in ("rtol", "atol")}
+    rtol, atol = (
+        0.0 if defaults[n] is inspect.Parameter.empty else defaults[n] for n in ("rtol", "atol")
+    )
+    if not all(isinstance(v, int | float) for v in (rtol, atol)):
+        return None
+    return float(rtol), float(atol)
 
 
 def _mine(module: Any, places: Places) -> bool:
