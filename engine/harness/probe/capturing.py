@@ -374,6 +374,23 @@ def _wrap_public(node: ast.stmt, namespace: dict, recorder: _Recorder) -> list[s
     return names
 
 
+def _exec_statements(
+    body: list[ast.stmt], path: str, flags: int, namespace: dict, errors: list[str], cap: int
+) -> bool:
+    """Execute ``body`` in ``namespace``; a SystemExit is ignored and any other error is
+    appended to ``errors`` (while it holds fewer than ``cap``). Whether it ran through."""
+    code = compile(ast.Module(body=body, type_ignores=[]), path, "exec", flags, True)
+    try:
+        exec(code, namespace)
+    except SystemExit:
+        return False
+    except BaseException:  # noqa: BLE001 - keep what was captured, go on
+        if len(errors) < cap:
+            errors.append(traceback.format_exc(limit=-3))
+        return False
+    return True
+
+
 def _run_wrapped(
     module_name: str, path: str, recorder: _Recorder | None, main: bool, checks: bool = True
 ) -> tuple:
@@ -405,25 +422,11 @@ def _run_wrapped(
                 continue
             if not checks and _is_check(node, own):
                 continue
-            code = compile(ast.Module(body=[node], type_ignores=[]), path, "exec", flags, True)
-            try:
-                exec(code, namespace)
-            except SystemExit:
-                continue
-            except BaseException:  # noqa: BLE001 - keep what was captured, go on
-                if len(errors) < 5:
-                    errors.append(traceback.format_exc(limit=-3))
-                continue
-            if recorder is not None:
+            ran = _exec_statements([node], path, flags, namespace, errors, cap=5)
+            if ran and recorder is not None:
                 wrapped += _wrap_public(node, namespace, recorder)
         if main and guard is not None:
-            code = compile(ast.Module(body=guard.body, type_ignores=[]), path, "exec", flags, True)
-            try:
-                exec(code, namespace)
-            except SystemExit:
-                pass
-            except BaseException:  # noqa: BLE001
-                errors.append(traceback.format_exc(limit=-3))
+            _exec_statements(guard.body, path, flags, namespace, errors, cap=sys.maxsize)
     finally:
         sys.argv = saved
     return module, wrapped, errors

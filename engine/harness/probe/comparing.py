@@ -283,23 +283,28 @@ class _Originals:
         if self.exact or cid in self.confirmed:
             return ""
         self.runs += 1
-        again, error, violation = _execute(self.module, candidate, self.homes, "original")
-        whys = (
-            [error or (violation or {}).get("message", "")]
-            if again is None
-            else [
-                f"{name}: {why}"
-                for name in kept
-                if (why := _difference(kept[name], again.get(name)))
-            ]
-        )
-        whys = [w for w in whys if w]
+        whys = _rerun_differences(kept, *_execute(self.module, candidate, self.homes, "original"))
         if whys:
             why = "the original's outputs on this input differ from one run to the next: "
             self.learned[cid] = {"status": "unstable", "detail": (why + whys[0])[:300]}
             return self.learned[cid]["detail"]
         self.confirmed.add(cid)
         return ""
+
+
+def _rerun_differences(
+    kept: dict, again: dict | None, error: str | None, violation: dict | None
+) -> list[str]:
+    """How the original's second run (``again``, or its ``error`` or bounds ``violation``)
+    differs from its ``kept`` outputs; empty where it agrees."""
+    whys = (
+        [error or (violation or {}).get("message", "")]
+        if again is None
+        else [
+            f"{name}: {why}" for name in kept if (why := _difference(kept[name], again.get(name)))
+        ]
+    )
+    return [w for w in whys if w]
 
 
 def _against(
@@ -325,10 +330,23 @@ def _against(
         m_outputs = {name: m_outputs.get(name) for name in names}
         if kept is None and known is not None and digest(m_outputs) == known["digest"]:
             return "same", "", None, m_outputs  # bit for bit the original's
+    return _judged(originals, candidate, kept, m_outputs, m_error, m_violation)
+
+
+def _judged(
+    originals: _Originals,
+    candidate: dict,
+    kept: dict | None,
+    m_outputs: dict | None,
+    m_error: str | None,
+    m_violation: dict | None,
+) -> tuple[str, str, dict | None, dict | None]:
+    """``_against``'s answer once the mutant ran: the original runs first where its
+    outputs are not yet ``kept``, and a hit stands only if the original confirms it."""
     if kept is None:
         kept, why = originals.run(candidate)
         if kept is None:
-            return _original_failed(originals, cid, why)
+            return _original_failed(originals, candidate["id"], why)
     hit = _hit(kept, m_outputs, m_error, m_violation)
     if hit is None:
         return "same", "", kept, m_outputs
@@ -420,6 +438,30 @@ def _original_alone(
     return results, first
 
 
+def _probe_mutants(
+    request: dict, workdir: str, originals: _Originals, by_id: dict, found_by: dict
+) -> int:
+    """Each mutant of the request on its candidates (``_probe_mutant``), its answer (or
+    why it could not load) into ``found_by``; how many times mutants ran."""
+    mutant_runs = 0
+    # The mutants of a job share one budget of expected values: the answer stays far
+    # below what a result may hold however many of them find a difference.
+    limit = max(
+        MIN_GOLDEN_ELEMENTS, MAX_GOLDEN_ELEMENTS // max(1, len(request.get("mutants") or ()))
+    )
+    for entry in request.get("mutants") or ():
+        try:
+            module = _definitions(entry["module"], workdir, request.get("package", ""))
+        except BaseException as exc:  # noqa: BLE001 - this mutant's failure, not the job's
+            found_by[entry["module"]] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            continue
+        chosen = [by_id[cid] for cid in entry["candidates"]]
+        found = _probe_mutant(originals, module, chosen, limit)
+        found_by[entry["module"]] = found
+        mutant_runs += _mutant_runs(found)
+    return mutant_runs
+
+
 def compare(request: dict, workdir: str) -> dict:
     """Candidates on the original and on each mutant of the request (``mutants``: module
     names, each with the ids of its candidates, in order). ``originals`` holds what
@@ -435,22 +477,7 @@ def compare(request: dict, workdir: str) -> dict:
     )
     originals.ship = SHIP_JOB_BYTES if request.get("ship") and not request.get("mutants") else 0
     answer: dict = {"version": VERSION, "mutants": {}}
-    mutant_runs = 0
-    # The mutants of a job share one budget of expected values: the answer stays far
-    # below what a result may hold however many of them find a difference.
-    limit = max(
-        MIN_GOLDEN_ELEMENTS, MAX_GOLDEN_ELEMENTS // max(1, len(request.get("mutants") or ()))
-    )
-    for entry in request.get("mutants") or ():
-        try:
-            module = _definitions(entry["module"], workdir, request.get("package", ""))
-        except BaseException as exc:  # noqa: BLE001 - this mutant's failure, not the job's
-            answer["mutants"][entry["module"]] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-            continue
-        chosen = [by_id[cid] for cid in entry["candidates"]]
-        found = _probe_mutant(originals, module, chosen, limit)
-        answer["mutants"][entry["module"]] = found
-        mutant_runs += _mutant_runs(found)
+    mutant_runs = _probe_mutants(request, workdir, originals, by_id, answer["mutants"])
     if not request.get("mutants"):
         answer["results"], first = _original_alone(originals, request["candidates"])
         answer["golden"] = _expected(first) if request.get("golden", True) else None
