@@ -41,6 +41,10 @@ _ELEMENTWISE_FIRST = _FLOAT_CALLS - {"dot", "softmax"} | {"abs", "where", "trans
 _ELEMENTWISE = _ELEMENTWISE_FIRST | {"maximum", "minimum", "cast", "clamp"}
 #: calls whose rank does not depend on their arguments
 _FIXED_RANK = {"program_id": 0, "num_programs": 0, "cdiv": 0, "arange": 1}
+#: calls whose element kind does not depend on their arguments
+_FIXED_KIND = dict.fromkeys(_FLOAT_CALLS, FLOAT) | dict.fromkeys(_INT_CALLS, INT)
+#: literals' element kinds
+_LITERAL_KINDS = {cst.Integer: INT, cst.Float: FLOAT}
 _ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 _ARITH = (*_ARITH, cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift)
 #: where a call takes its ``dtype`` when passed positionally (9: never)
@@ -193,10 +197,8 @@ class Scope:
 
     def _kind(self, node: cst.CSTNode) -> str | None:
         kind = type(node)
-        if kind is cst.Integer:
-            return INT
-        if kind is cst.Float:
-            return FLOAT
+        if kind in _LITERAL_KINDS:
+            return _LITERAL_KINDS[kind]
         if kind is cst.Name:
             return self._name_kind(node.value)
         if kind is cst.UnaryOperation:
@@ -206,14 +208,18 @@ class Scope:
         if kind is cst.IfExp:
             return _join([self._kind(node.body), self._kind(node.orelse)])
         if kind is cst.BinaryOperation:
-            if type(node.operator) is cst.Divide:
-                return FLOAT
-            if not isinstance(node.operator, _ARITH):
-                return None
-            return self._combine(node.left, node.right)
+            return self._binary_kind(node)
         if kind is cst.Call:
             return self._call_kind(node)
         return None
+
+    def _binary_kind(self, node: cst.BinaryOperation) -> str | None:
+        """``/`` gives a float; other arithmetic combines its operands' kinds."""
+        if type(node.operator) is cst.Divide:
+            return FLOAT
+        if not isinstance(node.operator, _ARITH):
+            return None
+        return self._combine(node.left, node.right)
 
     def _combine(self, left: cst.CSTNode, right: cst.CSTNode) -> str | None:
         """An integer with an integer, or with a plain scalar parameter, is an integer."""
@@ -286,10 +292,12 @@ class Scope:
         name = tl_call(call)
         if name is None:
             return self._plain_call_kind(call)
-        if name in _INT_CALLS:
-            return INT
-        if name in _FLOAT_CALLS:
-            return FLOAT
+        return self._tl_call_kind(call, name)
+
+    def _tl_call_kind(self, call: cst.Call, name: str) -> str | None:
+        """The kind of a ``tl.<name>(...)`` call's elements."""
+        if name in _FIXED_KIND:
+            return _FIXED_KIND[name]
         if name in _DTYPE_POSITION:
             return _dtype_arg_kind(call, _DTYPE_POSITION[name])
         if name in _SAME_KIND_CALLS and call.args:
@@ -308,7 +316,7 @@ class Scope:
 
     def _rank(self, node: cst.CSTNode) -> int | None:
         kind = type(node)
-        if kind in (cst.Integer, cst.Float):
+        if kind in _LITERAL_KINDS:
             return 0
         if kind is cst.Name:
             return self._name_rank(node.value)
@@ -319,9 +327,7 @@ class Scope:
         if kind is cst.BinaryOperation:
             return _max_rank([self._rank(node.left), self._rank(node.right)])
         if kind is cst.Comparison:
-            return _max_rank(
-                [self._rank(node.left), *(self._rank(c.comparator) for c in node.comparisons)]
-            )
+            return self._widest([node.left, *(c.comparator for c in node.comparisons)])
         if kind is cst.Call:
             return self._call_rank(node)
         return None
@@ -371,6 +377,10 @@ class Scope:
         name = tl_call(call)
         if name is None:  # Python's min/max take their arguments' rank
             return self._widest(_positional(call)) if _is_builtin_min_max(call) else None
+        return self._tl_call_rank(call, name)
+
+    def _tl_call_rank(self, call: cst.Call, name: str) -> int | None:
+        """The rank of a ``tl.<name>(...)`` call's block."""
         if name in _FIXED_RANK:
             return _FIXED_RANK[name]
         if name in _SHAPE_POSITION:
