@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from ...events import Event, TestAccepted, TestRejected, WriterNote
 from ...job import Job, JobResult
@@ -79,9 +79,7 @@ def _learned(calls: list[dict], source: str) -> str:
     cases they came from."""
     shown = "; ".join(describe_call(c) for c in calls[:4])
     more = f" and {len(calls) - 4} more" if len(calls) > 4 else ""
-    cases = sorted({c["case"] for c in calls if c.get("case")})
-    came = f" (from {len(cases)} test cases: {', '.join(cases[:3])}" if cases else ""
-    came += (", ..." if len(cases) > 3 else "") + (")" if cases else "")
+    came = _cases_came_from(calls)
     launches = sum(1 for c in calls if c.get("launch"))
     what = f"{len(calls)} wrapper calls" + (
         f" ({launches} of them kernel launches: no public function of the module was on their path)"
@@ -89,6 +87,16 @@ def _learned(calls: list[dict], source: str) -> str:
         else ""
     )
     return f"learned {what} from {source}: {shown}{more}{came}"
+
+
+def _cases_came_from(calls: list[dict]) -> str:
+    """`` (from N test cases: a, b, c, ...)`` naming the test cases of ``calls``; "" if none."""
+    cases = sorted({c["case"] for c in calls if c.get("case")})
+    if not cases:
+        return ""
+    return f" (from {len(cases)} test cases: {', '.join(cases[:3])}" + (
+        ", ...)" if len(cases) > 3 else ")"
+    )
 
 
 #: what ``originals_ahead`` hands on to the probe's first round (``StageContext.hand_on``)
@@ -211,20 +219,27 @@ class _Probing:
             return
         yield from self._plan(calls)
         self.summary["survivors"] = self.summary.get("survivors", 0) + len(survivors)
+        finished = yield from self._rounds()
+        if finished:
+            yield from self._results()
+
+    def _rounds(self) -> Generator[Event, None, bool]:
+        """The rounds, each with its proofs, while searches have inputs left; False when
+        the run was cancelled."""
         while active := self._active():
             if self.share:
                 ran = self._originals_first(active)
                 if ran is None:
-                    return  # cancelled
+                    return False  # cancelled
                 if ran:
                     continue  # the batches again, without what the original rejects
                 groups, originals = self._groups(active)
             else:
                 groups, originals = [[s] for s in active], {}
             if not self._round(groups, originals):
-                return  # cancelled
+                return False  # cancelled
             yield from self._proofs()
-        yield from self._results()
+        return True
 
     def _plan(self, calls: list[dict]) -> Iterator[Event]:
         """A search per survivor over the calls that launch its function (or a kernel that
@@ -278,7 +293,7 @@ class _Probing:
         """The original first, once per candidate not run yet (all survivors share it): True
         when it ran (the round's batches are planned again), False when nothing needed it,
         None when the run was cancelled."""
-        ctx, spend, known, unusable = self.ctx, self.spend, self.known, self.unusable
+        known, unusable = self.known, self.unusable
         for s in active:
             s.reorder(self.kills)
         needed = {c.id: c for s in active for c in s.batch(unusable) if c.id not in known}
@@ -287,15 +302,22 @@ class _Probing:
             return False
         before = len(unusable)
         originals = self._original_jobs(list(needed.values()))
-        results = proving.run_all(ctx, {k: job for k, (job, _) in originals.items()})
-        if len(results) < len(originals):
+        if not self._run_originals(originals):
             return None
-        for key, (result, cached) in results.items():
-            spend.job(result, cached)
-            self._read_original(result, originals[key][1])
         self._unrecorded_unusable(needed, originals)
-        spend.unusable += len(unusable) - before
+        self.spend.unusable += len(unusable) - before
         self.refit = False  # the shares stand: what it ran is part of them
+        return True
+
+    def _run_originals(self, originals: dict[str, tuple[Job, list]]) -> bool:
+        """Run the original's jobs and read each (``_read_original``); False when the run
+        was cancelled."""
+        results = proving.run_all(self.ctx, {k: job for k, (job, _) in originals.items()})
+        if len(results) < len(originals):
+            return False
+        for key, (result, cached) in results.items():
+            self.spend.job(result, cached)
+            self._read_original(result, originals[key][1])
         return True
 
     def _unrecorded_unusable(self, needed: dict[str, Candidate], originals: dict) -> None:
@@ -352,13 +374,23 @@ class _Probing:
         for key, (result, cached) in results.items():
             spend.job(result, cached)
             before = len(unusable)
-            if key in originals:
-                self._read_original(result, originals[key][1])
-            else:
-                self.budget.clocked(estimate(entries[key], known), result)
-                self._compared(result, entries[key])
+            self._read_round_job(key, result, entries, originals)
             spend.unusable += len(unusable) - before
         return True
+
+    def _read_round_job(
+        self,
+        key: str,
+        result: JobResult,
+        entries: dict[str, list[tuple[Search, list[Candidate]]]],
+        originals: dict,
+    ) -> None:
+        """One of the round's jobs read: an original's, or a compare job's into its searches."""
+        if key in originals:
+            self._read_original(result, originals[key][1])
+        else:
+            self.budget.clocked(estimate(entries[key], self.known), result)
+            self._compared(result, entries[key])
 
     def _compared(self, result: JobResult, entries: list[tuple[Search, list[Candidate]]]):
         """A compare job's answer into its survivors' searches."""
@@ -367,14 +399,18 @@ class _Probing:
             failed_job(result, entries, self.unusable, self.spend)
             return
         if self.share:
-            for cid, record in (data.get("originals") or {}).items():
-                if record.get("status") in ("error", "unstable") and cid not in self.unusable:
-                    self.unusable[cid] = record.get("detail", "")
+            self._rejected_by_original(data)
         for search, batch in entries:
             answer = (data.get("mutants") or {}).get(module_name(search.mutant)) or {
                 "error": "the job's answer has no part for this mutant"
             }
             read_mutant(search, batch, answer, self.ctx.kernel.name, self.tried)
+
+    def _rejected_by_original(self, data: dict) -> None:
+        """The inputs a compare job's original failed on or ran unstably: unusable."""
+        for cid, record in (data.get("originals") or {}).items():
+            if record.get("status") in ("error", "unstable") and cid not in self.unusable:
+                self.unusable[cid] = record.get("detail", "")
 
     def _proofs(self) -> Iterator[Event]:
         """What the round found, proved: a hang's golden outputs, a hit's written test."""
