@@ -418,25 +418,43 @@ def _compare_all(
     slow = slow_ones({m.id: _own_seconds(ctx, m) for m in mutants})
     for per_job in (PER_JOB, 1):
         jobs = oracle_jobs(ctx, todo, per_job=per_job, spread=ctx.workers, alone=slow)
-        todo = []
-        for event in ctx.run_jobs(jobs.jobs):
-            members = [by_id[mid] for mid in jobs.members[event.key]]
-            if event.result is None:  # started
-                for mutant in members:
-                    yield CheckStarted(mutant, CHECK)
-                continue
-            answers = jobs.per_mutant({event.key: (event.result, event.cached)})
-            todo += [m for m in members if m.id not in answers]
-            for mid, (answer, _) in answers.items():
-                mutant = by_id[mid]
-                done += 1
-                field, text = _recorded(ctx, mutant, answer, len(members), summary, durations)
-                yield CheckFinished(mutant, CHECK, text, done, len(mutants))
-                if field["contradiction"]:
-                    yield from _refuted(ctx, mutant, field)
+        done, todo = yield from _oracle_round(
+            ctx, jobs, by_id, (done, len(mutants)), summary, durations
+        )
         if not todo:
             break
     return done
+
+
+def _oracle_round(
+    ctx: StageContext,
+    jobs: OracleJobs,
+    by_id: dict[str, Mutant],
+    progress: tuple[int, int],
+    summary: dict,
+    durations: list[float],
+) -> Generator[Event, None, tuple[int, list[Mutant]]]:
+    """Run one round of the oracle's jobs and record each answer; ``progress``: how many
+    were answered before it, of how many. Returns how many are answered now and the
+    mutants left without an answer."""
+    done, total = progress
+    todo: list[Mutant] = []
+    for event in ctx.run_jobs(jobs.jobs):
+        members = [by_id[mid] for mid in jobs.members[event.key]]
+        if event.result is None:  # started
+            for mutant in members:
+                yield CheckStarted(mutant, CHECK)
+            continue
+        answers = jobs.per_mutant({event.key: (event.result, event.cached)})
+        todo += [m for m in members if m.id not in answers]
+        for mid, (answer, _) in answers.items():
+            mutant = by_id[mid]
+            done += 1
+            field, text = _recorded(ctx, mutant, answer, len(members), summary, durations)
+            yield CheckFinished(mutant, CHECK, text, done, total)
+            if field["contradiction"]:
+                yield from _refuted(ctx, mutant, field)
+    return done, todo
 
 
 def _recorded(
