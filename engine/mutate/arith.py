@@ -33,7 +33,7 @@ acc-init-hoist  for tile in range(pid, n_tiles, step):      acc = tl.zeros(...)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 from libcst import matchers as m
@@ -215,16 +215,23 @@ class MulDiv(Operator):
     def mutations_in(self, node: cst.CSTNode, scope: Scope) -> Iterator[cst.CSTNode]:
         """``pid * BLOCK`` -> ``pid / BLOCK`` is a float offset no pointer takes and
         no loop bound accepts: on integers the division bug is ``//``."""
-        if type(node) is cst.BinaryOperation and type(node.operator) is cst.Multiply:
-            if scope.kind(node) == INT:
-                yield node.with_changes(operator=same_whitespace(cst.FloorDivide, node.operator))
-                return
-        elif type(node) is cst.AugAssign and type(node.operator) is cst.MultiplyAssign:
-            if scope.kind(node.target) == INT and scope.kind(node.value) == INT:
-                new = same_whitespace(cst.FloorDivideAssign, node.operator)
-                yield node.with_changes(operator=new)
-                return
+        floor_division = _integer_floor_division(node, scope)
+        if floor_division is not None:
+            yield floor_division
+            return
         yield from self.mutations(node)
+
+
+def _integer_floor_division(node: cst.CSTNode, scope: Scope) -> cst.CSTNode | None:
+    """An integer ``a * b`` as ``a // b`` (``a *= b`` as ``a //= b``); None for anything else."""
+    if type(node) is cst.BinaryOperation and type(node.operator) is cst.Multiply:
+        if scope.kind(node) == INT:
+            return node.with_changes(operator=same_whitespace(cst.FloorDivide, node.operator))
+    elif type(node) is cst.AugAssign and type(node.operator) is cst.MultiplyAssign:
+        if scope.kind(node.target) == INT and scope.kind(node.value) == INT:
+            new = same_whitespace(cst.FloorDivideAssign, node.operator)
+            return node.with_changes(operator=new)
+    return None
 
 
 _EPSILON_NAMES = ("eps", "epsilon")
@@ -271,10 +278,19 @@ class EpsilonChange(Operator):
         elif isinstance(node, cst.BinaryOperation) and isinstance(
             node.operator, (cst.Add, cst.Subtract)
         ):
-            if _is_epsilon_name(node.right):
-                yield node.left
-            elif _is_epsilon_name(node.left) and isinstance(node.operator, cst.Add):
-                yield node.right
+            kept = _without_epsilon(node)
+            if kept is not None:
+                yield kept
+
+
+def _without_epsilon(node: cst.BinaryOperation) -> cst.BaseExpression | None:
+    """Of ``x + eps``, ``x - eps`` or ``eps + x``, the ``x``; None where no epsilon name is
+    added or subtracted."""
+    if _is_epsilon_name(node.right):
+        return node.left
+    if _is_epsilon_name(node.left) and isinstance(node.operator, cst.Add):
+        return node.right
+    return None
 
 
 _POSITIONAL = m.Arg(keyword=None, star="")
@@ -420,9 +436,14 @@ class AbsDrop(Operator):
         arg = node.args[0]
         if arg.keyword is not None or arg.star:
             return
-        func = node.func
-        if tl_call(node) == "abs" or (type(func) is cst.Name and func.value == "abs"):
+        if _is_abs_call(node):
             yield arg.value
+
+
+def _is_abs_call(call: cst.Call) -> bool:
+    """``tl.abs(...)`` or Python's ``abs(...)``."""
+    func = call.func
+    return tl_call(call) == "abs" or (type(func) is cst.Name and func.value == "abs")
 
 
 def _is_bound(node: cst.CSTNode) -> bool:
@@ -473,7 +494,7 @@ class ClampDrop(Operator):
         if kind not in ("maximum", "minimum", "clamp"):
             return
         args = node.args
-        if len(args) < 2 or any(arg.keyword is not None or arg.star for arg in args[:2]):
+        if not _first_two_positional(args):
             return
         if kind == "clamp":
             yield args[0].value
@@ -481,6 +502,11 @@ class ClampDrop(Operator):
         clamped = _clamped(args[0].value, args[1].value)
         if clamped is not None:
             yield clamped
+
+
+def _first_two_positional(args: Sequence[cst.Arg]) -> bool:
+    """Whether a call's first two arguments are there and plain positional ones."""
+    return len(args) >= 2 and all(arg.keyword is None and not arg.star for arg in args[:2])
 
 
 def _clamped(a: cst.BaseExpression, b: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -697,11 +723,18 @@ def _hoistable_inits(loop: cst.For, scope: Scope | None) -> Iterator[int]:
             local = _assigned_names(body) | _names_in(loop.target)
         if _names_in(statement.body[0].value) & local:
             continue  # its value depends on the loop: it cannot move out
-        if not _accumulates(body[index + 1 :], name):
-            continue
-        if scalar and not _keeps_scalar_type(body[index + 1 :], name, scope):
-            continue
-        yield index
+        if _accumulates_after(body[index + 1 :], name, scalar, scope):
+            yield index
+
+
+def _accumulates_after(
+    rest: Sequence[cst.BaseStatement], name: str, scalar: bool, scope: Scope | None
+) -> bool:
+    """Whether the statements after an init update ``name`` from its own value (a scalar:
+    keeping its type)."""
+    if not _accumulates(rest, name):
+        return False
+    return not scalar or _keeps_scalar_type(rest, name, scope)
 
 
 def _with_init_hoisted(
