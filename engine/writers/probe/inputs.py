@@ -145,19 +145,30 @@ def _float_values_code(
     lo = -1.0 if spec.get("min") is None else float(spec["min"])
     hi = 1.0 if spec.get("max") is None else float(spec["max"])
     cast = "" if dtype == "float32" else f".to(torch.{dtype})"
-    if mode == "boundary" and points:
-        values = ", ".join(repr(p) for p in points)
-        return f"torch.tensor([{values}])[torch.randint(0, {len(points)}, {size})]{cast}"
-    if mode == "constant":
-        c = _nice((lo + hi) / 2, True) or 0.5
-        return f"torch.full({size}, {c!r}){cast}"
-    if mode in ("zeros", "ones"):
-        return f"torch.{mode}({size}){cast}"
+    fixed = _fixed_float_code(size, mode, points, (lo + hi) / 2)
+    if fixed is not None:
+        return fixed + cast
     lo, hi = _float_range(mode, lo, hi, dtype)
     lo, hi = _nice(lo, False), _nice(hi, True)
     if lo == hi:
         return f"torch.full({size}, {lo!r}){cast}"
     return f"torch.empty({size}).uniform_({lo!r}, {hi!r}){cast}"
+
+
+def _fixed_float_code(
+    size: str, mode: str | None, points: tuple[float, ...], middle: float
+) -> str | None:
+    """Code for float values ``mode`` fixes (before the cast): drawn from the boundary
+    ``points``, a constant near the range's ``middle``, zeros or ones; None for a range."""
+    if mode == "boundary" and points:
+        values = ", ".join(repr(p) for p in points)
+        return f"torch.tensor([{values}])[torch.randint(0, {len(points)}, {size})]"
+    if mode == "constant":
+        c = _nice(middle, True) or 0.5
+        return f"torch.full({size}, {c!r})"
+    if mode in ("zeros", "ones"):
+        return f"torch.{mode}({size})"
+    return None
 
 
 def _float_range(mode: str | None, lo: float, hi: float, dtype: str) -> tuple[float, float]:
@@ -264,6 +275,29 @@ def _next_to_shrink(current: dict[int, int], stuck: set[int], blocks: list[int])
     return max(live, key=lambda v: (_rows(v, blocks), v))
 
 
+def _shrink_value(
+    value: int,
+    dims: list[int],
+    current: dict[int, int],
+    base: dict[int, int | None],
+    block: dict[int, int | None],
+    blocks: list[int],
+) -> bool:
+    """One step of ``_shrink``: every size now at ``value`` a step down (``_shrink_step``),
+    into ``current``, ``base`` and ``block``; whether any of them changed."""
+    changed = False
+    for d in dims:
+        shrunk = _shrink_step(value, base[d], blocks) if current[d] == value else None
+        if shrunk is None:
+            continue
+        step, base[d] = shrunk
+        current[d] = step[0]
+        if d not in block or block[d] is not None:
+            block[d] = step[1]
+        changed = True
+    return changed
+
+
 def _shrink(
     call: dict, sizes: dict[int, int], limit: int
 ) -> tuple[dict[int, int], list[tuple[int, int, int | None]]]:
@@ -281,17 +315,7 @@ def _shrink(
         value = _next_to_shrink(current, stuck, blocks)
         if value is None:
             break
-        changed = False
-        for d in dims:
-            shrunk = _shrink_step(value, base[d], blocks) if current[d] == value else None
-            if shrunk is None:
-                continue
-            step, base[d] = shrunk
-            current[d] = step[0]
-            if d not in block or block[d] is not None:
-                block[d] = step[1]
-            changed = True
-        if not changed:
+        if not _shrink_value(value, dims, current, base, block, blocks):
             stuck.add(value)
     steps = [
         (sizes.get(d, d), current[d], block.get(d)) for d in dims if current[d] != sizes.get(d, d)
@@ -407,27 +431,48 @@ def _arguments(
     entries = [(a.get("name"), a, None) for a in call["args"]]
     entries += [(k, v, k) for k, v in call["kwargs"].items()]
     points = _boundary_points(call) if variant.mode == "boundary" else ()
-    largest: tuple[int, str, int] | None = None  # (elements, variable, rank)
+    floats: list[tuple[int, str, int]] = []  # (elements, variable, rank)
     for index, (name, spec, keyword) in enumerate(entries):
         if spec["kind"] == "opaque":
             return None
         if spec["kind"] == "tensor":
-            text = _variable(name, index, taken)
-            shape, dtype, code = _tensor_setup(spec, sizes, variant, points)
-            lines.append(f"{text} = {code}")
+            text, floating = _tensor_argument(
+                spec, _variable(name, index, taken), lines, sizes, variant, points
+            )
             tensors.append(text)
-            n = math.prod(shape)
-            if dtype in FLOAT_DTYPES and shape and (largest is None or n > largest[0]):
-                largest = (n, text, len(shape))
-        elif name in variant.scalars:
-            text = repr(variant.scalars[name])
+            floats += [floating] if floating is not None else []
         else:
-            text = _value_code(spec, sizes, variant.dtypes)
+            text = _scalar_text(name, spec, sizes, variant)
         if keyword is None:
             positional.append(text)
         else:
             keywords.append(f"{keyword}={text}")
+    # the first of the largest, as ``max`` keeps it
+    largest = max(floats, key=lambda f: f[0], default=None)
     return tensors, positional, keywords, largest
+
+
+def _scalar_text(name: str | None, spec: dict, sizes: dict[int, int], variant: Variant) -> str:
+    """A non-tensor argument's code: the variant's value for it by name, else its own."""
+    if name in variant.scalars:
+        return repr(variant.scalars[name])
+    return _value_code(spec, sizes, variant.dtypes)
+
+
+def _tensor_argument(
+    spec: dict,
+    text: str,
+    lines: list[str],
+    sizes: dict[int, int],
+    variant: Variant,
+    points: tuple[float, ...],
+) -> tuple[str, tuple[int, str, int] | None]:
+    """A tensor argument held in variable ``text``: its setup line into ``lines``; the
+    variable, and (elements, variable, rank) where it is a float tensor with a shape."""
+    shape, dtype, code = _tensor_setup(spec, sizes, variant, points)
+    lines.append(f"{text} = {code}")
+    floating = dtype in FLOAT_DTYPES and bool(shape)
+    return text, ((math.prod(shape), text, len(shape)) if floating else None)
 
 
 def _tensor_setup(
