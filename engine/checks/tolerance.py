@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from ..events import CheckFinished, CheckStarted, Event
 from ..job import Job, JobResult, JobStatus
 from ..kernel_file import GIVEN
-from ..records import Mutant
+from ..records import Mutant, MutantOutcome
 from ..stage import Stage, StageContext
 from ..vocabulary import CHECK_NAMES, TEST_PREFIX, Verdict
 from . import harness_jobs
@@ -297,13 +297,20 @@ def users(ctx: StageContext, job: Job) -> Job:
 
 def written_kill(ctx: StageContext, mutant: Mutant) -> bool:
     """Whether a test mutant-gate wrote killed ``mutant`` (it survived the user's tests)."""
-    outcome = ctx.ledger.outcome(mutant.id)
-    by = str(outcome.by or "") if outcome is not None else ""
-    if outcome is None or outcome.verdict is not Verdict.KILLED or not by.startswith(TEST_PREFIX):
+    name = _killing_test(ctx.ledger.outcome(mutant.id))
+    if name is None:
         return False
-    name = by.removeprefix(TEST_PREFIX).split("[")[0]
     sources = (t.source for t in ctx.kernel.tests if t.origin != GIVEN)
     return any(re.search(rf"\bdef {re.escape(name)}\(", s) for s in sources)
+
+
+def _killing_test(outcome: MutantOutcome | None) -> str | None:
+    """The name of the test that killed a mutant (its parameters left off), where a test
+    did; else None."""
+    by = str(outcome.by or "") if outcome is not None else ""
+    if outcome is None or outcome.verdict is not Verdict.KILLED or not by.startswith(TEST_PREFIX):
+        return None
+    return by.removeprefix(TEST_PREFIX).split("[")[0]
 
 
 def checking_jobs(ctx: StageContext, mutant: Mutant, found: Finding) -> dict[str, Job]:
@@ -321,15 +328,17 @@ def checked(results: dict[str, tuple[JobResult, bool]], site: Site) -> bool | No
     """True where every original run passed and the mutant's failed at ``site`` itself
     (its record there, in its case, says a call failed with the proposal in force); None
     where a run gave no answer (a timeout, an error)."""
-    if len(results) < SEEDS + 1:
+    if len(results) < SEEDS + 1 or not _all_answered(results):
         return None
-    statuses = {key: r.status for key, (r, _) in results.items()}
-    if any(s not in (JobStatus.PASSED, JobStatus.FAILED) for s in statuses.values()):
-        return None
-    originals = all(s is JobStatus.PASSED for k, s in statuses.items() if k != "mutant")
+    originals = all(r.status is JobStatus.PASSED for k, (r, _) in results.items() if k != "mutant")
     mutant = results["mutant"][0]
     failed_there = any(_failed_at(r, site) for r in mutant.extra.get("closeness") or [])
     return originals and mutant.status is JobStatus.FAILED and failed_there
+
+
+def _all_answered(results: dict[str, tuple[JobResult, bool]]) -> bool:
+    """Whether every run passed or failed (none timed out or broke)."""
+    return all(r.status in (JobStatus.PASSED, JobStatus.FAILED) for r, _ in results.values())
 
 
 def _failed_at(rec: dict, site: Site) -> bool:
