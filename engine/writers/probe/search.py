@@ -97,20 +97,23 @@ class Search:
     def result(self) -> str:
         """What the search found, for a survivor it did not separate."""
         if not self.differs:
-            if self.note:
-                return self.note
-            tried = list(dict.fromkeys(c.kind for c in self.ran))
-            probes = "probe" if self.probes == 1 else "probes"
-            text = f"not distinguished by {self.probes} {probes}" + (
-                f" (kinds {', '.join(tried)})" if tried else ""
-            )
-            return text + self._unprobed(tried)
+            return self.note or self._not_distinguished()
         probes = "probe" if self.differs == 1 else "probes"
         text = (
             f"the mutant differs on {self.differs} {probes} (first: {self.first[:300]}), "
             f"but {self.unkept or 'no test came of it'}"
         )
         return f"{text}; then {self.note}" if self.note else text
+
+    def _not_distinguished(self) -> str:
+        """``result`` where the mutant never differed: how many inputs of which kinds, and
+        what was left unprobed."""
+        tried = list(dict.fromkeys(c.kind for c in self.ran))
+        probes = "probe" if self.probes == 1 else "probes"
+        text = f"not distinguished by {self.probes} {probes}" + (
+            f" (kinds {', '.join(tried)})" if tried else ""
+        )
+        return text + self._unprobed(tried)
 
     def _unprobed(self, tried: list[str]) -> str:
         """What a budget left unprobed: the kinds never run, and why."""
@@ -255,13 +258,18 @@ def _culprit(
     by_module = {module_name(s.mutant): (s, batch) for s, batch in entries}
     if side not in by_module or not any(c.id == cid for c in by_module[side][1]):
         return None
-    search, batch = by_module[side]
+    _hung_on(*by_module[side], cid, what)
+    return side
+
+
+def _hung_on(search: Search, batch: list[Candidate], cid: str, what: str) -> None:
+    """The mutant of ``search`` was lost (``what`` it did) on its batch's candidate ``cid``:
+    the batch is spent and the candidate is its hang to prove."""
     candidate = next(c for c in batch if c.id == cid)
     search.consume(batch)
     search.hang = (candidate, f"the mutant {what} on this input")
     search.probes += 1
     search.differed(f"the mutant {what} on {candidate.call}")
-    return side
 
 
 def into_jobs(searches: list[Search], workers: int, est: dict[str, float]) -> list[list[Search]]:
@@ -274,13 +282,19 @@ def into_jobs(searches: list[Search], workers: int, est: dict[str, float]) -> li
         return alone
     n = max(math.ceil(len(rest) / PER_JOB), min(workers, len(rest)))
     n = min(len(rest), math.ceil(n / workers) * workers)
+    return alone + _balanced(rest, n, est)
+
+
+def _balanced(searches: list[Search], n: int, est: dict[str, float]) -> list[list[Search]]:
+    """``searches`` into at most ``n`` groups of at most ``PER_JOB``, longest first onto
+    the lightest group; the groups not left empty."""
     groups: list[list[Search]] = [[] for _ in range(n)]
     loads = [0.0] * n
-    for s in sorted(rest, key=lambda s: -est[s.mutant.id]):
+    for s in sorted(searches, key=lambda s: -est[s.mutant.id]):
         i = min(range(n), key=lambda i: (len(groups[i]) >= PER_JOB, loads[i]))
         groups[i].append(s)
         loads[i] += est[s.mutant.id]
-    return alone + [g for g in groups if g]
+    return [g for g in groups if g]
 
 
 def read_original(
