@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterator
+from itertools import islice
 
 import libcst as cst
 from libcst import matchers as m
@@ -244,17 +245,22 @@ class RangeBoundShift(Operator):
         if not isinstance(node, cst.Call) or not _is_range(node):
             return
         count = _leading_positional(node)
-        if count is None:
-            return
-        step = _shift_step(node) if count == 3 else None
-        stop = 0 if count == 1 else 1
-        args = list(node.args)
-        for op in (cst.Subtract, cst.Add):
-            new = args[stop].with_changes(value=_shifted(args[stop].value, op, step))
-            yield node.with_changes(args=[*args[:stop], new, *args[stop + 1 :]])
-        if stop == 1:
-            new = args[0].with_changes(value=_shifted(args[0].value, cst.Add, step))
-            yield node.with_changes(args=[new, *args[1:]])
+        if count is not None:
+            yield from _shifted_bounds(node, count)
+
+
+def _shifted_bounds(node: cst.Call, count: int) -> Iterator[cst.Call]:
+    """A range of ``count`` positional arguments with its stop moved down, then up, by one
+    step, then (where it has a start) its start moved up by one step."""
+    step = _shift_step(node) if count == 3 else None
+    stop = 0 if count == 1 else 1
+    args = list(node.args)
+    for op in (cst.Subtract, cst.Add):
+        new = args[stop].with_changes(value=_shifted(args[stop].value, op, step))
+        yield node.with_changes(args=[*args[:stop], new, *args[stop + 1 :]])
+    if stop == 1:
+        new = args[0].with_changes(value=_shifted(args[0].value, cst.Add, step))
+        yield node.with_changes(args=[new, *args[1:]])
 
 
 def _step_index(call: cst.Call) -> int | None:
@@ -648,15 +654,12 @@ def _other_extents(node: cst.Comparison, bound: cst.BaseExpression, scope: Scope
     its bound mentions, and only a parameter or a local assigned before the mask."""
     bounds, params, signature = _extents(scope)
     mentioned = {n.value for n in _walk(bound) if type(n) is cst.Name}
-    chosen = []
-    for name in (*bounds, *params):
-        if len(chosen) == _MAX_SWAPS:
-            break
-        if name in mentioned:
-            continue
-        if name in signature or _assigned_before(name, node, scope):
-            chosen.append(name)
-    return chosen
+    usable = (
+        name
+        for name in (*bounds, *params)
+        if name not in mentioned and (name in signature or _assigned_before(name, node, scope))
+    )
+    return list(islice(usable, _MAX_SWAPS))
 
 
 OPERATORS: tuple[Operator, ...] = (
