@@ -179,13 +179,19 @@ def _node_ids(tests: list[str] | tuple[str, ...]) -> dict[str, tuple[str, ...]]:
         path, case = split_node_id(arg)
         if "::" in arg and not case:
             raise BadInput(f"--tests {arg}: no test case after '::'")
-        key = next((p for p in chosen if os.path.abspath(p) == os.path.abspath(path)), path)
-        cases = chosen.setdefault(key, [])
-        if cases is None or not case:
-            chosen[key] = None
-        elif case not in cases:
-            cases.append(case)
+        _choose(chosen, path, case)
     return {p: tuple(c or ()) for p, c in chosen.items()}
+
+
+def _choose(chosen: dict[str, list[str] | None], path: str, case: str) -> None:
+    """Adds test file ``path`` (under the name it was first given) and its ``case`` to
+    ``chosen``; no case, once, means the whole file."""
+    key = next((p for p in chosen if os.path.abspath(p) == os.path.abspath(path)), path)
+    cases = chosen.setdefault(key, [])
+    if cases is None or not case:
+        chosen[key] = None
+    elif case not in cases:
+        cases.append(case)
 
 
 def _read_python(path: str, what: str) -> tuple[str, cst.Module]:

@@ -82,10 +82,12 @@ def stage1_acceptance(report: dict) -> str:
     return "after retries"
 
 
-def study_row(report: dict, *, model: str, file: str, repeat: int, wall_s: float) -> dict:
+def _kills_and_claims(rows: list[dict]) -> tuple[dict[str, int], int, int]:
+    """(kills by what killed them, mutants the model claimed equivalent, those claims
+    refuted: the mutant was not judged equivalent)."""
     sources = {"checks": 0, "stage2": 0, "probe": 0}
     claims = refuted = 0
-    for row in report.get("mutants", []):
+    for row in rows:
         if row.get("verdict") == "killed":
             sources[_kill_source(row)] += 1
         model_claims = [c for c in row.get("claims") or [] if c.get("by") == "stage2"]
@@ -93,6 +95,11 @@ def study_row(report: dict, *, model: str, file: str, repeat: int, wall_s: float
             claims += 1
             if row.get("verdict") != "equivalent":
                 refuted += 1
+    return sources, claims, refuted
+
+
+def study_row(report: dict, *, model: str, file: str, repeat: int, wall_s: float) -> dict:
+    sources, claims, refuted = _kills_and_claims(report.get("mutants", []))
     tokens = report.get("tokens") or {}
     score = report.get("score") or {}
     return {
