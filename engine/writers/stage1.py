@@ -102,16 +102,33 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
         if proof.ok:
             yield from _accept(ctx, record, test, proof, attempt)
             return
-        entry = {"attempt": attempt, "why": proof.why, "source": code}
-        if proof.slow:  # the time each test took on the original, over the budget
-            entry["slow"] = proof.slow
-            slow = True
-        _rejected(ctx, record, entry)
+        _reject_unproved(ctx, record, proof, code, attempt)
+        slow = slow or bool(proof.slow)
         yield TestRejected("stage1", attempt, proof.why)
-        passing = passing_functions(proof, code) - set(proof.slow)
-        if passing and (best is None or len(passing) > best[0]):
-            best = (len(passing), code, passing)
+        best = _better(best, code, passing_functions(proof, code) - set(proof.slow))
         messages.append(prompts.retry_message(proof.feedback or proof.why))
+    yield from _after_no_pass(ctx, record, name, best, slow)
+
+
+def _better(
+    best: tuple[int, str, set[str]] | None, code: str, passing: set[str]
+) -> tuple[int, str, set[str]] | None:
+    """``best`` (passing functions, code, names), or this reply where more of its test
+    functions passed."""
+    if passing and (best is None or len(passing) > best[0]):
+        return (len(passing), code, passing)
+    return best
+
+
+def _after_no_pass(
+    ctx: StageContext,
+    record: dict,
+    name: str,
+    best: tuple[int, str, set[str]] | None,
+    slow: bool,
+) -> Iterator[Event]:
+    """No reply passed whole: keep the ``best`` one's passing functions, or say none
+    passed (``slow``: a reply was refused for its time on the original)."""
     if best is None:
         why = "passed the original" if not slow else "passed the original within the time budget"
         yield WriterNote("stage1", f"no test file {why}; stage 1 added nothing", "warning")
@@ -120,6 +137,16 @@ def stage1(ctx: StageContext, w: ModelSession) -> Iterator[Event]:
     yield from _keep_passing(
         ctx, record, TestFile(path="", name=name, source=code, origin="stage1"), passing
     )
+
+
+def _reject_unproved(
+    ctx: StageContext, record: dict, proof: proving.Proof, code: str, attempt: int
+) -> None:
+    """A reply whose tests failed the proof on the original, recorded as rejected."""
+    entry = {"attempt": attempt, "why": proof.why, "source": code}
+    if proof.slow:  # the time each test took on the original, over the budget
+        entry["slow"] = proof.slow
+    _rejected(ctx, record, entry)
 
 
 def _keep_passing(
@@ -189,21 +216,40 @@ def stage1_kill_evidence(ctx: StageContext, killed: list[Mutant]) -> Iterator[Ev
         if test.origin == "stage1"
         for name in proving.find_test_functions(test.source)
     }
+    groups = _kills_by_file(ctx, killed, tests)
+    by_name = {t.name: t for t in tests.values()}
+    original_s = ctx.baseline.duration_s if ctx.baseline is not None else ctx.settings.timeout_s
+    for name, failed in groups.items():
+        refused = proving.behaviour(ctx, by_name[name], failed, original_s)
+        yield from _unkill_refused(ctx, name, failed, refused)
+
+
+def _kills_by_file(
+    ctx: StageContext, killed: list[Mutant], tests: dict[str, TestFile]
+) -> dict[str, dict[str, tuple[Mutant, JobResult]]]:
+    """The ``killed`` mutants by the stage-1 test file that killed them (as failed jobs)."""
     groups: dict[str, dict[str, tuple[Mutant, JobResult]]] = {}
     for m in killed:
         test = _killed_by(ctx, m, tests)
         if test is not None:
             groups.setdefault(test.name, {})[m.id] = (m, JobResult(JobStatus.FAILED))
-    by_name = {t.name: t for t in tests.values()}
-    original_s = ctx.baseline.duration_s if ctx.baseline is not None else ctx.settings.timeout_s
-    for name, failed in groups.items():
-        refused = proving.behaviour(ctx, by_name[name], failed, original_s)
-        for mid, why in refused.items():
-            if why is None:
-                continue
-            mutant = failed[mid][0]
-            yield from ctx.updated(mutant, ctx.ledger.unkill(mid, why, stage="stage1"))
-            yield WriterNote("stage1", f"kill of {mid} by {name} refused: {why}", "warning", mid)
+    return groups
+
+
+def _unkill_refused(
+    ctx: StageContext,
+    name: str,
+    failed: dict[str, tuple[Mutant, JobResult]],
+    refused: dict[str, str | None],
+) -> Iterator[Event]:
+    """Each kill by test file ``name`` refused for want of behaviour evidence: the mutant
+    a survivor again, said so."""
+    for mid, why in refused.items():
+        if why is None:
+            continue
+        mutant = failed[mid][0]
+        yield from ctx.updated(mutant, ctx.ledger.unkill(mid, why, stage="stage1"))
+        yield WriterNote("stage1", f"kill of {mid} by {name} refused: {why}", "warning", mid)
 
 
 def _killed_by(ctx: StageContext, mutant: Mutant, tests: dict[str, TestFile]) -> TestFile | None:
