@@ -196,13 +196,16 @@ def _changed_fill(value: cst.BaseExpression, is_int: bool) -> cst.BaseExpression
         return cst.Integer("1") if is_int else cst.Float("1.0")
     if number is not None:
         return cst.Integer("0") if is_int else cst.Float("0.0")
-    if is_infinity(value):
-        return cst.Float("0.0")
+    if is_infinity(value) or _is_named_fill(value):
+        return cst.Float("0.0")  # other=float("inf"), other=NEG_INF, other=-inf, other=pad
+    return None
+
+
+def _is_named_fill(value: cst.BaseExpression) -> bool:
+    """A fill given by a name, maybe negated (``NEG_INF``, ``-inf``, ``pad``), that is one."""
     minus = type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus
     named = value.expression if minus else value
-    if type(named) is not cst.Name or named.value in _NOT_FILLS:
-        return None
-    return cst.Float("0.0")  # other=NEG_INF, other=-inf, other=pad
+    return type(named) is cst.Name and named.value not in _NOT_FILLS
 
 
 class OtherChange(Operator):

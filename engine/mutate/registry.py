@@ -33,9 +33,7 @@ def select_operators(spec: str | None) -> list[Operator]:
     exclude: set[str] = set()
     included_any = False
     for negate, name in _spec_items(spec):
-        if name not in known:
-            listing = ", ".join([*FAMILIES, *(op.name for op in operators)])
-            raise ValueError(f"unknown operator or family {name!r} (known: {listing})")
+        _check_known(name, known, operators)
         chosen = {op.name for op in known[name]}
         if negate:
             exclude |= chosen
@@ -45,6 +43,13 @@ def select_operators(spec: str | None) -> list[Operator]:
     if not included_any:
         include = set(known) - set(FAMILIES)
     return [op for op in operators if op.name in include and op.name not in exclude]
+
+
+def _check_known(name: str, known: dict[str, list[Operator]], operators: list[Operator]) -> None:
+    """Raise ValueError, listing the known names, where ``name`` is no operator or family."""
+    if name not in known:
+        listing = ", ".join([*FAMILIES, *(op.name for op in operators)])
+        raise ValueError(f"unknown operator or family {name!r} (known: {listing})")
 
 
 def _by_name(operators: list[Operator]) -> dict[str, list[Operator]]:
