@@ -89,15 +89,25 @@ class OracleJobs:
             ids = self.members.get(key, ())
             if len(ids) == 1:
                 answers[ids[0]] = (result, cached)
-                continue
-            data = harness_jobs.harness_data(result, CHECK) or {}
-            for mid in ids:
-                one = (data.get("mutants") or {}).get(mid)
-                if one is None or one.get("timed_out"):
-                    continue
-                harness = {**(result.extra or {}).get("harness", {}), CHECK: one}
-                answers[mid] = (replace(result, extra={**result.extra, "harness": harness}), cached)
+            else:
+                answers.update(_group_answers(result, cached, ids))
         return answers
+
+
+def _group_answers(
+    result: JobResult, cached: bool, ids: tuple[str, ...]
+) -> dict[str, tuple[JobResult, bool]]:
+    """The answers of a job that compared several mutants (``ids``), each as its own job's
+    would read; none for a mutant it has no answer for or whose variant timed out."""
+    data = harness_jobs.harness_data(result, CHECK) or {}
+    answers = {}
+    for mid in ids:
+        one = (data.get("mutants") or {}).get(mid)
+        if one is None or one.get("timed_out"):
+            continue
+        harness = {**(result.extra or {}).get("harness", {}), CHECK: one}
+        answers[mid] = (replace(result, extra={**result.extra, "harness": harness}), cached)
+    return answers
 
 
 #: a survivor whose own job ran this many times the median survivor's (and over a
