@@ -611,10 +611,8 @@ class Run:
             if event.result is None:
                 continue
             done += 1
-            yield self._settled(
-                by_id[event.key], near[event.key], again[event.key], event, selection,
-                done, total,
-            )  # fmt: skip
+            mutant, first_run, job_again = by_id[event.key], near[event.key], again[event.key]
+            yield self._settled(mutant, first_run, job_again, event, selection, done, total)
 
     def _settled(
         self, mutant: Mutant, first_run: tuple, job_again: Job, event, selection,

@@ -69,6 +69,11 @@ def selection_seconds(whole_s: float, cases_s: float, selected_s: float) -> floa
     return max(whole_s - cases_s, 0.0) + selected_s
 
 
+def _seconds_by(info: dict, key: str) -> float:
+    """A case's seconds on the original: ``key`` (CPU seconds) where recorded, else wall."""
+    return float(info.get(key, info["duration_s"]))
+
+
 class StageContext:
     """What a stage may use. Built by the driver; stages never see the driver itself."""
 
@@ -184,21 +189,20 @@ class StageContext:
         whole = max(baseline.spent_s - kept, 0.0)
         if self.coverage is None:
             return whole
-        cases = self.coverage
+        everyone = sum(_seconds_by(self.coverage[n], key) for n in self.baseline_cases)
+        selected = self._selected_seconds(checks, key)
+        return whole if selected is None else selection_seconds(whole, everyone, selected)
 
-        def seconds(info: dict) -> float:
-            return float(info.get(key, info["duration_s"]))
-
-        everyone = sum(seconds(cases[n]) for n in self.baseline_cases)
+    def _selected_seconds(self, checks: tuple[Check, ...], key: str) -> float | None:
+        """The original's seconds (``key``: CPU or wall) on the test cases ``checks``
+        select; None where a test file's cases are unknown."""
         selected = 0.0
-        for check in checks:
-            if check.name != EXTRA_TESTS:
-                continue
-            mine = file_cases(self.kernel, check, cases)
+        for check in (c for c in checks if c.name == EXTRA_TESTS):
+            mine = file_cases(self.kernel, check, self.coverage)
             if not mine:
-                return whole
-            selected += sum(seconds(mine[n]) for n in check.select or mine if n in mine)
-        return selection_seconds(whole, everyone, selected)
+                return None
+            selected += sum(_seconds_by(mine[n], key) for n in check.select or mine if n in mine)
+        return selected
 
     # -- jobs ------------------------------------------------------------------------
     def job_for(

@@ -101,23 +101,28 @@ def first_memcheck_error(text: str) -> str | None:
     block (3,0,0): Address 0x7f3c00000400 is out of bounds``. An error of the kernel's own
     accesses comes before the API errors that follow from it."""
     lines = [ln.rstrip() for ln in text.splitlines()]
-    found = []
-    for i, line in enumerate(lines):
-        match = _MEMCHECK_KIND.match(line)
-        if match is None:
-            continue
-        parts, address = [match.group(1).strip()], ""
-        for follow in lines[i + 1 : i + 8]:
-            body = follow.lstrip("= ").strip()
-            if not follow.startswith("=") or not body or _MEMCHECK_KIND.match(follow):
-                break
-            if body.startswith(("at ", "by thread")):
-                parts.append(body.split(" in /", 1)[0])
-            elif body.startswith("Address") or "out of bounds" in body:
-                address = body
-        found.append(" ".join(parts) + (f": {address}" if address else ""))
+    found = [
+        _memcheck_entry(match.group(1).strip(), lines[i + 1 : i + 8])
+        for i, line in enumerate(lines)
+        if (match := _MEMCHECK_KIND.match(line)) is not None
+    ]
     access = [f for f in found if f.startswith(_MEMCHECK_ACCESS)]
     return (access or found or [None])[0]
+
+
+def _memcheck_entry(kind: str, follows: list[str]) -> str:
+    """One memcheck error in one line: its kind, then the lines that follow it up to the
+    next error (where, which thread, the address)."""
+    parts, address = [kind], ""
+    for follow in follows:
+        body = follow.lstrip("= ").strip()
+        if not follow.startswith("=") or not body or _MEMCHECK_KIND.match(follow):
+            break
+        if body.startswith(("at ", "by thread")):
+            parts.append(body.split(" in /", 1)[0])
+        elif body.startswith("Address") or "out of bounds" in body:
+            address = body
+    return " ".join(parts) + (f": {address}" if address else "")
 
 
 #: memcheck's exit code when it found errors (chosen to be unlike any check's).
@@ -221,47 +226,68 @@ def _left(
 ) -> dict:
     if timed_out:
         return _timed_out(job_data, "wall", cpu_s, duration, output)
-    summary = re.search(r"ERROR SUMMARY: (\d+) error", output) if job_data.get("sanitize") else None
     if job_data.get("sanitize"):
-        exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-        if exit_code == SANITIZER_ERROR_EXIT or (summary and int(summary.group(1)) > 0):
-            first = first_memcheck_error(head) or first_memcheck_error(output)
-            count = int(summary.group(1)) if summary else 1
-            message = f"compute-sanitizer memcheck: {count} errors; first: {first or output[-300:]}"
-            return {
-                "status": "bounds",
-                "error": message,
-                "bounds": {"message": message},
-                "duration_s": duration,
-                "extra": {"sanitizer": {"errors": count, "caching_allocator": "off"}},
-            }
+        found = _memcheck_found(status, output, head, duration)
+        if found is not None:
+            return found
     if answer:
-        try:
-            result = json.loads(answer)
-            result["duration_s"] = duration
-            if result.get("status") == "error" and output:
-                result["error"] = f"{result.get('error', '')}\n--- output ---\n{output}"
+        result = _answered(answer, output, duration)
+        if result is not None:
             return result
-        except ValueError:
-            pass
     if _over_cpu(job_data, status, cpu_s):  # it never answered: its CPU limit ended it
         return _timed_out(job_data, "cpu", cpu_s, duration, output)
     status = status or 0
     if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        why = {
-            signal.SIGXFSZ: f"output exceeded {job_data['output_limit_bytes']} bytes",
-        }.get(sig, f"killed by {name}")
-        return {
-            "status": "crash",
-            "signal": sig,
-            "error": f"{why}\n{output}".strip(),
-            "duration_s": duration,
-        }
+        return _signalled(job_data, os.WTERMSIG(status), output, duration)
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
     return {
         "status": "crash",
         "error": f"process exited with code {code} before reporting a result\n{output}".strip(),
+        "duration_s": duration,
+    }
+
+
+def _memcheck_found(status: int | None, output: str, head: str, duration: float) -> dict | None:
+    """A job run under compute-sanitizer that found errors: a bounds result naming the
+    first (an access of the kernel's own first); None where it found none."""
+    summary = re.search(r"ERROR SUMMARY: (\d+) error", output)
+    exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    if exit_code != SANITIZER_ERROR_EXIT and not (summary and int(summary.group(1)) > 0):
+        return None
+    first = first_memcheck_error(head) or first_memcheck_error(output)
+    count = int(summary.group(1)) if summary else 1
+    message = f"compute-sanitizer memcheck: {count} errors; first: {first or output[-300:]}"
+    return {
+        "status": "bounds",
+        "error": message,
+        "bounds": {"message": message},
+        "duration_s": duration,
+        "extra": {"sanitizer": {"errors": count, "caching_allocator": "off"}},
+    }
+
+
+def _answered(answer: bytes, output: str, duration: float) -> dict | None:
+    """The job's own answer with its duration (an error's with the process's output);
+    None where the answer is not JSON."""
+    try:
+        result = json.loads(answer)
+    except ValueError:
+        return None
+    result["duration_s"] = duration
+    if result.get("status") == "error" and output:
+        result["error"] = f"{result.get('error', '')}\n--- output ---\n{output}"
+    return result
+
+
+def _signalled(job_data: dict, sig: int, output: str, duration: float) -> dict:
+    """A job its signal ended: over its output limit (SIGXFSZ), else killed by it."""
+    name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+    why = {
+        signal.SIGXFSZ: f"output exceeded {job_data['output_limit_bytes']} bytes",
+    }.get(sig, f"killed by {name}")
+    return {
+        "status": "crash",
+        "signal": sig,
+        "error": f"{why}\n{output}".strip(),
         "duration_s": duration,
     }

@@ -393,25 +393,8 @@ def _run_pytest(
 
     collector = _PytestCollector(check.name)
     if check.preload and check.preload not in sys.modules:
-        from .probe.capturing import _definitions
-
-        try:
-            _definitions(check.preload, workdir)
-        except BaseException:  # noqa: BLE001 - the test's own import then says what fails
-            sys.modules.pop(check.preload, None)
-    path = check.path
-    if project is not None and not os.path.isabs(path):  # a file of the job (a written
-        path = os.path.join(workdir, path)  # test): the checks run from the project's root
-    targets = [f"{path}::{s}" for s in check.select] or [path]
-    if project is None:
-        args = [*targets, *_QUIET, "--rootdir", workdir, "-c", os.devnull]
-    else:  # the project's own configuration and conftest files, from its root
-        args = [*targets, *_QUIET, "--rootdir", project["root"]]
-    if stop_first:
-        args.append("-x")
-    chosen = [(flag, v) for flag, v in (("-k", check.keyword), ("-m", check.marker)) if v]
-    for flag, value in chosen:  # pytest's own selection (--tests FILE -k EXPR -m EXPR)
-        args += [flag, value]
+        _preload(check.preload, workdir)
+    args, chosen = _pytest_args(check, workdir, stop_first, project)
     plugins = [collector, closeness.tracker(), closeness_helpers.finder(), tracebacks.mender()]
     plugins.append(xfail.not_run())  # cases that cannot fail are not run
     plugins += [coverage] if coverage is not None else []
@@ -446,6 +429,38 @@ def _run_pytest(
     elif not outcomes:
         outcomes += _none_ran(check, collector, errors, chosen, int(code), seconds)
     return outcomes
+
+
+def _preload(module: str, workdir: str) -> None:
+    """The kernel's module imported ahead of the tests (its definitions captured); where it
+    fails, the test's own import says why."""
+    from .probe.capturing import _definitions
+
+    try:
+        _definitions(module, workdir)
+    except BaseException:  # noqa: BLE001 - the test's own import then says what fails
+        sys.modules.pop(module, None)
+
+
+def _pytest_args(
+    check: Check, workdir: str, stop_first: bool, project: dict | None
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """pytest's command line for ``check`` (its cases, the project's configuration or none,
+    ``-x``, its ``-k`` / ``-m``), and the selection flags it was given."""
+    path = check.path
+    if project is not None and not os.path.isabs(path):  # a file of the job (a written
+        path = os.path.join(workdir, path)  # test): the checks run from the project's root
+    targets = [f"{path}::{s}" for s in check.select] or [path]
+    if project is None:
+        args = [*targets, *_QUIET, "--rootdir", workdir, "-c", os.devnull]
+    else:  # the project's own configuration and conftest files, from its root
+        args = [*targets, *_QUIET, "--rootdir", project["root"]]
+    if stop_first:
+        args.append("-x")
+    chosen = [(flag, v) for flag, v in (("-k", check.keyword), ("-m", check.marker)) if v]
+    for flag, value in chosen:  # pytest's own selection (--tests FILE -k EXPR -m EXPR)
+        args += [flag, value]
+    return args, chosen
 
 
 def _none_ran(
@@ -624,6 +639,35 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
     # every closeness assertion the checks make, before any of their modules is imported
     closeness.start(job.tighten, job.project["root"] if job.project else workdir)
     sys.path.insert(0, workdir)
+    _prepare(job)
+    coverage = None
+    if job.project is not None:
+        failure, coverage = _enter_project(job, workdir)
+        if failure is not None:
+            seconds = time.perf_counter() - start
+            extra = closeness.finish()
+            return JobResult(JobStatus.FAILED, (failure,), failure.message, seconds, extra=extra)
+    elif any(c.kind is CheckKind.PYTEST for c in job.checks):
+        # Each test case's launches and time: a written test runs only for the mutants of
+        # the kernels it launches, fastest first (``stage.select_tests``).
+        coverage = Coverage()
+    outcomes, harness_data = _each_check(job, workdir, coverage, report)
+    violations = bounds.violations()
+    status, error = _status(outcomes, violations)
+    return JobResult(
+        status=status,
+        outcomes=_fitted(outcomes),
+        error=error,
+        duration_s=time.perf_counter() - start,
+        bounds=violations[0] if violations else None,
+        shims=tuple(shims.used()),
+        extra=_job_extra(job, harness_data, coverage, violations),
+    )
+
+
+def _prepare(job: Job) -> None:
+    """The job's process set up for its checks: seeds, poisoned memory, the interpreter's
+    executor and checks (or the compiled mode's shims), the launch record."""
     seed_everything(job.seed)
     fill_uninitialized(job.poison_undefined, job.mode)
     if job.mode == "interpret":
@@ -639,19 +683,15 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
     if job.null_launches:
         null_run.install()
     record_launches()  # the launch record: which kernels the checks reach
+
+
+def _each_check(
+    job: Job, workdir: str, coverage: Any, report: _Capped
+) -> tuple[list[CheckOutcome], dict]:
+    """The job's checks in order (to the first failure where it stops there): their
+    outcomes, and each harness check's data."""
     outcomes: list[CheckOutcome] = []
     harness_data: dict = {}
-    coverage = None
-    if job.project is not None:
-        failure, coverage = _enter_project(job, workdir)
-        if failure is not None:
-            seconds = time.perf_counter() - start
-            extra = closeness.finish()
-            return JobResult(JobStatus.FAILED, (failure,), failure.message, seconds, extra=extra)
-    elif any(c.kind is CheckKind.PYTEST for c in job.checks):
-        # Each test case's launches and time: a written test runs only for the mutants of
-        # the kernels it launches, fastest first (``stage.select_tests``).
-        coverage = Coverage()
     for check in job.checks:
         closeness.set_case(check.name)
         if check.kind is CheckKind.MAIN:
@@ -668,40 +708,38 @@ def _run_checks(job: Job, workdir: str) -> JobResult:
         failed = any(o.status == "failed" for o in outcomes) or bounds.violations()
         if failed and job.stop_on_first_failure:
             break
-    violations = bounds.violations()
+    return outcomes, harness_data
+
+
+def _status(outcomes: list[CheckOutcome], violations: list) -> tuple[JobStatus, str]:
+    """A job's status and error: an access out of bounds first, a lost CUDA context, the
+    first failing check, else passed."""
     first_failure = next((o for o in outcomes if o.status == "failed"), None)
     if violations:
-        status, error = JobStatus.BOUNDS, violations[0]["message"]
-    elif first_failure is not None and lost_cuda_context(first_failure.message):
+        return JobStatus.BOUNDS, violations[0]["message"]
+    if first_failure is not None and lost_cuda_context(first_failure.message):
         # The kernel faulted on the GPU: the context is gone, whatever the check caught.
-        status, error = JobStatus.CRASH, first_failure.message
-    elif first_failure is not None:
-        status, error = JobStatus.FAILED, _with_undefined_lanes(first_failure.message)
-    else:
-        status, error = JobStatus.PASSED, ""
+        return JobStatus.CRASH, first_failure.message
+    if first_failure is not None:
+        return JobStatus.FAILED, _with_undefined_lanes(first_failure.message)
+    return JobStatus.PASSED, ""
+
+
+def _job_extra(job: Job, harness_data: dict, coverage: Any, violations: list) -> dict:
+    """The job's records beside its outcomes, each where it has any."""
     undefined = bounds.undefined_lanes() if job.mode == "interpret" else []
-    return JobResult(
-        status=status,
-        outcomes=_fitted(outcomes),
-        error=error,
-        duration_s=time.perf_counter() - start,
-        bounds=violations[0] if violations else None,
-        shims=tuple(shims.used()),
-        extra={
-            **({"harness": harness_data} if harness_data else {}),
-            **({"coverage": coverage.cases} if coverage is not None else {}),
-            **({"autotune_configs": shims.autotune_configs()} if shims.autotune_configs() else {}),
-            **({"null_run": {"skipped_launches": null_run.skipped()}} if job.null_launches else {}),
-            **({"undefined_lanes": undefined} if undefined else {}),
-            # violations no test case made (a module's import launching a kernel)
-            **(
-                {BOUNDS_OUTSIDE_CASES: n} if (n := sum("case" not in v for v in violations)) else {}
-            ),
-            **({"interpreter_errors": parity.failures()} if parity.failures() else {}),
-            **({"races": bounds.races()} if job.trace_races and job.mode == "interpret" else {}),
-            **({"interpreter": _interpreter()} if job.mode == "interpret" else {}),
-            **closeness.finish(),  # "closeness" (and "closeness_dropped") where any
-            "launched": launched(),
-            "reaches": reached(),
-        },
-    )
+    return {
+        **({"harness": harness_data} if harness_data else {}),
+        **({"coverage": coverage.cases} if coverage is not None else {}),
+        **({"autotune_configs": shims.autotune_configs()} if shims.autotune_configs() else {}),
+        **({"null_run": {"skipped_launches": null_run.skipped()}} if job.null_launches else {}),
+        **({"undefined_lanes": undefined} if undefined else {}),
+        # violations no test case made (a module's import launching a kernel)
+        **({BOUNDS_OUTSIDE_CASES: n} if (n := sum("case" not in v for v in violations)) else {}),
+        **({"interpreter_errors": parity.failures()} if parity.failures() else {}),
+        **({"races": bounds.races()} if job.trace_races and job.mode == "interpret" else {}),
+        **({"interpreter": _interpreter()} if job.mode == "interpret" else {}),
+        **closeness.finish(),  # "closeness" (and "closeness_dropped") where any
+        "launched": launched(),
+        "reaches": reached(),
+    }
