@@ -20,7 +20,7 @@ from ..kernel_file import TestFile
 from ..records import Mutant, Verdict
 from ..stage import StageContext
 from . import prompts, proving, reading
-from .llm import LLMError
+from .llm import LLMError, Reply
 from .model import ModelSession
 
 _EQUIVALENT = re.compile(r"^[ \t>*_`#]*EQUIVALENT\b[ \t*_`]*[:\-\u2013\u2014]?\s*(.*)", re.S | re.M)
@@ -81,17 +81,12 @@ def _ask_about(ctx: StageContext, w: ModelSession, mutant: Mutant) -> Generator[
             return exc.fatal
         w.update_tokens()
         messages.append({"role": "assistant", "content": reply.content})
-        reason = equivalent_reason(reply.content)
-        code = reading.extract_code(reply.content)
-        if reason is None and code is None:
-            reason = equivalent_reason(reply.content, anywhere=True)
+        reason, code = _reason_and_code(reply.content)
         if reason is not None:
             yield _claim_equivalent(ctx, mutant, reason, reply.cached)
             return False
         if code is None:
-            why = "no code and no EQUIVALENT in the reply"
-            if reply.finish_reason == "length":
-                why += " (it was cut off at the token limit)"
+            why = _no_answer_why(reply)
             _reject(ctx, mutant, attempt, why, None, reply.content)
             yield TestRejected("stage2", attempt, why, mutant.id)
             messages.append({"role": "user", "content": NO_ANSWER})
@@ -113,6 +108,24 @@ def _ask_about(ctx: StageContext, w: ModelSession, mutant: Mutant) -> Generator[
         yield from proving.accept_killer(ctx, "stage2", test, mutant, proof, ctx.mutants)
         return False
     return False
+
+
+def _reason_and_code(content: str) -> tuple[str | None, str | None]:
+    """A reply's EQUIVALENT reason (looked for anywhere in it when it has no code either)
+    and its test code; None for what it lacks."""
+    reason = equivalent_reason(content)
+    code = reading.extract_code(content)
+    if reason is None and code is None:
+        reason = equivalent_reason(content, anywhere=True)
+    return reason, code
+
+
+def _no_answer_why(reply: Reply) -> str:
+    """Why a reply with neither code nor EQUIVALENT is rejected (cut off, if it was)."""
+    why = "no code and no EQUIVALENT in the reply"
+    if reply.finish_reason == "length":
+        why += " (it was cut off at the token limit)"
+    return why
 
 
 def _claim_equivalent(ctx: StageContext, mutant: Mutant, reason: str, cached: bool) -> WriterNote:
