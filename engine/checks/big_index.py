@@ -115,16 +115,25 @@ def _big_index(ctx: StageContext, chosen: list[Mutant], summary: dict) -> Iterat
         return
     summary["original"] = original
     clean = _clean_replays(original)
-    wraps = sorted({r["kernel"] for r in original if r.get("wrapped")} - {k for k, _ in clean})
+    wraps = _wrapping_kernels(original, clean)
     if wraps:
         summary["original_wraps"] = wraps
     if not clean:
-        why = "no kernel's original replay stays inside its tensors past 2^31 elements"
-        if wraps:
-            why = f"the original's offsets wrap past 2^31 elements too ({', '.join(wraps)})"
-        yield from _skipped(ctx, chosen, summary, why, len(chosen))
+        yield from _skipped(ctx, chosen, summary, _nothing_clean(wraps), len(chosen))
         return
     yield from _replay_survivors(ctx, chosen, clean, original, summary)
+
+
+def _wrapping_kernels(original: list[dict], clean: dict[tuple[str, int], dict]) -> list[str]:
+    """The kernels whose original replay wrapped and none of whose replays stayed clean."""
+    return sorted({r["kernel"] for r in original if r.get("wrapped")} - {k for k, _ in clean})
+
+
+def _nothing_clean(wraps: list[str]) -> str:
+    """Why the check skips where no original replay stayed inside its tensors."""
+    if wraps:
+        return f"the original's offsets wrap past 2^31 elements too ({', '.join(wraps)})"
+    return "no kernel's original replay stays inside its tensors past 2^31 elements"
 
 
 def _skipped(

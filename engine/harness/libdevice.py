@@ -486,9 +486,23 @@ def install(note: Callable[[str], None]) -> bool:
     builder = interpreter.InterpreterBuilder
     _SAVED[(builder, "create_extern_elementwise")] = builder.create_extern_elementwise
     builder.create_extern_elementwise = create_extern_elementwise
+    _mark_absent(stub, cuda)
+    _stand_in_for_builtins(cuda, stub, note, is_builtin)
+    return True
+
+
+def _mark_absent(stub: Any, cuda: Any) -> None:
+    """Replace the portable stubs that CUDA's libdevice lacks by ``_absent`` ones (saved)."""
     for name in [n for n in vars(stub) if not n.startswith("_") and not hasattr(cuda, n)]:
         _SAVED[(stub, name)] = getattr(stub, name)
         setattr(stub, name, _absent(name))
+
+
+def _stand_in_for_builtins(
+    cuda: Any, stub: Any, note: Callable[[str], None], is_builtin: Callable[[Any], bool]
+) -> None:
+    """Put a ``_stand_in`` for each of CUDA libdevice's builtins in its module and in the
+    portable stub module where it has the name (saved)."""
     for name, real in list(vars(cuda).items()):
         if not is_builtin(real):
             continue
@@ -498,7 +512,6 @@ def install(note: Callable[[str], None]) -> bool:
                 continue
             _SAVED[(module, name)] = getattr(module, name)
             setattr(module, name, stand_in)
-    return True
 
 
 def uninstall() -> None:

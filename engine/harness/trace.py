@@ -179,6 +179,12 @@ def encode_value(value: Any) -> Any:
         return {"dtype": str(value)}
     if isinstance(value, (tuple, list)):
         return {"tuple": [encode_value(v) for v in value]}
+    return _encode_object(value)
+
+
+def _encode_object(value: Any) -> dict:
+    """A constexpr that is no plain value: a (jit) function by name, anything else by its
+    ``repr``."""
     if hasattr(value, "fn") and hasattr(value, "__name__"):  # a (jit) function as constexpr
         return {"jit": value.__name__}
     if callable(value) and hasattr(value, "__name__"):
@@ -236,16 +242,7 @@ def _autotune_config(kernel: Any) -> dict | None:
 def _record_signature(kernel: Any, params: dict, specialization: list, options: dict) -> None:
     name = kernel.__name__
     names = list(params)
-    types: list[Any] = []
-    attrs: list[Any] = []
-    constexprs: dict[str, Any] = {}
-    for pname, (ty, attr) in zip(names, specialization, strict=True):
-        if not isinstance(ty, str):
-            ty = repr(ty)
-        types.append(ty)
-        attrs.append(attr if isinstance(attr, str) or attr is None else repr(attr))
-        if ty == "constexpr":
-            constexprs[pname] = encode_value(attr)
+    types, attrs, constexprs = _specialized(names, specialization)
     opts = {k: v for k, v in options.items() if _json_scalar(v)}
     record = {
         "kernel": name,
@@ -268,6 +265,22 @@ def _record_signature(kernel: Any, params: dict, specialization: list, options: 
     record["launches"] = 1
     record["first_launch"] = _STATE.launches
     _STATE.signatures[key] = record
+
+
+def _specialized(names: list[str], specialization: list) -> tuple[list, list, dict[str, Any]]:
+    """(types, attributes, constexpr values as JSON data) of a launch's parameters, as
+    the signature record keeps them."""
+    types: list[Any] = []
+    attrs: list[Any] = []
+    constexprs: dict[str, Any] = {}
+    for pname, (ty, attr) in zip(names, specialization, strict=True):
+        if not isinstance(ty, str):
+            ty = repr(ty)
+        types.append(ty)
+        attrs.append(attr if isinstance(attr, str) or attr is None else repr(attr))
+        if ty == "constexpr":
+            constexprs[pname] = encode_value(attr)
+    return types, attrs, constexprs
 
 
 # --------------------------------------------------------------------------
