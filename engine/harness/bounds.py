@@ -322,31 +322,7 @@ def describe(
     """The record of one program's out-of-bounds access: ``bad`` its active lanes' addresses
     outside every argument, ``n_active`` its active lanes (the record ``violations()`` keeps)."""
     mod = _interp()
-    u_isz = np.uint64(isz)
-    best = None  # (arg, dist array) per arg
-    if launch.args:
-        dists = []
-        for a in launch.args:
-            s, e = np.uint64(a.start), np.uint64(a.end)
-            before = np.where(bad < s, s - bad, np.uint64(0))
-            e_lim = e - u_isz if a.end >= isz else np.uint64(0)
-            after = np.where(bad > e_lim, bad - e_lim, np.uint64(0))
-            dists.append((before, after))
-        total = np.stack([b + a for b, a in dists])  # one of the two is 0
-        nearest = np.argmin(total, axis=0)
-        counts = np.bincount(nearest, minlength=len(launch.args))
-        top = counts.max()
-        cands = [k for k in range(len(launch.args)) if counts[k] == top]
-        k = min(cands, key=lambda j: int(total[j].min()))
-        sel = nearest == k
-        before, after = dists[k][0][sel], dists[k][1][sel]
-        mb, ma = int(before.max()), int(after.max())
-        if ma >= mb:
-            direction, dist = "past end", ma
-        else:
-            direction, dist = "before start", mb
-        worst = bad[sel][int(np.argmax(after if ma >= mb else before))]
-        best = (launch.args[k], direction, -(-dist // isz), int(worst))
+    best = _nearest_argument(launch, bad, isz) if launch.args else None
     file, line, where = _locate(launch, mod)
     pid_s = "(" + ", ".join(str(v) for v in pid) + ")"
     lanes = int(bad.size)
@@ -385,6 +361,34 @@ def describe(
         "message": msg,
     }
     return record
+
+
+def _nearest_argument(launch: _Launch, bad: np.ndarray, isz: int) -> tuple:
+    """(argument, "past end" or "before start", elements out, worst address) of the
+    argument most of the ``bad`` addresses lie nearest to (ties: the closest one)."""
+    u_isz = np.uint64(isz)
+    dists = []
+    for a in launch.args:
+        s, e = np.uint64(a.start), np.uint64(a.end)
+        before = np.where(bad < s, s - bad, np.uint64(0))
+        e_lim = e - u_isz if a.end >= isz else np.uint64(0)
+        after = np.where(bad > e_lim, bad - e_lim, np.uint64(0))
+        dists.append((before, after))
+    total = np.stack([b + a for b, a in dists])  # one of the two is 0
+    nearest = np.argmin(total, axis=0)
+    counts = np.bincount(nearest, minlength=len(launch.args))
+    top = counts.max()
+    cands = [k for k in range(len(launch.args)) if counts[k] == top]
+    k = min(cands, key=lambda j: int(total[j].min()))
+    sel = nearest == k
+    before, after = dists[k][0][sel], dists[k][1][sel]
+    mb, ma = int(before.max()), int(after.max())
+    if ma >= mb:
+        direction, dist = "past end", ma
+    else:
+        direction, dist = "before start", mb
+    worst = bad[sel][int(np.argmax(after if ma >= mb else before))]
+    return (launch.args[k], direction, -(-dist // isz), int(worst))
 
 
 def report(record: dict) -> BoundsViolation:

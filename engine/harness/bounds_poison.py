@@ -164,15 +164,18 @@ def _record_undefined(
         return
     if len(_POISON.sites) >= _MAX_UNDEFINED_SITES:
         return
-    _POISON.sites[key] = {
+    where = _undefined_site(launch, inner, kernel_frame)
+    _POISON.sites[key] = {**where, "lanes": lanes, "fill": fill, "dtype": dtype}
+
+
+def _undefined_site(launch: _Launch | None, inner: Any, kernel_frame: Any) -> dict:
+    """Where a site of undefined lanes is first seen: its kernel, function, file and lines."""
+    return {
         "kernel": launch.kernel if launch is not None else "?",
         "function": inner.f_code.co_name if inner is not None else None,
         "file": os.path.basename(inner.f_code.co_filename) if inner is not None else None,
         "line": inner.f_lineno if inner is not None else None,
         "kernel_line": kernel_frame.f_lineno if kernel_frame is not None else None,
-        "lanes": lanes,
-        "fill": fill,
-        "dtype": dtype,
     }
 
 
