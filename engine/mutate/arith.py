@@ -50,6 +50,7 @@ from .syntax import (
     rename_attr,
     replace_arg_value,
     same_whitespace,
+    sole_name_assignment,
     spaced,
     swap_arg_values,
     tl_call,
@@ -587,18 +588,14 @@ def _is_scalar_init(value: cst.BaseExpression) -> bool:
 def _assigned_name(statement: cst.CSTNode) -> tuple[str, bool] | None:
     """``acc = tl.zeros(...)`` / ``tl.full(...)`` alone on its line -> ("acc", False);
     ``acc = 0.0`` (a scalar literal) -> ("acc", True)."""
-    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+    found = sole_name_assignment(statement)
+    if found is None:
         return None
-    small = statement.body[0]
-    if type(small) is not cst.Assign or len(small.targets) != 1:
-        return None
-    target = small.targets[0].target
-    if type(target) is not cst.Name:
-        return None
-    if tl_call(small.value) in _INITIALISERS:
-        return target.value, False
-    if _is_scalar_init(small.value):
-        return target.value, True
+    name, value = found
+    if tl_call(value) in _INITIALISERS:
+        return name, False
+    if _is_scalar_init(value):
+        return name, True
     return None
 
 

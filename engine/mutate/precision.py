@@ -37,6 +37,7 @@ from .syntax import (
     precedence,
     rename_attr,
     replace_arg_value,
+    sole_name_assignment,
     tl_attr,
     tl_call,
 )
@@ -73,17 +74,15 @@ def _upcast(node: cst.CSTNode) -> tuple[cst.BaseExpression, int] | None:
 def _fp32_init(statement: cst.CSTNode) -> tuple[str, cst.Call, int] | None:
     """``acc = tl.zeros(shape, dtype=tl.float32)`` (or tl.full) as a statement:
     (acc, the call, index of its dtype argument)."""
-    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+    found = sole_name_assignment(statement)
+    if found is None:
         return None
-    assign = statement.body[0]
-    if type(assign) is not cst.Assign or len(assign.targets) != 1:
-        return None
-    target, call = assign.targets[0].target, assign.value
+    name, call = found
     kind = tl_call(call)
-    if type(target) is not cst.Name or kind not in _DTYPE_POSITION:
+    if kind not in _DTYPE_POSITION:
         return None
     index = _fp32_arg(call, "dtype", _DTYPE_POSITION[kind])
-    return None if index is None else (target.value, call, index)
+    return None if index is None else (name, call, index)
 
 
 def _mentions(node: cst.CSTNode, name: str) -> bool:

@@ -94,6 +94,17 @@ def swap_arg_values(call: cst.Call, first: int, second: int) -> cst.Call:
     return call.with_changes(args=args)
 
 
+def sole_name_assignment(statement: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """``name = value`` alone on its line, to one plain name -> (name, value); else None."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if type(small) is not cst.Assign or len(small.targets) != 1:
+        return None
+    target = small.targets[0].target
+    return (target.value, small.value) if type(target) is cst.Name else None
+
+
 def int_value(node: cst.CSTNode) -> int | None:
     """The value of an integer literal without parentheses, else None."""
     if isinstance(node, cst.Integer) and not node.lpar:
