@@ -252,15 +252,28 @@ def prove_on_original(
         )
         for seed in seeds(ctx, test)
     }
-    results = run_all(ctx, {**jobs, **(beside or {})})
-    extra = {k: results.pop(k) for k in (beside or {}) if k in results}
+    beside = beside or {}
+    results = run_all(ctx, {**jobs, **beside})
+    extra = {k: results.pop(k) for k in beside if k in results}
+    return _proof_of_runs(ctx, test, jobs, results, extra)
+
+
+def _proof_of_runs(
+    ctx: StageContext,
+    test: TestFile,
+    jobs: dict[str, Job],
+    results: dict[str, tuple[JobResult, bool]],
+    beside: dict[str, tuple[JobResult, bool]],
+) -> Proof:
+    """``prove_on_original``'s proof from the ``results`` of its ``jobs`` (by seed):
+    cancelled where some did not come back, else failed or passed."""
     runs = [results[k][0] for k in jobs if k in results]
     if len(runs) < len(jobs):
         return Proof(False, "the run was cancelled", runs=runs)
     failed = [(int(k), results[k][0]) for k in jobs if results[k][0].status is not JobStatus.PASSED]
     if failed:
         return _failed_on_original(failed, runs, jobs)
-    return _passed_on_original(ctx, test, runs, extra)
+    return _passed_on_original(ctx, test, runs, beside)
 
 
 def _passed_on_original(
@@ -378,23 +391,39 @@ def _prove_in_one_round(
     job = job_with_test(ctx, test, mutant.source, ctx.settings.seed, limit)
     tests, evidence = _ahead_jobs(ctx, asked, expected_s)
     proof = prove_on_original(ctx, test, beside=_beside_the_proof(asked, job, tests, evidence))
-    made = evidence.per_mutant(
-        {
-            k: proof.beside.pop(f"evidence:{k}")
-            for k in evidence.jobs
-            if f"evidence:{k}" in proof.beside
-        }
-    )
+    made = evidence.per_mutant(_evidence_beside(proof, evidence))
     runs = _test_runs(made, limit)
     _keep_ahead(proof, tests, made, runs, mutant.id)
     proof.ahead_limit_s = limit
     ran = {mid: r for mid, r in made.items() if mid == mutant.id}
     if not proof.ok:
         return proof, (None, False), ran
-    result, cached = proof.beside.get("mutant") or runs.get(mutant.id) or (None, False)
-    if result is None and mutant.id in evidence.covered:  # the oracle has no run of it
+    return proof, _mutant_run(ctx, proof, runs, mutant.id, evidence, job), ran
+
+
+def _evidence_beside(proof: Proof, evidence: OracleJobs) -> dict[str, tuple[JobResult, bool]]:
+    """The evidence jobs' results taken out of ``proof.beside``, by job key."""
+    return {
+        k: proof.beside.pop(f"evidence:{k}")
+        for k in evidence.jobs
+        if f"evidence:{k}" in proof.beside
+    }
+
+
+def _mutant_run(
+    ctx: StageContext,
+    proof: Proof,
+    runs: dict[str, tuple[JobResult, bool]],
+    mid: str,
+    evidence: OracleJobs,
+    job: Job,
+) -> tuple[JobResult | None, bool]:
+    """The test's run on the mutant: made beside the proof, or in the oracle's evidence
+    (``runs``), else, where the oracle covers it but has no run of it, run now."""
+    result, cached = proof.beside.get("mutant") or runs.get(mid) or (None, False)
+    if result is None and mid in evidence.covered:  # the oracle has no run of it
         result, cached = run_all(ctx, {"mutant": job}).get("mutant", (None, False))
-    return proof, (result, cached), ran
+    return result, cached
 
 
 def _keep_ahead(
@@ -594,17 +623,24 @@ def kill_others(
         return []
     limit = mutant_limit(ctx, original_s)
     results = _runs_on_others(ctx, test, others, limit, proof)
-    failed = {
-        m.id: (m, results[m.id][0])
-        for m in others
-        if m.id in results and results[m.id][0].status not in (JobStatus.PASSED, JobStatus.ERROR)
-    }
+    failed = _failed_by(others, results)
     refused = behaviour(ctx, test, failed, original_s, _evidence_made_ahead(proof, failed))
     return [
         (m, kill_of(test, result, results[m.id][1]))
         for m, result in failed.values()
         if refused.get(m.id) is None
     ]
+
+
+def _failed_by(
+    mutants: list[Mutant], results: dict[str, tuple[JobResult, bool]]
+) -> dict[str, tuple[Mutant, JobResult]]:
+    """The ``mutants`` whose run in ``results`` neither passed nor errored, with that run."""
+    return {
+        m.id: (m, results[m.id][0])
+        for m in mutants
+        if m.id in results and results[m.id][0].status not in (JobStatus.PASSED, JobStatus.ERROR)
+    }
 
 
 def _runs_on_others(
