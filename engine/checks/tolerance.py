@@ -486,13 +486,19 @@ def per_line(rows: dict[str, dict]) -> list[dict]:
             field = row["original"].get(need.removeprefix("original_")) or 0.0
             one[need] = max(one[need], field)
         if row["hidden"]:
-            one["killed"].append(mid)
-            route = row.get("route", "atol")
-            key, p = f"{route}_checked", row["proposal"]["rtol" if route == "rtol" else "atol"]
-            one[key] = p if one[key] is None else min(one[key], p)
+            _add_kill(one, mid, row)
     return sorted(
         lines.values(), key=lambda x: (-len(x["killed"]), -len(x["survivors"]), x["where"])
     )
+
+
+def _add_kill(line: dict, mid: str, row: dict) -> None:
+    """Count survivor ``mid`` as killed at its line, keeping the tightest checked
+    proposal of its route."""
+    line["killed"].append(mid)
+    route = row.get("route", "atol")
+    key, p = f"{route}_checked", row["proposal"]["rtol" if route == "rtol" else "atol"]
+    line[key] = p if line[key] is None else min(line[key], p)
 
 
 #: a per-line entry's field for the original's worst need of each route's tolerance
@@ -516,19 +522,25 @@ def line_words(line: dict) -> str:
     head = f"{line['where']} lets {n} survivor{'s' if n != 1 else ''} through at atol {short(line['atol'])}"
     if not line["killed"]:
         return f"{head}; no checked tolerance separates them"
-    route, need = next(
+    route, need = _checked_route(line)
+    value = f"{short(line[f'{route}_checked'])}" + (" with rtol 0" if route == "abs" else "")
+    name = "rtol" if route == "rtol" else "atol"
+    return (
+        f"{head}; at {name} {value} (the original needs {short(line.get(need) or 0.0)} there) "
+        f"the checked proposals kill {len(line['killed'])}"
+    )
+
+
+def _checked_route(line: dict) -> tuple[str, str]:
+    """(the first route with a checked proposal at ``line``, its original-need field);
+    atol's where none has one."""
+    return next(
         (
             (r, o)
             for r, o in zip(ROUTES, ORIGINAL_NEEDS, strict=True)
             if line.get(f"{r}_checked") is not None
         ),
         ("atol", ORIGINAL_NEEDS[0]),
-    )
-    value = f"{short(line[f'{route}_checked'])}" + (" with rtol 0" if route == "abs" else "")
-    name = "rtol" if route == "rtol" else "atol"
-    return (
-        f"{head}; at {name} {value} (the original needs {short(line.get(need) or 0.0)} there) "
-        f"the checked proposals kill {len(line['killed'])}"
     )
 
 
