@@ -36,14 +36,22 @@ def describe(value: Any) -> dict:
     if isinstance(value, torch.dtype):
         return {"kind": "dtype", "value": _dtype_name(value)}
     if value is None or isinstance(value, bool | int | float | str):
-        if isinstance(value, float) and not math.isfinite(value):
-            return {"kind": "opaque", "type": "float", "repr": repr(value)}
-        return {"kind": "value", "value": value}
-    if isinstance(value, tuple | list) and all(
-        isinstance(v, bool | int | float) and not isinstance(v, bool) for v in value
-    ):
+        return _describe_scalar(value)
+    if isinstance(value, tuple | list) and _all_numbers(value):
         return {"kind": "value", "value": list(value), "sequence": type(value).__name__}
     return {"kind": "opaque", "type": type(value).__name__}
+
+
+def _describe_scalar(value: Any) -> dict:
+    """``describe`` of None, a bool, number or string: opaque where a float is not finite."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"kind": "opaque", "type": "float", "repr": repr(value)}
+    return {"kind": "value", "value": value}
+
+
+def _all_numbers(values: tuple | list) -> bool:
+    """Whether every item is an int or a float (no bool)."""
+    return all(isinstance(v, bool | int | float) and not isinstance(v, bool) for v in values)
 
 
 def _describe_tensor(value: Any) -> dict:
@@ -181,28 +189,36 @@ def golden(value: Any, actual: Any = None, budget: int | None = None) -> dict:
     import torch
 
     if isinstance(value, torch.Tensor):
-        t = value.detach().cpu()
-        if budget is not None and t.numel() > budget:
-            return _sample(t, actual, budget)
-        return {
-            "kind": "tensor",
-            "dtype": _dtype_name(t.dtype),
-            "shape": list(t.shape),
-            "values": _values(t.reshape(-1)),
-        }
+        return _golden_tensor(value, actual, budget)
     if isinstance(value, tuple | list):
-        others = actual if isinstance(actual, tuple | list) and len(actual) == len(value) else None
-        return {
-            "kind": "sequence",
-            "items": [
-                golden(v, others[i] if others else None, budget) for i, v in enumerate(value)
-            ],
-        }
+        return _golden_sequence(value, actual, budget)
     if value is None:
         return {"kind": "none"}
     if isinstance(value, bool | int | float | str):
         return {"kind": "scalar", "value": value}
     raise TypeError(f"cannot write a {type(value).__name__} as an expected value")
+
+
+def _golden_tensor(value: Any, actual: Any, budget: int | None) -> dict:
+    """``golden`` of a tensor: all its values, or a sample of them over ``budget``."""
+    t = value.detach().cpu()
+    if budget is not None and t.numel() > budget:
+        return _sample(t, actual, budget)
+    return {
+        "kind": "tensor",
+        "dtype": _dtype_name(t.dtype),
+        "shape": list(t.shape),
+        "values": _values(t.reshape(-1)),
+    }
+
+
+def _golden_sequence(value: tuple | list, actual: Any, budget: int | None) -> dict:
+    """``golden`` of a tuple or list, item by item (beside the mutant's where it matches)."""
+    others = actual if isinstance(actual, tuple | list) and len(actual) == len(value) else None
+    return {
+        "kind": "sequence",
+        "items": [golden(v, others[i] if others else None, budget) for i, v in enumerate(value)],
+    }
 
 
 def _elements(value: dict) -> int:
