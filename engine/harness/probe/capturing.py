@@ -79,18 +79,7 @@ class _Recorder:
             bound = sig.bind(*args, **kwargs)
         except (TypeError, ValueError):
             return None
-        positional: list[dict] = []
-        keywords: dict[str, dict] = {}
-        for pname, value in bound.arguments.items():
-            kind = sig.parameters[pname].kind
-            if kind is inspect.Parameter.VAR_POSITIONAL:
-                positional.extend({"name": None, **describe(v)} for v in value)
-            elif kind is inspect.Parameter.VAR_KEYWORD:
-                keywords.update({k: describe(v) for k, v in value.items()})
-            elif pname in kwargs:
-                keywords[pname] = describe(value)
-            else:
-                positional.append({"name": pname, **describe(value)})
+        positional, keywords = _described_arguments(sig, bound, kwargs)
         return {
             "function": name,
             "args": positional,
@@ -106,22 +95,10 @@ class _Recorder:
             return  # a reference implementation or helper: nothing of the kernel ran
         if self.only is not None and not set(record["kernels"]) & self.only:
             return  # it launched other modules' kernels only
-        key = repr(
-            (
-                record["function"],
-                [_shape_key(a) for a in record["args"]],
-                sorted((k, _shape_key(v)) for k, v in record["kwargs"].items()),
-            )
-        )
+        key = _shapes_key(record)
         seen = self.keys.get(key)
         if seen is not None:  # the same shapes again: widen the value ranges
-            for old, new in zip(
-                seen["args"] + list(seen["kwargs"].values()),
-                record["args"] + list(record["kwargs"].values()),
-                strict=False,
-            ):
-                _widen(old, new)
-            seen["count"] += 1
+            _widen_record(seen, record)
             return
         if len(self.calls) < MAX_CALLS:
             record["count"] = 1
@@ -365,6 +342,49 @@ def _future_flags(tree: ast.Module) -> int:
     return flags
 
 
+def _described_arguments(
+    sig: inspect.Signature, bound: inspect.BoundArguments, kwargs: dict
+) -> tuple[list[dict], dict[str, dict]]:
+    """A call's bound arguments described (``describe``): the positional ones (named, but
+    those of ``*args``) and the keyword ones (given by keyword, or through ``**kwargs``)."""
+    positional: list[dict] = []
+    keywords: dict[str, dict] = {}
+    for pname, value in bound.arguments.items():
+        kind = sig.parameters[pname].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            positional.extend({"name": None, **describe(v)} for v in value)
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            keywords.update({k: describe(v) for k, v in value.items()})
+        elif pname in kwargs:
+            keywords[pname] = describe(value)
+        else:
+            positional.append({"name": pname, **describe(value)})
+    return positional, keywords
+
+
+def _shapes_key(record: dict) -> str:
+    """A recorded call's function and argument shapes: calls alike in them are one call."""
+    return repr(
+        (
+            record["function"],
+            [_shape_key(a) for a in record["args"]],
+            sorted((k, _shape_key(v)) for k, v in record["kwargs"].items()),
+        )
+    )
+
+
+def _widen_record(seen: dict, record: dict) -> None:
+    """``record`` merged into the call ``seen`` with the same shapes: each argument's value
+    range widened, one call more counted."""
+    for old, new in zip(
+        seen["args"] + list(seen["kwargs"].values()),
+        record["args"] + list(record["kwargs"].values()),
+        strict=False,
+    ):
+        _widen(old, new)
+    seen["count"] += 1
+
+
 def _wrap_public(node: ast.stmt, namespace: dict, recorder: _Recorder) -> list[str]:
     """Bind each public callable ``node`` defined (``_public_callables``) to its wrapper
     recording its calls; their names."""
@@ -391,6 +411,20 @@ def _exec_statements(
     return True
 
 
+def _top_statements(tree: ast.Module, checks: bool) -> tuple[list[ast.stmt], ast.stmt | None]:
+    """The file's top-level statements to run one by one: all but its ``__main__`` block
+    (the last one, returned apart) and, without ``checks``, its module-level check."""
+    own = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    statements: list[ast.stmt] = []
+    guard = None
+    for node in tree.body:
+        if is_main_guard(node):
+            guard = node
+        elif checks or not _is_check(node, own):
+            statements.append(node)
+    return statements, guard
+
+
 def _run_wrapped(
     module_name: str, path: str, recorder: _Recorder | None, main: bool, checks: bool = True
 ) -> tuple:
@@ -411,17 +445,11 @@ def _run_wrapped(
     namespace = vars(module)
     wrapped: list[str] = []
     errors: list[str] = []
-    guard = None
+    statements, guard = _top_statements(tree, checks)
     saved = sys.argv[:]
     sys.argv = [path]
-    own = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     try:
-        for node in tree.body:
-            if is_main_guard(node):
-                guard = node
-                continue
-            if not checks and _is_check(node, own):
-                continue
+        for node in statements:
             ran = _exec_statements([node], path, flags, namespace, errors, cap=5)
             if ran and recorder is not None:
                 wrapped += _wrap_public(node, namespace, recorder)
@@ -558,9 +586,7 @@ def _function_entries(module: Any, recorder: _Recorder) -> list[tuple[Any, dict]
 
     found = []
     for name, value in list(vars(module).items()):
-        if name.startswith("_") or not inspect.isclass(value):
-            continue
-        if not issubclass(value, torch.autograd.Function) or value.__module__ != module.__name__:
+        if not _own_public_function_class(name, value, module, torch.autograd.Function):
             continue
         try:
             params = list(inspect.signature(value.forward).parameters.values())[1:]
@@ -579,6 +605,14 @@ def _function_entries(module: Any, recorder: _Recorder) -> list[tuple[Any, dict]
             value.backward = staticmethod(_followed(recorder, entry, value.backward))
         found.append((value, held))
     return found
+
+
+def _own_public_function_class(name: str, value: Any, module: Any, function: type) -> bool:
+    """Whether ``value`` (bound to ``name``) is a public subclass of ``function`` (torch's
+    autograd ``Function``) defined in ``module``."""
+    if name.startswith("_") or not inspect.isclass(value):
+        return False
+    return issubclass(value, function) and value.__module__ == module.__name__
 
 
 def _project_modules(roots: list[str], kernel: Any) -> list[Any]:
