@@ -124,11 +124,16 @@ def _field_change(a: object, b: object) -> tuple | object | None:
         return None
     if isinstance(a, cst.CSTNode) and isinstance(b, cst.CSTNode):
         return a, b
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+    if _sequences_of_one_length(a, b):
         return _element_change(a, b)
     if type(a) is type(b) and not isinstance(a, cst.CSTNode) and a == b:
         return None
     return _STOP
+
+
+def _sequences_of_one_length(a: object, b: object) -> bool:
+    """Both lists or tuples, of the same length."""
+    return isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b)
 
 
 def _element_change(a: Sequence, b: Sequence) -> tuple | object:
