@@ -145,14 +145,16 @@ def source_problem(tree: ast.AST) -> str | None:
 
 def _imports_module(tree: ast.AST, module: str) -> bool:
     """Whether the code imports ``module`` (or names it, for ``importlib.import_module``)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == module for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == module:
-            return True
-        if isinstance(node, ast.Constant) and node.value == module:
-            return True  # importlib.import_module("...")
-    return False
+    return any(_names_module(node, module) for node in ast.walk(tree))
+
+
+def _names_module(node: ast.AST, module: str) -> bool:
+    """Whether one node imports ``module`` or is its name as a string constant."""
+    if isinstance(node, ast.Import):
+        return any(a.name.split(".")[0] == module for a in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")[0] == module
+    return isinstance(node, ast.Constant) and node.value == module  # importlib.import_module
 
 
 def static_problem(code: str, module: str) -> str | None:

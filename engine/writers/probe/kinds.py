@@ -314,23 +314,31 @@ def _int_dtype(call: dict) -> list[Variant]:
         }
     )
     for dtype in ints:
-        wider = [t for t in INT_DTYPES if t not in (dtype,)]
-        for other in (dtype, *wider[::-1]):
-            text = f"{other} values over its whole range" + (
-                "" if other == dtype else f" instead of {dtype}"
-            )
-            out.append(
-                Variant(
-                    "int-dtype",
-                    text,
-                    f"{other}_full_range",
-                    dtypes={dtype: other},
-                    mode="full-range",
-                )
-            )
+        out += _full_range_variants(dtype)
     for dtype in C.floats(call):
         out.append(
             Variant("int-dtype", f"int32 instead of {dtype}", "int32", dtypes={dtype: "int32"})
+        )
+    return out
+
+
+def _full_range_variants(dtype: str) -> list[Variant]:
+    """An integer dtype's values over its whole range, then each other integer dtype's
+    instead of it."""
+    out: list[Variant] = []
+    wider = [t for t in INT_DTYPES if t not in (dtype,)]
+    for other in (dtype, *wider[::-1]):
+        text = f"{other} values over its whole range" + (
+            "" if other == dtype else f" instead of {dtype}"
+        )
+        out.append(
+            Variant(
+                "int-dtype",
+                text,
+                f"{other}_full_range",
+                dtypes={dtype: other},
+                mode="full-range",
+            )
         )
     return out
 
