@@ -336,9 +336,14 @@ def compare(
     for claim in claims:
         claim["oracle"] = text
     if contradiction:
-        who = " and ".join(sorted({c.get("by", "a writer") for c in claims}))
-        text = f"CONTRADICTION: {who} claims this mutant is equivalent, but {text}"
+        text = _contradiction(text, claims)
     return _field(data, text, contradiction), text
+
+
+def _contradiction(text: str, claims: list[dict]) -> str:
+    """The oracle's sentence ``text`` as the contradiction of the writers' ``claims``."""
+    who = " and ".join(sorted({c.get("by", "a writer") for c in claims}))
+    return f"CONTRADICTION: {who} claims this mutant is equivalent, but {text}"
 
 
 #: what the report keeps of each differing launch's argument
