@@ -116,16 +116,22 @@ def originals_ahead(ctx: StageContext, captured: JobResult) -> None:
     calls = calls_of(data) if data is not None else []
     if not calls or not ctx.settings.writers.probe_share:
         return
-    needed: dict[str, Candidate] = {}
-    for m in ctx.mutants:
-        search = new_search(ctx, m, calls)
-        if search is not None:
-            needed.update((c.id, c) for c in search.batch({}) if c.id not in needed)
+    needed = _first_inputs(ctx, calls)
     if not needed:
         return
     jobs = list(original_jobs(ctx, list(needed.values()), ship=True).values())
     ctx.hand_on(AHEAD, jobs)
     ctx.start_ahead([job for job, _ in jobs])
+
+
+def _first_inputs(ctx: StageContext, calls: list[dict]) -> dict[str, Candidate]:
+    """The first batch of inputs of every mutant's search over ``calls``, by id, in order."""
+    needed: dict[str, Candidate] = {}
+    for m in ctx.mutants:
+        search = new_search(ctx, m, calls)
+        if search is not None:
+            needed.update((c.id, c) for c in search.batch({}) if c.id not in needed)
+    return needed
 
 
 def _taken_ahead(ctx: StageContext) -> dict[str, tuple[Job, list]]:
