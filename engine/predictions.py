@@ -68,11 +68,17 @@ def _check_prediction(item: object, here: str) -> None:
     unknown = set(item) - set(SELECTORS) - set(EXPECTATIONS)
     if unknown:
         raise BadInput(f"{here}: unknown key {sorted(unknown)[0]!r}")
+    _check_selectors(item, here)
+    _check_expectations(item, here)
+
+
+def _check_selectors(item: dict, here: str) -> None:
+    """BadInput unless the prediction names its mutants: by ``id``, or by ``operator`` and
+    a whole-number ``line``."""
     if not item.get("id") and not (item.get("operator") and item.get("line")):
         raise BadInput(f"{here}: name its mutants by `id`, or by `operator` and `line`")
     if "line" in item and not isinstance(item["line"], int):
         raise BadInput(f"{here}: `line` must be a whole number")
-    _check_expectations(item, here)
 
 
 def _check_expectations(item: dict, here: str) -> None:
@@ -82,10 +88,15 @@ def _check_expectations(item: dict, here: str) -> None:
     if not expected:
         raise BadInput(f"{here}: expects nothing (verdict, by, oracle or compile)")
     for key, value in expected.items():
-        allowed = EXPECTATIONS[key]
-        if not isinstance(value, str) or (allowed is not None and value not in allowed):
-            what = ", ".join(allowed) if allowed else "a string"
-            raise BadInput(f"{here}: {key} must be {what}, not {value!r}")
+        _check_value(key, value, here)
+
+
+def _check_value(key: str, value: object, here: str) -> None:
+    """BadInput unless ``value`` is a string that expectation ``key`` allows."""
+    allowed = EXPECTATIONS[key]
+    if not isinstance(value, str) or (allowed is not None and value not in allowed):
+        what = ", ".join(allowed) if allowed else "a string"
+        raise BadInput(f"{here}: {key} must be {what}, not {value!r}")
 
 
 def register(path: str) -> dict:
@@ -144,10 +155,14 @@ def _named(rows: list[dict], item: dict) -> list[dict]:
     """The rows a prediction names: by its id (else the ids it begins), else every row of
     its operator and line (and function, where given)."""
     if item.get("id"):
-        ref = str(item["id"])
-        exact = [r for r in rows if r.get("id") == ref]
-        return exact or [r for r in rows if str(r.get("id", "")).startswith(ref)]
+        return _by_id(rows, str(item["id"]))
     return [r for r in rows if _at(r, item)]
+
+
+def _by_id(rows: list[dict], ref: str) -> list[dict]:
+    """The row whose id is ``ref``, else every row whose id begins with it."""
+    exact = [r for r in rows if r.get("id") == ref]
+    return exact or [r for r in rows if str(r.get("id", "")).startswith(ref)]
 
 
 def _at(row: dict, item: dict) -> bool:
@@ -186,10 +201,17 @@ def _misses(named: list[dict], expected: dict) -> list[str]:
     if not named:
         wrong.append("no such mutant in the run")
     for row in named:
-        for key, value in expected.items():
-            got = _outcome(row, key)
-            if got != value:
-                wrong.append(f"{row.get('id')}: {key} {got or 'none'}, predicted {value}")
+        wrong += _row_misses(row, expected)
+    return wrong
+
+
+def _row_misses(row: dict, expected: dict) -> list[str]:
+    """Each expectation the mutant of ``row`` did not meet, in words."""
+    wrong = []
+    for key, value in expected.items():
+        got = _outcome(row, key)
+        if got != value:
+            wrong.append(f"{row.get('id')}: {key} {got or 'none'}, predicted {value}")
     return wrong
 
 
@@ -203,13 +225,19 @@ def lines(section: dict | None) -> list[str]:
         f"predicted {result['right']} of {result['total']} (registered before the run, "
         f"sha256 {str(section.get('sha256'))[:12]})"
     ]
-    state = section.get("file_now")
-    if state == "changed":
-        out.append(
-            f"the prediction file {section.get('file')} changed after the run stored it "
-            "(hash mismatch): scored against the stored copy"
-        )
-    elif state == "missing":
-        out.append(f"the prediction file {section.get('file')} is gone; scored the stored copy")
+    out += _file_state_lines(section)
     out += [f"missed: {m['prediction']}: {'; '.join(m['got'])}" for m in result["misses"]]
     return out
+
+
+def _file_state_lines(section: dict) -> list[str]:
+    """A line where the prediction file changed or is gone since the run stored it."""
+    state = section.get("file_now")
+    if state == "changed":
+        return [
+            f"the prediction file {section.get('file')} changed after the run stored it "
+            "(hash mismatch): scored against the stored copy"
+        ]
+    if state == "missing":
+        return [f"the prediction file {section.get('file')} is gone; scored the stored copy"]
+    return []
