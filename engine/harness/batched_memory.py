@@ -136,6 +136,42 @@ def _hulls_apart(writes: list[_Access], reads: list[_Access], bounds: list[tuple
     return True
 
 
+def _mark_writes(written: list[tuple], maps: dict[int, tuple]) -> None:
+    """Fill ``maps`` (``Memory._maps``) with the program that wrote each element (``MULTI``
+    for several in one operation); raise Divergence where programs write one element in
+    different operations."""
+    for s, elem, pid, _ in written:
+        if not elem.size:
+            continue
+        lo, table = maps[s][1], maps[s][2]
+        w = table[elem - lo]
+        if ((w != NONE) & ((w != pid) | (w == MULTI))).any():
+            raise ops.Divergence(
+                "programs of one chunk store to the same element in different operations"
+            )
+        table[elem - lo] = pid
+        shared = table[elem - lo] != pid
+        if shared.any():
+            table[elem[shared] - lo] = MULTI
+
+
+def _element_index(
+    p: np.ndarray, m: np.ndarray, base: int, item: int, every: bool, count: int | None
+) -> np.ndarray | None:
+    """Every lane's element index (int64) from ``base`` in elements of ``item`` bytes, 0 for a
+    lane ``m`` drops; None where a kept lane lies between elements or, with ``count``, at
+    or past the buffer's ``count`` elements (or below ``base``: it wraps above)."""
+    index = np.subtract(p, np.uint64(base))
+    if not every:
+        np.multiply(index, m, out=index)  # dropped lanes: element 0
+    if count is not None and int(index.max()) > (count - 1) * item:
+        return None
+    if int(np.bitwise_or.reduce(index, axis=None)) & (item - 1):
+        return None  # a kept lane between elements
+    np.right_shift(index, np.uint64(item.bit_length() - 1), out=index)
+    return index.view(np.int64)
+
+
 class Memory:
     """The launch's argument buffers: loads, stores and atomics for a chunk of programs."""
 
@@ -193,21 +229,34 @@ class Memory:
         if checks is not None:
             checks.check(b, "load", ptrs, p, own)
         m = self._mask(b, own, p.shape)
-        fill = None
-        if other is None and checks is not None:
-            fill = checks.load_other(b, own, mask is not None, dtype_tt, dtype_np)
-        if other is not None:
-            o = np.ascontiguousarray(np.broadcast_to(ops.lift(other, n), p.shape))
-        elif fill is not None:
-            o = np.full(p.shape, fill, dtype=dtype_np)
-        else:
-            o = np.zeros(p.shape, dtype=dtype_np)
+        o = self._other(b, p.shape, own, mask, other, dtype_tt, dtype_np)
         b.largest = max(b.largest, p.size // n)
         self.reads.append(_Access(p, m, dtype_np.itemsize, None))
         out = self._gather(p, m, o, dtype_np)
         if checks is not None:
             checks.loaded(b, out, own)
         return ops.batched(out, dtype_tt)
+
+    def _other(
+        self,
+        b: Any,
+        shape: tuple,
+        own: np.ndarray,
+        mask: Any,
+        other: Any,
+        dtype_tt: Any,
+        dtype_np: Any,
+    ) -> np.ndarray:
+        """The values a load's dropped lanes take: ``other``, else the checks' fill for a
+        load without one (``load_other``), else zeros."""
+        if other is not None:
+            return np.ascontiguousarray(np.broadcast_to(ops.lift(other, b.n), shape))
+        fill = None
+        if self.checks is not None:
+            fill = self.checks.load_other(b, own, mask is not None, dtype_tt, dtype_np)
+        if fill is not None:
+            return np.full(shape, fill, dtype=dtype_np)
+        return np.zeros(shape, dtype=dtype_np)
 
     def _gather(self, p: np.ndarray, m: np.ndarray, o: np.ndarray, dtype_np: Any) -> np.ndarray:
         """Triton's gather (``_native.load``: each lane the mask keeps reads its address,
@@ -233,27 +282,23 @@ class Memory:
         if m.dtype != np.bool_:
             return None
         every = bool(m.all())
-        s = buffer
-        if s is None:
-            first = 0 if every else int(np.argmax(m))
-            if not m.flat[first]:
-                return None  # no lane kept
-            s = int(np.searchsorted(self.bases, p.flat[first], side="right")) - 1
+        s = self._first_buffer(p, m, every) if buffer is None else buffer
         if s < 0:
             return None
         base = int(self.bases[s])
         count = (int(self.ends[s]) - base) // item
         if base % item:
             return None
-        index = np.subtract(p, np.uint64(base))
-        if not every:
-            np.multiply(index, m, out=index)  # dropped lanes: element 0
-        if buffer is None and int(index.max()) > (count - 1) * item:
-            return None
-        if int(np.bitwise_or.reduce(index, axis=None)) & (item - 1):
-            return None  # a kept lane between elements
-        np.right_shift(index, np.uint64(item.bit_length() - 1), out=index)
-        return base, count, index.view(np.int64), every
+        index = _element_index(p, m, base, item, every, count if buffer is None else None)
+        return None if index is None else (base, count, index, every)
+
+    def _first_buffer(self, p: np.ndarray, m: np.ndarray, every: bool) -> int:
+        """The index of the buffer the first lane ``m`` keeps lies in; -1 where it lies
+        below them all or ``m`` keeps no lane."""
+        first = 0 if every else int(np.argmax(m))
+        if not m.flat[first]:
+            return -1  # no lane kept
+        return int(np.searchsorted(self.bases, p.flat[first], side="right")) - 1
 
     def numpy_gather(
         self, p: np.ndarray, m: np.ndarray, o: np.ndarray, dtype_np: Any
@@ -306,20 +351,27 @@ class Memory:
             v = value.data
             pid = _alike(n)
         else:
-            p = np.ascontiguousarray(ops.lift(ptrs, n))
-            own = _own(mask, n, p.shape)
-            if checks is not None:
-                checks.check(b, op, ptrs, p, own)
-            m = self._mask(b, own, p.shape)
-            v = np.ascontiguousarray(np.broadcast_to(ops.lift(value, n), p.shape))
+            p, v, m = self._lifted_write(b, ptrs, value, mask, op)
             pid = None
-            b.largest = max(b.largest, p.size // n)
-            if checks is not None and op == "store":
-                checks.stored(b, ptrs, p, v, own)
         itemsize = interp._get_np_dtype(ptrs.get_element_ty()).itemsize
         access = _Access(p, m, itemsize, pid)
         self._save(self._buffers(access))
         self.writes.append(access)
+        return p, v, m
+
+    def _lifted_write(self, b: Any, ptrs: Any, value: Any, mask: Any, op: str) -> tuple:
+        """A write's addresses, values and mask with the program axis (the programs still
+        running kept), after the checks' look at it."""
+        n, checks = b.n, self.checks
+        p = np.ascontiguousarray(ops.lift(ptrs, n))
+        own = _own(mask, n, p.shape)
+        if checks is not None:
+            checks.check(b, op, ptrs, p, own)
+        m = self._mask(b, own, p.shape)
+        v = np.ascontiguousarray(np.broadcast_to(ops.lift(value, n), p.shape))
+        b.largest = max(b.largest, p.size // n)
+        if checks is not None and op == "store":
+            checks.stored(b, ptrs, p, v, own)
         return p, v, m
 
     def _buffers(self, access: _Access) -> list[int]:
@@ -360,6 +412,14 @@ class Memory:
         self.reads, self.writes = [], []
         if not writes or _apart(reads, writes):
             return
+        written = self._written(writes)
+        maps = self._maps(written)
+        _mark_writes(written, maps)
+        self._check_reads(reads, maps)
+
+    def _written(self, writes: list[_Access]) -> list[tuple]:
+        """Every write's kept lanes, a tuple (buffer, element indices, programs, element
+        size) a buffer it touches."""
         written = []
         for access in writes:
             sel, pids = access.lanes()
@@ -368,20 +428,12 @@ class Memory:
                 (s, elem, pid, access.itemsize)
                 for s, elem, pid in self._split(access.itemsize, sel, pids, sids)
             ]
-        maps = self._maps(written)
-        for s, elem, pid, _ in written:
-            if not elem.size:
-                continue
-            lo, table = maps[s][1], maps[s][2]
-            w = table[elem - lo]
-            if ((w != NONE) & ((w != pid) | (w == MULTI))).any():
-                raise ops.Divergence(
-                    "programs of one chunk store to the same element in different operations"
-                )
-            table[elem - lo] = pid
-            shared = table[elem - lo] != pid
-            if shared.any():
-                table[elem[shared] - lo] = MULTI
+        return written
+
+    def _check_reads(self, reads: list[_Access], maps: dict[int, tuple]) -> None:
+        """Raise Divergence where a read touches an element another program of the chunk
+        wrote (``maps``: ``_maps`` after ``_mark_writes``), or reads a written buffer with
+        another element size."""
         spans = [(int(self.bases[s]), int(self.ends[s])) for s in maps]
         for access in reads:
             if access.ptrs.size == 0 or not self._touches(access.ptrs, spans):
