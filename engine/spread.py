@@ -54,6 +54,14 @@ def shares(checks: tuple[Check, ...], workers: int) -> list[tuple[Check, ...]]:
     n = min(workers, len(tests) // PER_SHARE)
     if n < 2:
         return [checks]
+    owner = _owners(checks, n)
+    out = [tuple(c for i, c in enumerate(checks) if owner[i] == k) for k in range(n)]
+    return [s for s in out if s]
+
+
+def _owners(checks: tuple[Check, ...], n: int) -> dict[int, int]:
+    """Each check's share (by its index) among ``n``: the checks that are not test files in
+    the first, the test files dealt largest first onto the lightest share."""
     load = [0] * n
     owner: dict[int, int] = {}
     for i in sorted(range(len(checks)), key=lambda i: -_size(checks[i])):
@@ -63,8 +71,7 @@ def shares(checks: tuple[Check, ...], workers: int) -> list[tuple[Check, ...]]:
         k = min(range(n), key=lambda k: (load[k], k))
         owner[i] = k
         load[k] += max(1, _size(checks[i]))
-    out = [tuple(c for i, c in enumerate(checks) if owner[i] == k) for k in range(n)]
-    return [s for s in out if s]
+    return owner
 
 
 def spread_jobs(job: Job, workers: int) -> list[Job]:
@@ -90,22 +97,25 @@ def _merged_interpreter(found: list[dict]) -> dict | None:
     for section in found:
         for name, k in (section.get("kernels") or {}).items():
             into = kernels.setdefault(name, {"batched": 0, "triton": 0, "reasons": {}})
-            into["batched"] += k.get("batched", 0)
-            into["triton"] += k.get("triton", 0)
-            for key in ("reasons", "masked"):
-                for why, n in (k.get(key) or {}).items():
-                    counts = into.setdefault(key, {})
-                    counts[why] = counts.get(why, 0) + n
+            _add_kernel(into, k)
     return {**out, "kernels": kernels}
+
+
+def _add_kernel(into: dict, k: dict) -> None:
+    """Adds one share's record of a kernel (its batched and Triton launches, its counts of
+    reasons and masked lanes) into the joined record ``into``."""
+    into["batched"] += k.get("batched", 0)
+    into["triton"] += k.get("triton", 0)
+    for key in ("reasons", "masked"):
+        for why, n in (k.get(key) or {}).items():
+            counts = into.setdefault(key, {})
+            counts[why] = counts.get(why, 0) + n
 
 
 def _joined_extra(results: list[JobResult]) -> dict:
     """The shares' records as one job's: the first share's value of anything not joined."""
     extras = [r.extra for r in results]
-    out: dict = {}
-    for extra in extras:
-        for key, value in extra.items():
-            out.setdefault(key, value)
+    out = _first_values(extras)
     out.update(_joined_records(extras))
     out.pop("cases", None)
     if any(r.status is JobStatus.TIMEOUT for r in results):  # the case log a timeout keeps
@@ -114,11 +124,27 @@ def _joined_extra(results: list[JobResult]) -> dict:
     if interp is not None:
         out["interpreter"] = interp
     out.pop("limit", None)
-    failing = next((r for r in results if r.status is not JobStatus.PASSED), None)
-    if failing is not None and "limit" in failing.extra:
-        out["limit"] = failing.extra["limit"]
+    out.update(_failing_limit(results))
     out["spread"] = {"shares": len(results), "seconds": [round(r.duration_s, 3) for r in results]}
     return out
+
+
+def _first_values(extras: list[dict]) -> dict:
+    """Every key any share's record holds, with the first share's value of it."""
+    out: dict = {}
+    for extra in extras:
+        for key, value in extra.items():
+            out.setdefault(key, value)
+    return out
+
+
+def _failing_limit(results: list[JobResult]) -> dict:
+    """The first share that did not pass's ``limit`` record, as ``{"limit": ...}``; empty
+    where there is no such share or it has none."""
+    failing = next((r for r in results if r.status is not JobStatus.PASSED), None)
+    if failing is not None and "limit" in failing.extra:
+        return {"limit": failing.extra["limit"]}
+    return {}
 
 
 def _joined_case_log(results: list[JobResult]) -> dict:
@@ -136,28 +162,48 @@ def _joined_records(extras: list[dict]) -> dict:
     """Per-case coverage merged, the kernels launched and functions reached as one union,
     the lists of findings (races, interpreter errors, undefined lanes) joined, each
     autotuned kernel's configs at their most."""
-    out: dict = {}
-    if any("coverage" in e for e in extras):
-        out["coverage"] = {k: v for e in extras for k, v in (e.get("coverage") or {}).items()}
-    for key in ("launched", "reaches"):
-        if any(key in e for e in extras):
-            union = list(dict.fromkeys(k for e in extras for k in e.get(key) or []))
-            out[key] = sorted(union) if key == "reaches" else union
-    for key in ("races", "interpreter_errors", "undefined_lanes"):
-        if any(key in e for e in extras):
-            out[key] = [x for e in extras for x in (e.get(key) or [])]
-    if any("autotune_configs" in e for e in extras):
-        out["autotune_configs"] = _most_configs(extras)
-    return out
+    return {key: join(extras, key) for key, join in _JOINS.items() if any(key in e for e in extras)}
 
 
-def _most_configs(extras: list[dict]) -> dict:
+def _merged(extras: list[dict], key: str) -> dict:
+    """The shares' dicts under ``key`` as one (per-case coverage: each case in one share)."""
+    return {k: v for e in extras for k, v in (e.get(key) or {}).items()}
+
+
+def _union(extras: list[dict], key: str) -> list:
+    """The shares' lists under ``key`` as one, each item once, in the order first seen."""
+    return list(dict.fromkeys(k for e in extras for k in e.get(key) or []))
+
+
+def _sorted_union(extras: list[dict], key: str) -> list:
+    """The shares' lists under ``key`` as one sorted list, each item once."""
+    return sorted(_union(extras, key))
+
+
+def _concatenated(extras: list[dict], key: str) -> list:
+    """The shares' lists under ``key`` one after the other (findings are never merged)."""
+    return [x for e in extras for x in (e.get(key) or [])]
+
+
+def _most_configs(extras: list[dict], key: str) -> dict:
     """Each autotuned kernel's count of configs, the most any share saw."""
     configs: dict = {}
     for e in extras:
-        for name, n in (e.get("autotune_configs") or {}).items():
+        for name, n in (e.get(key) or {}).items():
             configs[name] = max(configs.get(name, 0), n)
     return configs
+
+
+#: how each record the shares' results hold is joined, in the order a joined result holds them
+_JOINS = {
+    "coverage": _merged,
+    "launched": _union,
+    "reaches": _sorted_union,
+    "races": _concatenated,
+    "interpreter_errors": _concatenated,
+    "undefined_lanes": _concatenated,
+    "autotune_configs": _most_configs,
+}
 
 
 def _case_log(result: JobResult) -> dict:
@@ -230,12 +276,16 @@ def joined(results: list[JobResult]) -> JobResult:
         bounds=next((r.bounds for r in results if r.bounds), None),
         shims=tuple(dict.fromkeys(s for r in results for s in r.shims)),
         extra=extra,
-        cpu_s=(
-            sum(r.cpu_s for r in results)
-            if case_cpu is None
-            else _one_start([r.cpu_s for r in results], case_cpu)
-        ),
+        cpu_s=_joined_cpu_s(results, case_cpu),
     )
+
+
+def _joined_cpu_s(results: list[JobResult], case_cpu: list[float] | None) -> float:
+    """The joined job's CPU seconds: every case's own plus the most a share spent outside
+    its cases; the shares' sum where their cases' CPU seconds are not known."""
+    if case_cpu is None:
+        return sum(r.cpu_s for r in results)
+    return _one_start([r.cpu_s for r in results], case_cpu)
 
 
 def _cases_cpu_seconds(results: list[JobResult]) -> list[float] | None:
@@ -268,9 +318,15 @@ def run_original(ctx, job: Job, on_progress=None) -> tuple[JobResult, bool]:
     test file."""
     jobs = spread_jobs(job, ctx.workers) if ctx.kernel.project is not None else [job]
     found = _side_by_side([lambda job=j: _share(ctx, job, on_progress) for j in jobs])
-    done = [f for share in found for f in share]
     if ctx.cancel.is_set() or any(not share for share in found):
         return JobResult(JobStatus.ERROR, error="the original was cancelled"), False
+    return _joined_answers(found)
+
+
+def _joined_answers(found: list[list[tuple[JobResult, bool]]]) -> tuple[JobResult, bool]:
+    """The shares' answers as one: their joined result, and whether every one of them was
+    served whole from the cache."""
+    done = [f for share in found for f in share]
     return joined([r for r, _ in done]), all(c for _, c in done)
 
 
