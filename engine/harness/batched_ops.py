@@ -514,13 +514,18 @@ def pick(a: Any, b: Any, which: str) -> Any:
         return b if cond else a
     except Divergence:
         pass
+    if not _selectable(a, b):
+        raise Divergence(f"{which}() of values of different types differs between programs")
+    return tl.where(cond, b, a)
+
+
+def _selectable(a: Any, b: Any) -> bool:
+    """Whether a select may stand for ``pick``'s choice between ``a`` and ``b``: tensors
+    alike in type, or an int32 tensor beside a Python int."""
     ta, tb = (getattr(v, "type", None) for v in (a, b))
     ints = (int, tl.constexpr)
     alike = ta is not None and ta == tb
-    int_pair = {ta, tb} - {None} == {tl.int32} and any(isinstance(v, ints) for v in (a, b))
-    if not (alike or int_pair):
-        raise Divergence(f"{which}() of values of different types differs between programs")
-    return tl.where(cond, b, a)
+    return alike or ({ta, tb} - {None} == {tl.int32} and any(isinstance(v, ints) for v in (a, b)))
 
 
 # --------------------------------------------------------------------------
@@ -589,27 +594,43 @@ class BatchedReduce(interp.ReduceOps):
             out_at = (slice(None),) + index[:axis] + index[axis + 1 :]
             vals = tuple(_to_tensor(d[at], t.dtype) for d, t in zip(datas, input, strict=True))
             if index[axis] == 0:
-                for o, v in zip(outs, vals, strict=True):
-                    o[out_at] = v.handle.data.reshape(n)
-                continue
-            acc = tuple(_to_tensor(o[out_at], t.dtype) for o, t in zip(outs, input, strict=True))
-            ret = self.combine_fn.fn(*acc, *vals)
-            ret = ret if isinstance(ret, tuple) else (ret,)
-            for o, r in zip(outs, ret, strict=True):
-                o[out_at] = _scalars(r, n)
-        result = []
-        for o, t in zip(outs, input, strict=True):
-            if self.keep_dims:
-                o = np.expand_dims(o, _axis(axis)) if self.axis is not None else o
-                o = self._finish(o, len(t.shape) + 1)
-            result.append(_to_tensor(o, t.dtype))
-        return result
+                _put(outs, out_at, vals, n)
+            else:
+                _combine_into(self.combine_fn, outs, out_at, out_at, vals, input, n)
+        return [self._kept_dims(o, t, axis) for o, t in zip(outs, input, strict=True)]
+
+    def _kept_dims(self, out: np.ndarray, t: Any, axis: int) -> Any:
+        """The tensor of one reduced input ``t``'s result ``out``, its reduced axis (every
+        axis for ``axis=None``) kept at length 1 where ``keep_dims`` asks."""
+        if self.keep_dims:
+            out = np.expand_dims(out, _axis(axis)) if self.axis is not None else out
+            out = self._finish(out, len(t.shape) + 1)
+        return _to_tensor(out, t.dtype)
 
 
 def _scalars(r: Any, n: int) -> Any:
     if isinstance(r, tl.core.tensor):
         return lift(r.handle, n).reshape(n)
     return r
+
+
+def _put(outs: list, at: tuple, vals: tuple, n: int) -> None:
+    """Write each of ``vals`` (one scalar a program) into its array of ``outs`` at ``at``."""
+    for o, v in zip(outs, vals, strict=True):
+        o[at] = v.handle.data.reshape(n)
+
+
+def _combine_into(
+    combine_fn: Any, outs: list, acc_at: tuple, at: tuple, vals: tuple, input: Any, n: int
+) -> None:
+    """One step of a reduce or scan for every program at once: ``combine_fn`` of the
+    accumulated values in ``outs`` at ``acc_at`` and ``vals``, written into ``outs`` at
+    ``at``."""
+    acc = tuple(_to_tensor(o[acc_at], t.dtype) for o, t in zip(outs, input, strict=True))
+    ret = combine_fn.fn(*acc, *vals)
+    ret = ret if isinstance(ret, tuple) else (ret,)
+    for o, r in zip(outs, ret, strict=True):
+        o[at] = _scalars(r, n)
 
 
 class BatchedScan(interp.ScanOps):
@@ -621,15 +642,19 @@ class BatchedScan(interp.ScanOps):
         ax = _axis(self.axis)
         if self.reverse:
             datas = [np.ascontiguousarray(np.flip(d, axis=ax)) for d in datas]
-        if self.combine_fn == tl.standard._sum_combine:
-            outs = [np.cumsum(datas[0], axis=ax)]
-        elif self.combine_fn == tl.standard._prod_combine:
-            outs = [np.cumprod(datas[0], axis=ax)]
-        else:
-            outs = self._generic(datas, input, n)
+        outs = self._forward(datas, input, n, ax)
         if self.reverse:
             outs = [np.ascontiguousarray(np.flip(o, axis=ax)) for o in outs]
         return [_to_tensor(o, t.dtype) for o, t in zip(outs, input, strict=True)]
+
+    def _forward(self, datas: list, input: Any, n: int, ax: Any) -> list:
+        """The scan's results from the first element on along ``ax``: numpy's for a sum or
+        a product, else ``_generic``'s."""
+        if self.combine_fn == tl.standard._sum_combine:
+            return [np.cumsum(datas[0], axis=ax)]
+        if self.combine_fn == tl.standard._prod_combine:
+            return [np.cumprod(datas[0], axis=ax)]
+        return self._generic(datas, input, n)
 
     def _generic(self, datas: list, input: Any, n: int) -> list:
         shape = datas[0].shape[1:]
@@ -638,17 +663,12 @@ class BatchedScan(interp.ScanOps):
             at = (slice(None),) + index
             vals = tuple(_to_tensor(d[at], t.dtype) for d, t in zip(datas, input, strict=True))
             if index[self.axis] == 0:
-                for o, v in zip(outs, vals, strict=True):
-                    o[at] = v.handle.data.reshape(n)
+                _put(outs, at, vals, n)
                 continue
             prev = list(index)
             prev[self.axis] -= 1
             prev_at = (slice(None),) + tuple(prev)
-            acc = tuple(_to_tensor(o[prev_at], t.dtype) for o, t in zip(outs, input, strict=True))
-            ret = self.combine_fn.fn(*acc, *vals)
-            ret = ret if isinstance(ret, tuple) else (ret,)
-            for o, r in zip(outs, ret, strict=True):
-                o[at] = _scalars(r, n)
+            _combine_into(self.combine_fn, outs, prev_at, at, vals, input, n)
         return outs
 
 
