@@ -78,13 +78,21 @@ def outputs(diffs: Iterable[dict]) -> list[dict]:
             },
         )
         one["launches"] += 1
-        for k in ("max_abs", "max_rel"):
-            if d.get(k) is not None and (one[k] is None or d[k] > one[k]):
-                one[k] = d[k]
+        _take_larger(one, d)
     return sorted(found.values(), key=lambda o: -(o["max_abs"] or float("inf")))
 
 
-def _differs_why(oracle: dict, found: list[dict], poisoned: bool) -> str:
+def _take_larger(one: dict, d: dict) -> None:
+    """Raise ``one``'s largest absolute and relative differences to launch ``d``'s where
+    they are larger."""
+    for k in ("max_abs", "max_rel"):
+        if d.get(k) is not None and (one[k] is None or d[k] > one[k]):
+            one[k] = d[k]
+
+
+def _named_outputs(found: list[dict]) -> str:
+    """The first ``SHOWN_OUTPUTS`` outputs that differ and by how much (kernel-qualified
+    where several kernels), then how many more."""
     kernels = len({o["kernel"] for o in found})
     names = [
         (o["argument"] if kernels <= 1 else f"{o['kernel']}.{o['argument']}")
@@ -92,7 +100,11 @@ def _differs_why(oracle: dict, found: list[dict], poisoned: bool) -> str:
         for o in found[:SHOWN_OUTPUTS]
     ]
     more = len(found) - len(names)
-    text = ", ".join(names) + (f" and {more} more" if more > 0 else "")
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
+
+
+def _differs_why(oracle: dict, found: list[dict], poisoned: bool) -> str:
+    text = _named_outputs(found)
     n = oracle.get("launches") or 0
     k = max((o["launches"] for o in found), default=0)
     on = _launches(n) if k >= n else f"{k} of {n} launches"
@@ -117,18 +129,23 @@ def classify(verdict: str, oracle: object, tolerance: object = None) -> dict | N
     if str(verdict) != Verdict.SURVIVED.value:
         return None
     if isinstance(tolerance, dict) and tolerance.get("hidden"):
-        return {
-            "kind": HIDDEN,
-            "why": str(tolerance.get("line") or ""),
-            "reason": "tolerance",
-            "where": tolerance.get("where"),
-            "evidence": ["tolerance"],
-        }
+        return _hidden(tolerance)
     if not isinstance(oracle, dict):
         return _not_checked("the diff-oracle did not run on it")
     if not oracle.get("divergence") and oracle.get("identical") is None:
         return _not_checked(str(oracle.get("sentence") or "the diff-oracle could not compare"))
     return _differs(oracle) or _identical(oracle)
+
+
+def _hidden(tolerance: dict) -> dict:
+    """The ``hidden_by_tolerance`` kind, from the tolerance check's row section."""
+    return {
+        "kind": HIDDEN,
+        "why": str(tolerance.get("line") or ""),
+        "reason": "tolerance",
+        "where": tolerance.get("where"),
+        "evidence": ["tolerance"],
+    }
 
 
 def _poisoned(oracle: dict) -> dict | None:
@@ -144,12 +161,7 @@ def _differs(oracle: dict) -> dict | None:
         why = f"the launches diverge: {oracle['divergence']}"
         reason, found = "divergence", outputs(oracle.get("diffs") or [])
     elif oracle["identical"] is False:
-        found = outputs(oracle.get("diffs") or [])
-        why = (
-            _differs_why(oracle, found, False)
-            if found
-            else "its launches fail where the original's pass, and the checks pass"
-        )
+        found, why = _outputs_differ(oracle)
         reason = "outputs"
     elif poisoned and poisoned.get("identical") is False and poisoned.get("diffs"):
         found = outputs(poisoned["diffs"])
@@ -164,6 +176,15 @@ def _differs(oracle: dict) -> dict | None:
         "outputs": found,
         "evidence": ["oracle"],
     }
+
+
+def _outputs_differ(oracle: dict) -> tuple[list[dict], str]:
+    """The outputs that differ where the oracle saw the mutant's outputs differ, and why
+    in words (no output named: its launches fail where the original's pass)."""
+    found = outputs(oracle.get("diffs") or [])
+    if found:
+        return found, _differs_why(oracle, found, False)
+    return found, "its launches fail where the original's pass, and the checks pass"
 
 
 def _identical(oracle: dict) -> dict:
