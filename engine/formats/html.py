@@ -152,24 +152,28 @@ if(!location.hash)window.scrollTo(0,0);  // opens at its top: the score first
 """
 
 
+#: A diff line's class by how it starts, the first that fits (file headers before the
+#: added and deleted lines they also start like)
+_DIFF_CLASSES = (
+    ("---", "d-file"),
+    ("+++", "d-file"),
+    ("@@", "d-hunk"),
+    ("+", "d-add"),
+    ("-", "d-del"),
+)
+
+
+def _diff_class(line: str) -> str:
+    """The class of one line of a unified diff ("" for a context line)."""
+    return next((cls for start, cls in _DIFF_CLASSES if line.startswith(start)), "")
+
+
 def diff_block(diff: str) -> str:
     out = []
     for line in diff.rstrip("\n").split("\n"):
-        if line.startswith(("---", "+++")):
-            cls = "d-file"
-        elif line.startswith("@@"):
-            cls = "d-hunk"
-        elif line.startswith("+"):
-            cls = "d-add"
-        elif line.startswith("-"):
-            cls = "d-del"
-        else:
-            cls = ""
-        out.append(
-            f'<span class="{cls}">{esc(line) or " "}</span>'
-            if cls
-            else f"<span>{esc(line) or ' '}</span>"
-        )
+        cls = _diff_class(line)
+        attr = f' class="{cls}"' if cls else ""
+        out.append(f"<span{attr}>{esc(line) or ' '}</span>")
     return '<pre class="diff">' + "".join(out) + "</pre>"
 
 
@@ -237,6 +241,11 @@ def in_words(value: object) -> str:
         return "; ".join(f"{str(k).replace('_', ' ')} {in_words(v)}" for k, v in value.items())
     if isinstance(value, list | tuple):
         return ", ".join(in_words(v) for v in value)
+    return _scalar_words(value)
+
+
+def _scalar_words(value: object) -> str:
+    """One plain value as text: yes or no, none, a float in its short form, else its str."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if value is None:
@@ -432,12 +441,7 @@ def _operator_table(rows: list[dict], per_verdict: dict[str, int]) -> list[str]:
     """Mutants per family and operator, a column for each verdict some mutant has."""
     out = ["<h2>By operator</h2><table><tr><th>family</th><th>operator</th>"]
     out.append("".join(f"<th>{GLYPHS[v]}</th>" for v in VERDICTS if per_verdict[v]) + "</tr>")
-    table: dict[tuple[str, str], dict[str, int]] = {}
-    for row in rows:
-        key = (row.get("family") or "?", row.get("operator") or "?")
-        cell = table.setdefault(key, {})
-        cell[row.get("verdict", "pending")] = cell.get(row.get("verdict", "pending"), 0) + 1
-    for (family, operator), cell in sorted(table.items()):
+    for (family, operator), cell in sorted(_operator_counts(rows).items()):
         out.append(
             f"<tr><td>{esc(family)}</td><td>{esc(operator)}</td>"
             + "".join(f"<td>{cell.get(v, '') or ''}</td>" for v in VERDICTS if per_verdict[v])
@@ -445,6 +449,16 @@ def _operator_table(rows: list[dict], per_verdict: dict[str, int]) -> list[str]:
         )
     out.append("</table>")
     return out
+
+
+def _operator_counts(rows: list[dict]) -> dict[tuple[str, str], dict[str, int]]:
+    """Per (family, operator): how many of its mutants have each verdict."""
+    table: dict[tuple[str, str], dict[str, int]] = {}
+    for row in rows:
+        key = (row.get("family") or "?", row.get("operator") or "?")
+        cell = table.setdefault(key, {})
+        cell[row.get("verdict", "pending")] = cell.get(row.get("verdict", "pending"), 0) + 1
+    return table
 
 
 def _tests_part(tests: list[dict], test_ids: dict[str, str]) -> list[str]:
@@ -614,19 +628,24 @@ def survivor_list(rows: list[dict]) -> list[str]:
     out = []
     for name in KINDS:
         members = [(row, k) for row, k in kinds if k is not None and k["kind"] == name]
-        if not members:
-            continue
-        out.append(
-            f'<h2 class="kind-{name}">Survivors: {esc(KIND_WORDS[name])} ({len(members)})</h2>'
-            f'<p class="meta">{esc(KIND_HINTS[name])}</p><ul class="survivors kind-list-{name}">'
-        )
-        out += [
+        if members:
+            out += _kind_list(name, members)
+    return out
+
+
+def _kind_list(name: str, members: list[tuple[dict, dict]]) -> list[str]:
+    """The heading, hint and list of one kind's survivors (``members``: each row with
+    its kind)."""
+    return [
+        f'<h2 class="kind-{name}">Survivors: {esc(KIND_WORDS[name])} ({len(members)})</h2>'
+        f'<p class="meta">{esc(KIND_HINTS[name])}</p><ul class="survivors kind-list-{name}">',
+        *(
             f'<li><a href="#m-{esc(row["id"])}"><code>{esc(row["id"])}</code></a> '
             f"{esc(row.get('operator'))} line {esc(row.get('line'))}: {esc(k.get('why'))}</li>"
             for row, k in members
-        ]
-        out.append("</ul>")
-    return out
+        ),
+        "</ul>",
+    ]
 
 
 def tolerance_list(report: dict) -> list[str]:
