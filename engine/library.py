@@ -296,14 +296,20 @@ class Library:
                     run.finished_s = self._clock()
                 yield event
         except BadInput as exc:
-            run.finished_s = self._clock()
-            if NO_CASE in str(exc):  # the suite, not the module: every module would say it
-                tests = " ".join(self.given_tests) or "(none)"
-                raise BadInput(f"--tests {tests}: pytest collects no test case") from None
-            run.reason = str(exc)
-            key = run.plan.asked if run.plan is not None else None
-            if key is not None and key not in self.shared.results:  # the suite's original
-                self.shared.failed.setdefault(key, _without_path(run.reason, run.path))
+            self._bad_input(run, exc)
+
+    def _bad_input(self, run: ModuleRun, exc: BadInput) -> None:
+        """Records a module's run that ended on bad input: its reason, and the suite's
+        original's failure for the modules that share it; a suite with no test case is
+        the library's bad input, raised."""
+        run.finished_s = self._clock()
+        if NO_CASE in str(exc):  # the suite, not the module: every module would say it
+            tests = " ".join(self.given_tests) or "(none)"
+            raise BadInput(f"--tests {tests}: pytest collects no test case") from None
+        run.reason = str(exc)
+        key = run.plan.asked if run.plan is not None else None
+        if key is not None and key not in self.shared.results:  # the suite's original
+            self.shared.failed.setdefault(key, _without_path(run.reason, run.path))
 
     def report(self) -> dict:
         """The library's report as the module runs left it."""
@@ -479,18 +485,24 @@ def _reach_of(record: dict, rows: list[dict], left: list[dict]) -> dict:
     """A judged module's status and reason where no case reached it (left out where every
     case that would have was left out), or the functions no case reached."""
     if rows and all(r.get("reached") is False for r in rows):
-        kernels = set(record.get("jit_functions") or [])
-        # a left-out case that reached this module's functions (another module's functions
-        # of the same names, a backend's copy, are not its)
-        lost = [c for c in left if record_reaches(c, record.get("module"), kernels)]
-        if lost:
-            why = f"every test case that reaches it was left out ({left_out_line(lost)})"
-            return {"status": LEFT_OUT, "reason": why}
-        of = record.get("module") or record["path"]
-        why = f"not reached by the tests: no test case launches a kernel of {of}"
-        return {"status": NOT_REACHED, "reason": why}
+        return _never_reached(record, left)
     unreached = sorted({r["function"] for r in rows if r.get("reached") is False})
     return {"not_reached": unreached} if unreached else {}
+
+
+def _never_reached(record: dict, left: list[dict]) -> dict:
+    """The status and reason of a judged module no case reached: left out where cases that
+    would have were left out, else not reached."""
+    kernels = set(record.get("jit_functions") or [])
+    # a left-out case that reached this module's functions (another module's functions
+    # of the same names, a backend's copy, are not its)
+    lost = [c for c in left if record_reaches(c, record.get("module"), kernels)]
+    if lost:
+        why = f"every test case that reaches it was left out ({left_out_line(lost)})"
+        return {"status": LEFT_OUT, "reason": why}
+    of = record.get("module") or record["path"]
+    why = f"not reached by the tests: no test case launches a kernel of {of}"
+    return {"status": NOT_REACHED, "reason": why}
 
 
 def library_report(
@@ -562,25 +574,38 @@ def under_thresholds(report: dict, thresholds: list[tuple[str, float]]) -> list[
     threshold fails it too; one with no mutant has no score to gate."""
     if not thresholds:
         return []
-    files = report.get("files")
-    if files is None:  # one kernel file's run
-        kernel = report.get("kernel") or {}
-        score_ = (report.get("score") or {}).get("adjusted")
-        files = [{"path": kernel.get("path", ""), "score": score_, "status": JUDGED}]
     lines = []
-    for entry in files:
+    for entry in _gated_files(report):
         path = os.path.abspath(entry["path"])
         found = next(((g, p) for g, p in thresholds if fnmatch.fnmatch(path, g)), None)
         if found is None:
             continue
-        glob, pct = found
-        under = f"under its threshold {pct:g}% (fail-under-paths {shown(glob)})"
-        if entry["status"] == LEFT_OUT:
-            why = entry.get("reason") or "no score"
-            lines.append(f"{shown(entry['path'])}: left out ({why}), {under}")
-        elif entry.get("score") is not None and entry["score"] < pct:
-            lines.append(f"{shown(entry['path'])}: {entry['score']:.1f}%, {under}")
+        line = _under_line(entry, *found)
+        if line:
+            lines.append(line)
     return lines
+
+
+def _gated_files(report: dict) -> list[dict]:
+    """The report's ``files`` entries; one kernel file's run as one judged entry."""
+    files = report.get("files")
+    if files is not None:
+        return files
+    kernel = report.get("kernel") or {}
+    score_ = (report.get("score") or {}).get("adjusted")
+    return [{"path": kernel.get("path", ""), "score": score_, "status": JUDGED}]
+
+
+def _under_line(entry: dict, glob: str, pct: float) -> str:
+    """The line for a module under the threshold ``pct`` of ``glob`` (left out, or its
+    score below it); empty where it is not under."""
+    under = f"under its threshold {pct:g}% (fail-under-paths {shown(glob)})"
+    if entry["status"] == LEFT_OUT:
+        why = entry.get("reason") or "no score"
+        return f"{shown(entry['path'])}: left out ({why}), {under}"
+    if entry.get("score") is not None and entry["score"] < pct:
+        return f"{shown(entry['path'])}: {entry['score']:.1f}%, {under}"
+    return ""
 
 
 # -- merging shards ---------------------------------------------------------------------------
