@@ -37,15 +37,32 @@ def timeout_message(
     and what to do about it: a longer limit, and a way to leave the slow cases out that
     keeps others (``--case-time S`` from the cases' times, a ``-k`` naming the one case),
     never a selection that keeps none."""
-    head = f"{name}: the original's checks timed out after {limit_s:g} CPU s"
-    if (stopped or {}).get("by") == "wall":  # it waited, using little CPU
-        head = (
-            f"{name}: the original's checks timed out by the wall-clock backstop "
-            f"({stopped['wall_limit_s']:g} s, for a limit of {limit_s:g} CPU s; "
-            f"{stopped['cpu_s']:.1f} CPU s used)"
-        )
+    head = _timeout_head(name, limit_s, stopped)
     if not cases or not (cases.get("finished") or cases.get("running")):
         return f"{head}; give them longer with --timeout S"
+    slow = _case_time_way(limit_s, cases)
+    then = f" (then {slow})" if slow else ""
+    keyword = _keyword_way(cases)
+    leave = f", or leave the case out with {keyword}" if keyword else ""
+    seen = "; ".join(_cases_seen(cases))
+    return f"{head} ({seen}); give them longer with --timeout S{then}{leave}"
+
+
+def _timeout_head(name: str, limit_s: float, stopped: dict | None) -> str:
+    """The timeout itself: after the CPU limit, or by the wall-clock backstop (the run
+    waited, using little CPU), with the seconds each measured."""
+    if (stopped or {}).get("by") != "wall":
+        return f"{name}: the original's checks timed out after {limit_s:g} CPU s"
+    return (
+        f"{name}: the original's checks timed out by the wall-clock backstop "
+        f"({stopped['wall_limit_s']:g} s, for a limit of {limit_s:g} CPU s; "
+        f"{stopped['cpu_s']:.1f} CPU s used)"
+    )
+
+
+def _cases_seen(cases: dict) -> list[str]:
+    """What the record of the timed-out run shows: the case it was running, how many
+    finished (of how many collected), and the slowest of those with their seconds."""
     finished = cases.get("finished") or []
     of = f" of {cases['collected']}" if cases.get("collected") else ""
     parts = [f"{len(finished)}{of} test cases finished"]
@@ -58,11 +75,7 @@ def timeout_message(
             "slowest: "
             + ", ".join(f"{c['case']} {float(c.get('duration_s') or 0):.1f} s" for c in slowest)
         )
-    slow = _case_time_way(limit_s, cases)
-    then = f" (then {slow})" if slow else ""
-    keyword = _keyword_way(cases)
-    leave = f", or leave the case out with {keyword}" if keyword else ""
-    return f"{head} ({'; '.join(parts)}); give them longer with --timeout S{then}{leave}"
+    return parts
 
 
 def nice_seconds(seconds: float) -> float:
@@ -78,17 +91,23 @@ def _case_time_way(limit_s: float, cases: dict) -> str:
     times = sorted(float(c.get("duration_s") or 0.0) for c in cases.get("finished") or [])
     if not times:
         return ""
-    top = nice_seconds(times[-1] * 1.01)
-    running_for = limit_s - sum(times)
-    chosen = top if cases.get("running") and running_for > top else None
-    if chosen is None:
-        chosen = nice_seconds(times[(len(times) - 1) // 2] * 1.01)
+    chosen = _case_time_for(limit_s, times, bool(cases.get("running")))
     kept = sum(1 for t in times if t <= chosen)
     which = f"the {kept}" if kept == len(times) else f"{kept} of the {len(times)}"
     return (
         f"--case-time {chosen:g} leaves the slower cases out of the mutants' runs, keeping "
         f"{which} finished case{'s' if len(times) != 1 else ''}"
     )
+
+
+def _case_time_for(limit_s: float, times: list[float], running: bool) -> float:
+    """The S to suggest for ``--case-time`` from the finished cases' sorted ``times``:
+    above the slowest when the case ``running`` at the limit had run longer than that (it
+    alone goes), else above the median (the slower half goes)."""
+    top = nice_seconds(times[-1] * 1.01)
+    if running and limit_s - sum(times) > top:
+        return top
+    return nice_seconds(times[(len(times) - 1) // 2] * 1.01)
 
 
 #: what pytest's ``-k`` takes as one name (its expression grammar's identifiers)
@@ -394,18 +413,26 @@ def without_slow_cases(
         if not more or not all(K_NAME.match(n) for n in names):
             break
         left.update({r["case"]: r for r in more})
-        shown = sorted({r["case"].split("::")[-1] for r in left.values()})
-        keyword = f"not ({' or '.join(shown)})"
-        if ctx.settings.keyword:
-            keyword = f"({ctx.settings.keyword}) and {keyword}"
-        checks = tuple(
-            replace(c, keyword=keyword) if c.name == EXTRA_TESTS else c for c in job.checks
-        )
-        result, cached = run_original(ctx, replace(job, checks=checks), on_progress)
+        keyword = _deselecting(left, ctx.settings.keyword)
+        result, cached = run_original(ctx, _with_keyword(job, keyword), on_progress)
         if result.status is not JobStatus.TIMEOUT:
             extra = {**result.extra, LEFT_OUT_CASES: list(left.values()), DESELECTED: keyword}
             return replace(result, extra=extra), cached
     return result, cached
+
+
+def _deselecting(left: dict[str, dict], keyword: str | None) -> str:
+    """The ``-k`` that leaves out every case in ``left`` by its name (within the user's
+    own ``-k``, where one was given)."""
+    shown = sorted({r["case"].split("::")[-1] for r in left.values()})
+    deselect = f"not ({' or '.join(shown)})"
+    return f"({keyword}) and {deselect}" if keyword else deselect
+
+
+def _with_keyword(job, keyword: str):
+    """The original's job with the project's test files run under the ``-k`` ``keyword``."""
+    checks = tuple(replace(c, keyword=keyword) if c.name == EXTRA_TESTS else c for c in job.checks)
+    return replace(job, checks=checks)
 
 
 def with_case_clock(job, seconds: float):
