@@ -159,18 +159,21 @@ class Checks:
     def _flush_poison_stored(self) -> None:
         if not self.store_hits or bounds.poison_stored_known():
             return
-        if self.prior_poison:
-            stored = any(h.any() for _, h in self.store_hits)
-        elif self.poison_events:
-            first, op = min(self.poison_events)
-            stored = False
-            for k, hits in self.store_hits:
-                later = hits[first + 1 :].any() or (k > op and bool(hits[first]))
-                stored = stored or bool(later)
-        else:
-            stored = False
-        if stored:
+        if self._poison_was_stored():
             bounds.mark_poison_stored()
+
+    def _poison_was_stored(self) -> bool:
+        """Whether this chunk stored a poisoned value: any hit where poison came before the
+        chunk, else a hit in a program after the first poisoned load's, or in that program
+        by a store after the load."""
+        if self.prior_poison:
+            return any(h.any() for _, h in self.store_hits)
+        if not self.poison_events:
+            return False
+        first, op = min(self.poison_events)
+        return any(
+            hits[first + 1 :].any() or (k > op and bool(hits[first])) for k, hits in self.store_hits
+        )
 
     def _flush_races(self, b: Any, last: int) -> None:
         if not self.stores:
@@ -218,20 +221,36 @@ class Checks:
         first = int(np.argmax(per > 0))
         order = ("trace", "bounds") if self.trace_first else ("bounds", "trace")
         for who in order:
-            if who == "trace" and self.trace is not None:
-                self.trace.undefined += total
-                if _trace().poisons():
-                    fill = _trace().poison_value(dtype_np)
-                    if fill is not None:
-                        return fill
-            if who == "bounds" and self.bounds is not None and explicit_mask:
-                fill = bounds.poison_fill(dtype_tt)
-                if fill is not None:
-                    frames = bounds.site_frames(self.bounds)
-                    self.undefined.append((first, self.op, total, fill[1], str(dtype_tt), frames))
-                    self.poison_events.append((first, self.op))
-                    return fill[0]
+            if who == "trace":
+                fill = self._trace_fill(total, dtype_np)
+            else:
+                fill = self._bounds_fill(first, total, explicit_mask, dtype_tt)
+            if fill is not None:
+                return fill
         return None
+
+    def _trace_fill(self, total: int, dtype_np: Any) -> Any:
+        """The trace's poison for ``total`` undefined lanes (counted in the trace), or None
+        where there is no trace or it does not poison them."""
+        if self.trace is None:
+            return None
+        self.trace.undefined += total
+        if not _trace().poisons():
+            return None
+        return _trace().poison_value(dtype_np)
+
+    def _bounds_fill(self, first: int, total: int, explicit_mask: bool, dtype_tt: Any) -> Any:
+        """The bounds check's poison for a masked load's ``total`` undefined lanes, the first
+        in program ``first``, recorded for the chunk's end; None where it gives none."""
+        if self.bounds is None or not explicit_mask:
+            return None
+        fill = bounds.poison_fill(dtype_tt)
+        if fill is None:
+            return None
+        frames = bounds.site_frames(self.bounds)
+        self.undefined.append((first, self.op, total, fill[1], str(dtype_tt), frames))
+        self.poison_events.append((first, self.op))
+        return fill[0]
 
     def loaded(self, b: Any, values: np.ndarray, own: np.ndarray) -> None:
         if self.trace is not None:
