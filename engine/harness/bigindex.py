@@ -165,21 +165,46 @@ def _replays(executor: Any, args: tuple, kwargs: dict) -> list[dict]:
     names = list(inspect.signature(executor.fn).parameters)
     bound = inspect.getcallargs(executor.fn, *args, **kwargs)
     candidates = _growing(executor, bound, tensors)
+    grid = _launch_grid(executor, bound)
+    return [
+        _axis_record(
+            executor, args, kwargs, names, grid, axis, factor, _tries(name, axis, candidates)
+        )
+        for axis in [a for a in range(3) if grid[a] > 1] or [0]
+    ]
+
+
+def _launch_grid(executor: Any, bound: dict) -> tuple[int, int, int]:
+    """The launch's grid (called on the bound arguments where it is a function), padded
+    with 1s to three axes."""
     grid = executor.grid(bound) if callable(executor.grid) else executor.grid
-    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-    out = []
-    for axis in [a for a in range(3) if grid[a] > 1] or [0]:
-        record = None
-        for n, scale in enumerate(_tries(name, axis, candidates), 1):
-            record = _replay(executor, args, kwargs, names, grid, axis, factor, set(scale))
-            record["tried"] = n
-            if record.get("wrapped") is None and record.get("error") is None:
-                break
-        if record is None:
-            record = {"kernel": name, "axis": axis, "factor": None, "grid": None, "programs": 0}
-            record["skipped"] = "its original's replay along this axis was not kept"
-        out.append(record)
-    return out
+    return tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+
+
+def _axis_record(
+    executor: Any,
+    args: tuple,
+    kwargs: dict,
+    names: list[str],
+    grid: tuple[int, int, int],
+    axis: int,
+    factor: int,
+    tries: list[list[str]],
+) -> dict:
+    """The record of replaying the launch along grid ``axis``: the first of ``tries``
+    (the sets of arguments to scale) whose replay neither wrapped nor erred, else the
+    last one; a skipped record where there is nothing to try."""
+    record = None
+    for n, scale in enumerate(tries, 1):
+        record = _replay(executor, args, kwargs, names, grid, axis, factor, set(scale))
+        record["tried"] = n
+        if record.get("wrapped") is None and record.get("error") is None:
+            break
+    if record is None:
+        name = getattr(executor.fn, "__name__", "?")
+        record = {"kernel": name, "axis": axis, "factor": None, "grid": None, "programs": 0}
+        record["skipped"] = "its original's replay along this axis was not kept"
+    return record
 
 
 def _growing(executor: Any, bound: dict, tensors: list) -> list[str]:
@@ -221,7 +246,7 @@ def _subsets(candidates: list[str]) -> list[list[str]]:
     return out
 
 
-def _replay(  # noqa: C901 - listed in tests/test_complexity.py
+def _replay(
     executor: Any,
     args: tuple,
     kwargs: dict,
@@ -235,14 +260,8 @@ def _replay(  # noqa: C901 - listed in tests/test_complexity.py
     integer arguments named in ``scale`` multiplied by ``factor``."""
     mod = _interp()
     name = getattr(executor.fn, "__name__", "?")
-
-    def scaled(key: str, value: Any) -> Any:
-        return value * factor if key in scale else value
-
-    big_args = tuple(scaled(names[i] if i < len(names) else "", v) for i, v in enumerate(args))
-    big_kwargs = {k: scaled(k, v) for k, v in kwargs.items()}
-    big = tuple(g * factor if a == axis else g for a, g in enumerate(grid))
-    run = tuple(min(g, MAX_PROGRAMS if a == axis else OTHER_PROGRAMS) for a, g in enumerate(grid))
+    big_args, big_kwargs = _scaled_arguments(args, kwargs, names, scale, factor)
+    big, run = _replay_grids(grid, axis, factor)
     record: dict = {
         "kernel": name,
         "axis": axis,
@@ -308,16 +327,9 @@ def _replay(  # noqa: C901 - listed in tests/test_complexity.py
     mod.InterpreterBuilder.create_masked_store = store
     mod.InterpreterBuilder.set_grid_dim = set_dim
     mod.InterpreterBuilder.set_grid_idx = set_idx
-    alarm = _alarm()
     try:
-        _raw(mod, "GridExecutor.__call__", None)(executor, *big_args, **big_kwargs)
-    except _TooLong:
-        record["error"] = f"the replay ran past {REPLAY_S:g} s (a loop over a scaled count?)"
-    except Exception as exc:  # noqa: BLE001
-        if _STATE.violation is None:
-            record["error"] = f"{type(exc).__name__}: {exc}"[:500]
+        error = _replay_error(mod, executor, big_args, big_kwargs)
     finally:
-        alarm()
         executor.grid = saved["grid"]
         mod.GridExecutor._init_args_hst = saved["init"]
         mod.GridExecutor._restore_args_dev = saved["restore"]
@@ -326,10 +338,51 @@ def _replay(  # noqa: C901 - listed in tests/test_complexity.py
         mod.InterpreterBuilder.set_grid_dim = saved["dim"]
         mod.InterpreterBuilder.set_grid_idx = saved["idx"]
         _STATE.replaying = False
+    if error is not None:
+        record["error"] = error
     record["wrapped"] = _STATE.violation
     if _STATE.int_loads:
         record["int_loads"] = True
     return record
+
+
+def _scaled_arguments(
+    args: tuple, kwargs: dict, names: list[str], scale: set[str], factor: int
+) -> tuple[tuple, dict]:
+    """The launch's arguments with those named in ``scale`` multiplied by ``factor``
+    (a positional one by its parameter's name in ``names``)."""
+
+    def scaled(key: str, value: Any) -> Any:
+        return value * factor if key in scale else value
+
+    big_args = tuple(scaled(names[i] if i < len(names) else "", v) for i, v in enumerate(args))
+    return big_args, {k: scaled(k, v) for k, v in kwargs.items()}
+
+
+def _replay_grids(
+    grid: tuple[int, int, int], axis: int, factor: int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The replayed grid (``factor`` times larger along ``axis``) and the programs run of
+    it (at most ``MAX_PROGRAMS`` along ``axis``, ``OTHER_PROGRAMS`` along the others)."""
+    big = tuple(g * factor if a == axis else g for a, g in enumerate(grid))
+    run = tuple(min(g, MAX_PROGRAMS if a == axis else OTHER_PROGRAMS) for a, g in enumerate(grid))
+    return big, run
+
+
+def _replay_error(mod: Any, executor: Any, big_args: tuple, big_kwargs: dict) -> str | None:
+    """Run the patched launch with the scaled arguments, ``REPLAY_S`` at most; the
+    replay's error, None where it ended or stopped at a recorded violation."""
+    alarm = _alarm()
+    try:
+        _raw(mod, "GridExecutor.__call__", None)(executor, *big_args, **big_kwargs)
+    except _TooLong:
+        return f"the replay ran past {REPLAY_S:g} s (a loop over a scaled count?)"
+    except Exception as exc:  # noqa: BLE001
+        if _STATE.violation is None:
+            return f"{type(exc).__name__}: {exc}"[:500]
+    finally:
+        alarm()
+    return None
 
 
 def _alarm() -> Any:
