@@ -37,7 +37,7 @@ import os
 import re
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 
 from .errors import BadInput
@@ -74,12 +74,17 @@ def _function_span(source: str, name: str, line: int) -> tuple[int, int] | None:
     except SyntaxError:
         return None
     best = None
+    for first, end in _spans_named(tree, name):
+        if first <= line <= end and (best is None or first >= best[0]):
+            best = (first, end)
+    return best
+
+
+def _spans_named(tree: ast.AST, name: str) -> Iterator[tuple[int, int]]:
+    """(first line, last line) of each function ``name`` in ``tree``."""
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
-            end = node.end_lineno or node.lineno
-            if node.lineno <= line <= end and (best is None or node.lineno >= best[0]):
-                best = (node.lineno, end)
-    return best
+            yield node.lineno, node.end_lineno or node.lineno
 
 
 def content_hash(source: str, row: dict) -> str:
@@ -175,11 +180,7 @@ def add(path: str, new: Sequence[Entry]) -> tuple[list[Entry], list[Entry]]:
     """Append ``new`` entries to ``path`` (created with a header when missing), keeping
     what is there (comments too); returns (added, already covered by an entry)."""
     existing = load(path) if os.path.exists(path) else []
-    known = {e.hash for e in existing}
-    added, present = [], []
-    for entry in new:
-        (present if entry.hash in known else added).append(entry)
-        known.add(entry.hash)
+    added, present = _new_and_present(existing, new)
     if not added:
         return added, present
     try:
@@ -189,6 +190,19 @@ def add(path: str, new: Sequence[Entry]) -> tuple[list[Entry], list[Entry]]:
     except OSError as exc:
         raise BadInput(f"cannot write {path}: {exc.strerror}") from None
     load(path)  # what was written reads back
+    return added, present
+
+
+def _new_and_present(
+    existing: Sequence[Entry], new: Sequence[Entry]
+) -> tuple[list[Entry], list[Entry]]:
+    """``new`` parted into the entries to add and those whose hash an existing entry (or
+    an earlier new one) already has."""
+    known = {e.hash for e in existing}
+    added, present = [], []
+    for entry in new:
+        (present if entry.hash in known else added).append(entry)
+        known.add(entry.hash)
     return added, present
 
 
@@ -230,10 +244,17 @@ def accept(report: dict, rows: Sequence[dict], reason: str, path: str) -> tuple[
     if os.path.isdir(path):
         raise BadInput(f"--accepted: is a directory: {path}")
     _only_survivors(rows)
+    kernel = _kernel_beside(report, path)
+    return add(path, [entry_for(report, row, reason, kernel) for row in rows])
+
+
+def _kernel_beside(report: dict, path: str) -> str:
+    """The report's kernel path as an entry records it: relative to the baseline file's
+    folder where the report has it absolute ("" where it has none)."""
     kernel = (report.get("kernel") or {}).get("path") or ""
     if kernel and os.path.isabs(kernel):
         kernel = os.path.relpath(kernel, os.path.dirname(os.path.abspath(path)))
-    return add(path, [entry_for(report, row, reason, kernel) for row in rows])
+    return kernel
 
 
 def _only_survivors(rows: Sequence[dict]) -> None:
@@ -277,8 +298,23 @@ def mark(
             covered.append(mutant.id)
         else:
             killed.append(mutant.id)
+    stale = _unmatched(entries, matched, kernel_path)
+    section = {
+        "file": path,
+        "entries": len(entries),
+        "survivors": covered,
+        "no_longer_survive": killed,
+        "unmatched": stale,
+    }
+    ledger.put_section("accepted", section)
+    return section
+
+
+def _unmatched(entries: Sequence[Entry], matched: set[str], kernel_path: str) -> list[dict]:
+    """The entries of this kernel file (or of no named one) that matched no mutant of
+    the run, as the run section lists them."""
     name = os.path.basename(kernel_path)
-    stale = [
+    return [
         {
             "hash": e.hash,
             "id": e.id,
@@ -290,12 +326,3 @@ def mark(
         for e in entries
         if e.hash not in matched and (not e.kernel or os.path.basename(e.kernel) == name)
     ]
-    section = {
-        "file": path,
-        "entries": len(entries),
-        "survivors": covered,
-        "no_longer_survive": killed,
-        "unmatched": stale,
-    }
-    ledger.put_section("accepted", section)
-    return section
