@@ -57,16 +57,24 @@ class Reply:
     cached: bool
 
 
+def _body_message(body: dict) -> str | None:
+    """The message a JSON error body carries (``error.message``, ``error`` as text, or
+    ``detail``); None when it carries none."""
+    inner = body.get("error", body)
+    if isinstance(inner, dict) and inner.get("message"):
+        return str(inner["message"])
+    if isinstance(inner, str):
+        return inner
+    if body.get("detail"):
+        return str(body["detail"])
+    return None
+
+
 def _server_message(exc: openai.APIStatusError) -> str:
     body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
-        if isinstance(inner, str):
-            return inner
-        if body.get("detail"):
-            return str(body["detail"])
+    message = _body_message(body) if isinstance(body, dict) else None
+    if message is not None:
+        return message
     text = str(getattr(exc, "message", "") or exc)
     return text.splitlines()[0] if text else "no message"
 
@@ -136,28 +144,10 @@ class LLMClient:
         import openai
 
         s = self.settings
-        if isinstance(exc, openai.AuthenticationError):
-            raise LLMError(
-                f"{self._where()} refused the API key (401): {_server_message(exc)}"
-            ) from None
-        if isinstance(exc, openai.PermissionDeniedError):
-            raise LLMError(
-                f"{self._where()} does not let this key use {s.model!r} (403): "
-                f"{_server_message(exc)}"
-            ) from None
-        if isinstance(exc, openai.NotFoundError):
-            raise LLMError(
-                f"{self._where()}: {what} not found (404; unknown model {s.model!r}?): "
-                f"{_server_message(exc)}"
-            ) from None
-        if isinstance(exc, openai.RateLimitError | openai.InternalServerError):
-            return f"{exc.status_code}: {_server_message(exc)}", _retry_after(exc)
         if isinstance(exc, openai.APIStatusError):
-            if exc.status_code < 500:
-                raise LLMError(
-                    f"{self._where()} rejected the {what} ({exc.status_code}): "
-                    f"{_server_message(exc)}"
-                ) from None
+            refusal = self._refusal(exc, what)
+            if refusal is not None:
+                raise refusal from None
             return f"{exc.status_code}: {_server_message(exc)}", _retry_after(exc)
         if isinstance(exc, openai.APITimeoutError):
             return f"no answer within {s.timeout_s:g} s", None
@@ -165,6 +155,32 @@ class LLMClient:
             return f"connection failed ({exc.__cause__ or exc})", None
         line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise LLMError(f"{self._where()}: {what} failed: {line}") from None
+
+    def _refusal(self, exc: openai.APIStatusError, what: str) -> LLMError | None:
+        """The error for a status no retry mends: a refused key (401), a model the key may
+        not use (403), an unknown one (404), any other 4xx but 429; None for a 429 or a 5xx."""
+        import openai
+
+        s = self.settings
+        if isinstance(exc, openai.AuthenticationError):
+            return LLMError(f"{self._where()} refused the API key (401): {_server_message(exc)}")
+        if isinstance(exc, openai.PermissionDeniedError):
+            return LLMError(
+                f"{self._where()} does not let this key use {s.model!r} (403): "
+                f"{_server_message(exc)}"
+            )
+        if isinstance(exc, openai.NotFoundError):
+            return LLMError(
+                f"{self._where()}: {what} not found (404; unknown model {s.model!r}?): "
+                f"{_server_message(exc)}"
+            )
+        if isinstance(exc, openai.RateLimitError | openai.InternalServerError):
+            return None
+        if exc.status_code < 500:
+            return LLMError(
+                f"{self._where()} rejected the {what} ({exc.status_code}): {_server_message(exc)}"
+            )
+        return None
 
     def check_model(self) -> str:
         """Look the model up in the endpoint's model list; returns a note for the log.
