@@ -55,6 +55,20 @@ STAGE2_SYSTEM = (
 _UNSAFE = REFUSED_ATTRIBUTES | {"open", "read_text", "read_bytes"}
 
 
+def _callable_names(node: ast.stmt) -> list[str]:
+    """The names a top-level statement binds to something a test may call: a function's
+    name, or the targets of an autograd Function's ``apply`` (``layer_norm = LayerNorm.apply``)."""
+    if isinstance(node, ast.FunctionDef):
+        return [node.name]
+    if (
+        isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "apply"
+    ):
+        return [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return []
+
+
 def public_functions(kernel: KernelFile, limit: int = 4) -> list[str]:
     """The file's public top-level functions a test calls (no kernels, no tests)."""
     jit = {f.name for f in kernel.jit_functions}
@@ -62,16 +76,7 @@ def public_functions(kernel: KernelFile, limit: int = 4) -> list[str]:
         tree = ast.parse(kernel.source)
     except SyntaxError:
         return []
-    names = []
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            names.append(node.name)
-        elif (  # layer_norm = LayerNorm.apply
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Attribute)
-            and node.value.attr == "apply"
-        ):
-            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    names = [name for node in tree.body for name in _callable_names(node)]
     return [
         n
         for n in names
