@@ -41,11 +41,7 @@ def _key(operator: str, function: str, before: str, after: str) -> tuple[str, st
 
 def match_mutants(rows: list[dict], mutants: list[Mutant], same_file: bool) -> dict[str, Mutant]:
     """old id -> the regenerated mutant, for every row; BadInput when the code changed."""
-    if same_file:
-        by_id = {m.id: m for m in mutants}
-        mapping = {r["id"]: by_id[r["id"]] for r in rows if r["id"] in by_id}
-    else:
-        mapping = _match_by_text(rows, mutants)
+    mapping = _match_by_id(rows, mutants) if same_file else _match_by_text(rows, mutants)
     missing = [r["id"] for r in rows if r["id"] not in mapping]
     extra = len(mutants) - len(mapping)
     if missing or extra:
@@ -54,6 +50,12 @@ def match_mutants(rows: list[dict], mutants: list[Mutant], same_file: bool) -> d
             f"no longer exist, {extra} are new): start a new run with `mutant-gate run`"
         )
     return mapping
+
+
+def _match_by_id(rows: list[dict], mutants: list[Mutant]) -> dict[str, Mutant]:
+    """old id -> the regenerated mutant of the same id, for the rows that have one."""
+    by_id = {m.id: m for m in mutants}
+    return {r["id"]: by_id[r["id"]] for r in rows if r["id"] in by_id}
 
 
 def _match_by_text(rows: list[dict], mutants: list[Mutant]) -> dict[str, Mutant]:
@@ -156,19 +158,24 @@ class RerunPlan(Plan):
     def _carry_tests(self, report: dict) -> None:
         """Tests of the old run that the rerun did not run (writers' killer tests), for
         the carried-over verdicts that still name them."""
-        mapping = self.mapping
         names = {t.get("name") for t in report["tests"]}
         verdicts = {r["id"]: r for r in report["mutants"]}
         for test in self.old.get("tests", []):
             if test.get("name") in names:
                 continue
-            kills = [
-                mapping[k].id
-                for k in test.get("kills") or []
-                if k in mapping and verdicts.get(mapping[k].id, {}).get("verdict") == "killed"
-            ]
+            kills = self._still_killed(test, verdicts)
             if kills:
                 report["tests"].append({**test, "kills": kills, "carried_over": True})
+
+    def _still_killed(self, test: dict, verdicts: dict[str, dict]) -> list[str]:
+        """The new ids of the mutants an old ``test`` killed that the report still has
+        killed (``verdicts``: its rows by id)."""
+        mapping = self.mapping
+        return [
+            mapping[k].id
+            for k in test.get("kills") or []
+            if k in mapping and verdicts.get(mapping[k].id, {}).get("verdict") == "killed"
+        ]
 
 
 def start_rerun(
@@ -277,13 +284,20 @@ def _module_files(tree) -> list[str]:
     ``a.py`` and ``a/b.py``, as ``b`` may be a module of package ``a``)."""
     import ast
 
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    names = [name for node in ast.walk(tree) for name in _imported_names(node)]
     return [name.replace(".", "/") + ".py" for name in dict.fromkeys(names)]
+
+
+def _imported_names(node) -> list[str]:
+    """The dotted names an absolute import ``node`` may name modules by (``from a import
+    b``: ``a`` and ``a.b``); none for any other node."""
+    import ast
+
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        return [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    return []
 
 
 def _kernel_files(candidate: str, beside: str, kernels: list[str]) -> list[str]:
@@ -319,12 +333,20 @@ def latest_run(
     wanted = kernels_of_tests(tests, finished) if tests else []
     names = ", ".join(os.path.basename(t) for t in tests)
     if len(wanted) == 1:
-        of = f"the kernel file {names} {'imports' if len(tests) == 1 else 'import'}"
-        missing = f"no finished run of {wanted[0]} ({of}) in {where}"
-        record = _newest_of(wanted, finished, missing)
-        kernel = os.path.basename(wanted[0])
-        return record, f"rerun latest: took run {record['run_id']} of {kernel}, {of}"
+        return _newest_of_theirs(wanted[0], tests, finished, where)
     return _newest_of_any(wanted, finished, names)
+
+
+def _newest_of_theirs(
+    kernel: str, tests: list[str], finished: list[dict], where: str
+) -> tuple[dict, str]:
+    """``latest`` when the ``tests`` belong to one kernel file: its newest run, and the
+    line saying so; BadInput when it has none."""
+    names = ", ".join(os.path.basename(t) for t in tests)
+    of = f"the kernel file {names} {'imports' if len(tests) == 1 else 'import'}"
+    missing = f"no finished run of {kernel} ({of}) in {where}"
+    record = _newest_of([kernel], finished, missing)
+    return record, f"rerun latest: took run {record['run_id']} of {os.path.basename(kernel)}, {of}"
 
 
 def _newest_of_any(wanted: list[str], finished: list[dict], names: str) -> tuple[dict, str]:
@@ -335,14 +357,20 @@ def _newest_of_any(wanted: list[str], finished: list[dict], names: str) -> tuple
     record = pool[-1]
     if not wanted and len({os.path.realpath(kernel_of(r)) for r in finished}) == 1:
         return record, ""  # one kernel file in the cache: nothing to choose
+    return record, _took_any(record, wanted, names)
+
+
+def _took_any(record: dict, wanted: list[str], names: str) -> str:
+    """The line saying ``latest`` took ``record``, the newest run of the kernel files the
+    tests (``names``) import (``wanted``), or of any file where they import none found."""
     took = f"rerun latest: took run {record['run_id']} of {os.path.basename(kernel_of(record))}"
     if wanted:
         files = ", ".join(os.path.basename(k) for k in wanted)
-        return record, (
+        return (
             f"{took}, the newest run of the kernel files {names} import ({files}); "
             "name one to choose: `rerun latest FILE`"
         )
-    return record, f"{took} (the newest run; name a kernel file to choose: `rerun latest FILE`)"
+    return f"{took} (the newest run; name a kernel file to choose: `rerun latest FILE`)"
 
 
 def _newest_of(kernels: list[str], finished: list[dict], missing: str) -> dict:
