@@ -209,19 +209,25 @@ def modules_part(report: dict, max_rows: int) -> list[str]:
 def _kernels_table(report: dict, files: list[dict], max_rows: int) -> list[str]:
     """The judged modules' kernels with survivors (or not reached), the most survivors
     first; nothing where there is none."""
-    kernels = [
-        (f, k)
-        for f in files
-        if f.get("status") == "judged"
-        for k in kernel_counts(report, f)
-        if k["survived"] or not k["reached"]
-    ]
+    kernels = _kernels_to_show(report, files)
     if not kernels:
         return []
     return ["", "| module | kernel | mutants | survived |", "|---|---|---:|---:|"] + [
         f"| `{_cell(f['path'])}` | `{_cell(k['function'])}` | {k['mutants']} | "
         f"{k['survived'] if k['reached'] else 'not reached'} |"
         for f, k in sorted(kernels, key=lambda fk: -fk[1]["survived"])[:max_rows]
+    ]
+
+
+def _kernels_to_show(report: dict, files: list[dict]) -> list[tuple[dict, dict]]:
+    """(module record, kernel counts) of each kernel of a judged module that has
+    survivors or that no case reached."""
+    return [
+        (f, k)
+        for f in files
+        if f.get("status") == "judged"
+        for k in kernel_counts(report, f)
+        if k["survived"] or not k["reached"]
     ]
 
 
@@ -232,8 +238,7 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
     out = _head(report)
     out += modules_part(report, max_rows)
     rows = report.get("mutants", [])
-    survivors = [r for r in rows if r.get("verdict") == "survived" and not r.get("accepted")]
-    out += _survivors_part(survivors, max_diffs, max_rows)
+    out += _survivors_part(_open_survivors(rows), max_diffs, max_rows)
     out += _tolerance_part(report)
     out += _accepted_part(rows)
     out += _written_part(report, max_rows)
@@ -250,6 +255,11 @@ def markdown_summary(report: dict, max_diffs: int = 25, max_rows: int = 200) -> 
         note = "\n\n… cut to fit a comment: the full report has everything.\n"
         return text[: COMMENT_LIMIT - len(note) - 1] + note
     return text
+
+
+def _open_survivors(rows: list[dict]) -> list[dict]:
+    """The survivors the baseline file does not accept."""
+    return [r for r in rows if r.get("verdict") == "survived" and not r.get("accepted")]
 
 
 def _head(report: dict) -> list[str]:
@@ -273,13 +283,19 @@ def _head(report: dict) -> list[str]:
     if not report.get("complete", True):
         out.append("")
         out.append("> ⚠️ The run is incomplete: some mutants have no verdict (pending).")
-    changed = report.get("changed_since")
-    if isinstance(changed, dict):
-        functions = ", ".join(f"`{f}`" for f in changed.get("functions", [])) or "none"
-        out += ["", f"Only jit functions changed since `{changed.get('ref')}`: {functions}."]
+    out += _changed_note(report.get("changed_since"))
     out += ["", "| verdict | mutants |", "|---|---:|"]
     out += [f"| {GLYPHS[v]} {v} | {per_verdict[v]} |" for v in VERDICTS if per_verdict[v]]
     return out
+
+
+def _changed_note(changed: object) -> list[str]:
+    """The jit functions ``--changed-since`` kept (its record: ``changed``), after a blank
+    line; nothing where the run judged every function."""
+    if not isinstance(changed, dict):
+        return []
+    functions = ", ".join(f"`{f}`" for f in changed.get("functions", [])) or "none"
+    return ["", f"Only jit functions changed since `{changed.get('ref')}`: {functions}."]
 
 
 def _accepted_part(rows: list[dict]) -> list[str]:
@@ -304,14 +320,17 @@ def _written_part(report: dict, max_rows: int) -> list[str]:
     if not written:
         return []
     out = ["", f"### Tests the writers added ({len(written)}, proved in the sandbox)", ""]
-    for t in written[:max_rows]:
-        took = f", {t['original_s']:.2f} s on the original" if "original_s" in t else ""
-        kills = ", ".join(f"`{k}`" for k in t.get("kills", [])) or "nothing"
-        out.append(
-            f"- `{t.get('file')}::{str(t.get('name', '')).split('::')[-1]}` "
-            f"({t.get('origin')}{took}): kills {kills}"
-        )
-    return out
+    return out + [_written_line(t) for t in written[:max_rows]]
+
+
+def _written_line(test: dict) -> str:
+    """One written test's item: its file and name, writer, time on the original, kills."""
+    took = f", {test['original_s']:.2f} s on the original" if "original_s" in test else ""
+    kills = ", ".join(f"`{k}`" for k in test.get("kills", [])) or "nothing"
+    return (
+        f"- `{test.get('file')}::{str(test.get('name', '')).split('::')[-1]}` "
+        f"({test.get('origin')}{took}): kills {kills}"
+    )
 
 
 def _predictions_part(report: dict) -> list[str]:
@@ -329,15 +348,19 @@ def _excluded_part(rows: list[dict]) -> list[str]:
     if not excluded:
         return []
     out = ["", f"### Excluded from the adjusted score ({len(excluded)})", ""]
-    for r in excluded:
-        why = r.get("reason") or ""
-        claims = "; ".join(claim_lines(r))
-        out.append(
-            f"- `{r['id']}` {r.get('operator')} line {r.get('line')}: **{r['verdict']}**"
-            + (f": {why}" if why else "")
-            + (f" ({claims})" if claims and claims not in why else "")
-        )
-    return out
+    return out + [_excluded_line(r) for r in excluded]
+
+
+def _excluded_line(row: dict) -> str:
+    """One excluded mutant's item: its verdict, why, and the claims the reason does not
+    already say."""
+    why = row.get("reason") or ""
+    claims = "; ".join(claim_lines(row))
+    return (
+        f"- `{row['id']}` {row.get('operator')} line {row.get('line')}: **{row['verdict']}**"
+        + (f": {why}" if why else "")
+        + (f" ({claims})" if claims and claims not in why else "")
+    )
 
 
 def _cases_part(report: dict) -> list[str]:
@@ -346,11 +369,17 @@ def _cases_part(report: dict) -> list[str]:
     if not isinstance(judged, dict) or not judged:
         return []
     return ["", "### Test cases per kernel", ""] + [
+        _cases_line(function, cases) for function, cases in judged.items()
+    ]
+
+
+def _cases_line(function: str, cases: list[str]) -> str:
+    """One kernel's item: how many cases judge it, the first ``MAX_CASES`` by name."""
+    return (
         f"- `{function}`: {len(cases)} case{'s' if len(cases) != 1 else ''}"
         + (": " + ", ".join(f"`{c}`" for c in cases[:MAX_CASES]) if cases else "")
         + (f", … {len(cases) - MAX_CASES} more" if len(cases) > MAX_CASES else "")
-        for function, cases in judged.items()
-    ]
+    )
 
 
 def _errors_part(rows: list[dict]) -> list[str]:
