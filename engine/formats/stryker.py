@@ -69,8 +69,14 @@ def status_reason(row: dict, written: frozenset[str] = frozenset()) -> str:
     if verdict in ("survived", "equivalent"):
         parts += _evidence_of_survival(row)
     if verdict == "not_compilable":
-        parts.extend(c for c in compile_lines(row) if "does not compile" in c and c not in parts)
+        parts += _compile_failures(row, parts)
     return "; ".join(parts) or verdict or "pending"
+
+
+def _compile_failures(row: dict, said: list[str]) -> list[str]:
+    """The row's compile lines that say a target does not compile, less those already
+    ``said``."""
+    return [c for c in compile_lines(row) if "does not compile" in c and c not in said]
 
 
 def _killed_reason(row: dict, reason: str, written: frozenset[str]) -> str:
@@ -149,6 +155,12 @@ def _files(report: dict) -> tuple[str, dict]:
     if not is_library(report):
         path = (report.get("kernel") or {}).get("path") or "kernel.py"
         return os.path.dirname(path) or ".", {kernel_name(report): _file_entry(report, report)}
+    return _library_files(report)
+
+
+def _library_files(report: dict) -> tuple[str, dict]:
+    """(``projectRoot``, ``files``) of a library run: each module by its path below the
+    folder all of them share."""
     records = report.get("files") or []
     root = _shared_folder([str(r["path"]) for r in records])
     return root or ".", {
