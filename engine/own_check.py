@@ -97,15 +97,23 @@ def _reached_functions(entry: list[ast.AST], functions: dict[str, ast.AST]) -> d
     return reached
 
 
+def _module_functions(tree: ast.Module) -> dict[str, ast.AST]:
+    """The module's top-level functions (plain and async), by name."""
+    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _test_functions(tree: ast.Module) -> tuple[str, ...]:
+    """The names of the module's top-level test functions pytest can call."""
+    return tuple(n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _runnable_test(n))
+
+
 def analyse(source: str) -> OwnCheck:
     tree = ast.parse(source)
-    functions = {
-        n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-    }
+    functions = _module_functions(tree)
     main = [n for n in tree.body if is_main_guard(n)]
     top = _top_level_code(tree)
     module_level = bool(_called_names(top) & set(functions))
-    tests = tuple(n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _runnable_test(n))
+    tests = _test_functions(tree)
     # Everything the check runs: its entry code and the file's functions it reaches.
     entry: list[ast.AST] = [*main, *(top if module_level else []), *(functions[t] for t in tests)]
     reached = _reached_functions(entry, functions)
