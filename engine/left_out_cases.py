@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import replace
 
 from .errors import BadInput
@@ -151,8 +152,7 @@ def leave_out_cases(ctx: StageContext, result: JobResult) -> JobResult:
     own = ctx.kernel.name if ctx.kernel.project is None else None
     left = {r["case"]: r for r in result.extra.get(LEFT_OUT_CASES) or []}
     nodeids = _case_nodeids(result.outcomes, coverage, own)
-    failed = {n for n, o in enumerate(result.outcomes) if o.status == "failed"}
-    uncollected = {n: f for n in failed if (f := _uncollected(result.outcomes[n])) is not None}
+    failed, uncollected = _failures(result.outcomes)
     if not failed - set(uncollected) <= set(nodeids):
         return result  # a failure not matched to a recorded case: said as it is
     _leave_out_uncollected(result.outcomes, uncollected, left)
@@ -163,6 +163,14 @@ def leave_out_cases(ctx: StageContext, result: JobResult) -> JobResult:
         return result
     _check_cases_stay(ctx, result, nodeids, left)
     return _without_cases(result, left, failed, coverage)
+
+
+def _failures(outcomes: tuple[CheckOutcome, ...]) -> tuple[set[int], dict[int, str]]:
+    """The failed outcomes (by index), and those of them that say a test file could not
+    be collected (index -> the file's node id)."""
+    failed = {n for n, o in enumerate(outcomes) if o.status == "failed"}
+    uncollected = {n: f for n in failed if (f := _uncollected(outcomes[n])) is not None}
+    return failed, uncollected
 
 
 def _may_leave_out(ctx: StageContext, result: JobResult) -> bool:
@@ -273,14 +281,17 @@ def _launches_kept(extra: dict, coverage: dict[str, dict], left: set[str]) -> di
     cases launched: a kernel only they reached is not reached by the tests."""
     found: dict = {}
     for key, per_case in (("launched", "functions"), ("reaches", "reaches")):
-        if extra.get(key) is None:
-            continue
-        kept = {
-            f for n, info in coverage.items() if n not in left for f in info.get(per_case) or ()
-        }
-        lost = {f for n in left for f in coverage[n].get(per_case) or ()} - kept
-        found[key] = [f for f in extra[key] if f not in lost]
+        if extra.get(key) is not None:
+            found[key] = _kept(extra[key], coverage, left, per_case)
     return found
+
+
+def _kept(launched: list, coverage: dict[str, dict], left: set[str], per_case: str) -> list:
+    """``launched`` less what only the left-out cases launched, by each case's record of
+    its launches (``per_case``: its key)."""
+    kept = {f for n, info in coverage.items() if n not in left for f in info.get(per_case) or ()}
+    lost = {f for n in left for f in coverage[n].get(per_case) or ()} - kept
+    return [f for f in launched if f not in lost]
 
 
 def _case_reason(message: str) -> str:
@@ -313,15 +324,21 @@ def _case_failures(kernel: KernelFile, result: JobResult) -> list[CheckOutcome] 
     None. A case that read or wrote out of bounds failed with it: left out like the rest."""
     if kernel.project is None or result.status not in (JobStatus.FAILED, JobStatus.BOUNDS):
         return None
-    if result.extra.get("limit") or result.extra.get(BOUNDS_OUTSIDE_CASES):
-        return None
-    if result.bounds and not result.bounds.get("case"):
+    if _failed_outside_cases(result):
         return None
     failed = [o for o in result.outcomes if o.status == "failed"]
     prefix = f"{EXTRA_TESTS}::"
     if not failed or not all(o.name.startswith(prefix) or _uncollected(o) for o in failed):
         return None
     return failed
+
+
+def _failed_outside_cases(result: JobResult) -> bool:
+    """Whether the original failed outside its test cases: it hit a limit, or read or
+    wrote out of bounds where no case was running."""
+    if result.extra.get("limit") or result.extra.get(BOUNDS_OUTSIDE_CASES):
+        return True
+    return bool(result.bounds) and not result.bounds.get("case")
 
 
 #: a test file pytest could not collect, as the runner says it ("collection failed (FILE): ")
@@ -350,8 +367,8 @@ def _case_nodeids(
         if not outcome.name.startswith(prefix):
             continue
         case = outcome.name[len(prefix) :]
-        ahead = [i for i in range(at, len(keys)) if keys[i].split("::", 1)[-1] == case]
-        anywhere = [i for i, k in enumerate(keys) if k.split("::", 1)[-1] == case]
+        ahead = _named(keys, case, at)
+        anywhere = _named(keys, case, 0)
         if ahead:
             at = ahead[0] + 1
         picked = ahead[:1] or anywhere[:1]
@@ -360,10 +377,16 @@ def _case_nodeids(
     return found
 
 
+def _named(keys: list[str], case: str, start: int) -> list[int]:
+    """The indexes from ``start`` on of the records (node ids ``keys``) of the case named
+    ``case`` (without its file)."""
+    return [i for i in range(start, len(keys)) if keys[i].split("::", 1)[-1] == case]
+
+
 def left_out_line(records: list[dict]) -> str:
     """One line for the cases left out: "3 cases left out: 2 failed on the original, 1
     over --case-time 5 s"."""
-    files = sum(1 for r in records if r["why"] == UNCOLLECTED_WHY)
+    files = Counter(r["why"] for r in records)[UNCOLLECTED_WHY]
     n = len(records) - files
     parts = ", ".join(_left_out_counts(records))
     cases = f"{n} test case{'s' if n != 1 else ''} left out: {parts}" if n else ""
@@ -375,12 +398,11 @@ def left_out_line(records: list[dict]) -> str:
 
 def _left_out_counts(records: list[dict]) -> list[str]:
     """The cases left out counted by why: "2 failed on the original", "1 over --case-time 5 s"."""
-    failed = sum(1 for r in records if r["why"] == FAILED)
-    past = sum(1 for r in records if r["why"] == LIMIT)
+    counts = Counter(r["why"] for r in records)
+    parts = [f"{counts[FAILED]} failed on the original"] if counts[FAILED] else []
+    if counts[LIMIT]:
+        parts.append(f"{counts[LIMIT]} ran past the original's limit")
     slow = [r for r in records if r["why"] == SLOW]
-    parts = [f"{failed} failed on the original"] if failed else []
-    if past:
-        parts.append(f"{past} ran past the original's limit")
     if slow:
         limit = re.search(r"--case-time (\S+) s", slow[0]["reason"])
         parts.append(f"{len(slow)} over --case-time {limit.group(1) if limit else '?'} s")
