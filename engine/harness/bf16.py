@@ -62,10 +62,23 @@ def _is_bf16(handle: Any) -> bool:
     return getattr(dtype, "name", "") == "bf16" and np.asarray(handle.data).dtype == np.uint16
 
 
+def _on_values(op: Any, *operands: Any) -> bool:
+    """Whether ``op`` is to compute on the values of ``operands``: a float operation
+    whose operands are all bfloat16."""
+    return op in _FLOAT_OPS and all(_is_bf16(h) for h in operands)
+
+
 def _back(out: np.ndarray) -> np.ndarray:
     """A result in bfloat16 patterns; a comparison's booleans as the interpreter keeps them."""
     out = np.asarray(out)
     return out.astype(np.uint16) if out.dtype == np.bool_ else encode(out)
+
+
+def _as_float32(interpreter: Any, handle: Any) -> Any:
+    """A bfloat16 operand as a float32 handle of its values; any other as it is."""
+    if _is_bf16(handle):
+        return interpreter.TensorHandle(decode(handle.data), interpreter.tl.float32)
+    return handle
 
 
 def _save(owner: Any, name: str, value: Any) -> None:
@@ -73,7 +86,7 @@ def _save(owner: Any, name: str, value: Any) -> None:
     setattr(owner, name, value)
 
 
-def install(note: Callable[[str], None]) -> bool:  # noqa: C901 - listed in tests/test_complexity.py
+def install(note: Callable[[str], None]) -> bool:
     """Patch the interpreter's arithmetic for bfloat16 (idempotent)."""
     if _SAVED:
         return True
@@ -95,13 +108,13 @@ def install(note: Callable[[str], None]) -> bool:  # noqa: C901 - listed in test
     )
 
     def binary_op(self: Any, lhs: Any, rhs: Any, op: Any) -> Any:
-        if op in _FLOAT_OPS and _is_bf16(lhs) and _is_bf16(rhs):
+        if _on_values(op, lhs, rhs):
             note(said)
             return handle_type(_back(op(decode(lhs.data), decode(rhs.data))), lhs.dtype.scalar)
         return binary(self, lhs, rhs, op)
 
     def unary_op(self: Any, arg: Any, op: Any) -> Any:
-        if op in _FLOAT_OPS and _is_bf16(arg):
+        if _on_values(op, arg):
             note(said)
             return handle_type(_back(op(decode(arg.data))), arg.dtype.scalar)
         return unary(self, arg, op)
@@ -120,32 +133,44 @@ def install(note: Callable[[str], None]) -> bool:  # noqa: C901 - listed in test
             return handle_type(encode(wide[0] * wide[1] + wide[2]), z.dtype.scalar)
         return fma(self, x, y, z)
 
-    def one(original: Any, fn: Callable[[np.ndarray], np.ndarray]) -> Any:
-        def call(self: Any, arg: Any) -> Any:
-            if _is_bf16(arg):
-                note(said)
-                return handle_type(encode(fn(decode(arg.data))), arg.dtype.scalar)
-            return original(self, arg)
-
-        return call
-
     def create_dot(self: Any, a: Any, b: Any, d: Any, *rest: Any) -> Any:
         if _is_bf16(a) or _is_bf16(b):
             note(said)
-            a = handle_type(decode(a.data), interpreter.tl.float32) if _is_bf16(a) else a
-            b = handle_type(decode(b.data), interpreter.tl.float32) if _is_bf16(b) else b
+            a, b = _as_float32(interpreter, a), _as_float32(interpreter, b)
         return dot(self, a, b, d, *rest)
 
     _save(builder, "binary_op", binary_op)
     _save(builder, "unary_op", unary_op)
     _save(builder, "ternary_op", ternary_op)
     _save(builder, "create_fma", create_fma)
-    _save(builder, "create_rsqrt", one(rsqrt, lambda x: 1 / np.sqrt(x)))
-    _save(builder, "create_erf", one(erf, lambda x: _erf(interpreter, x)))
+    rsqrt_on_values = _one_on_values(rsqrt, lambda x: 1 / np.sqrt(x), handle_type, note, said)
+    erf_on_values = _one_on_values(erf, lambda x: _erf(interpreter, x), handle_type, note, said)
+    _save(builder, "create_rsqrt", rsqrt_on_values)
+    _save(builder, "create_erf", erf_on_values)
     _save(builder, "create_dot", create_dot)
     _install_rounding(interpreter, builder, note)
     _install_reductions(interpreter, note, said)
     return True
+
+
+def _one_on_values(
+    original: Any,
+    fn: Callable[[np.ndarray], np.ndarray],
+    handle_type: Any,
+    note: Callable[[str], None],
+    said: str,
+) -> Any:
+    """``original``, a one-operand builder method (``create_rsqrt``, ``create_erf``),
+    wrapped so that a bfloat16 operand is computed on as values by ``fn`` and the result
+    rounded back to bfloat16."""
+
+    def call(self: Any, arg: Any) -> Any:
+        if _is_bf16(arg):
+            note(said)
+            return handle_type(encode(fn(decode(arg.data))), arg.dtype.scalar)
+        return original(self, arg)
+
+    return call
 
 
 def _install_rounding(interpreter: Any, builder: Any, note: Callable[[str], None]) -> None:
