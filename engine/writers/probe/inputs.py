@@ -92,18 +92,32 @@ def _tensor_code(
     """Code for one input tensor of ``shape``; a ``layout`` builds it as a view: a
     transposed one (the last two dimensions, of a tensor allocated the other way round)
     or a sliced one (every other element of a 1-D tensor, a row of 3 more columns)."""
+    code = _values_code(spec, _stored_shape(shape, layout), dtype, mode, points)
+    code = _view_code(code, shape, layout)
+    device = spec.get("device") or "cpu"
+    return code if device == "cpu" else f"({code}).to({device!r})"
+
+
+def _stored_shape(shape: list[int], layout: str | None) -> list[int]:
+    """The shape a tensor of ``shape`` is allocated with, so that ``layout``'s view of it
+    (``_view_code``) has ``shape``: the last two dimensions swapped for a transposed view,
+    twice the elements (1-D) or 3 more columns for a sliced one."""
     store = list(shape)
     if layout == "transposed":
         store[-2], store[-1] = store[-1], store[-2]
     elif layout == "sliced":
         store[-1] = 2 * store[-1] if len(store) == 1 else store[-1] + 3
-    code = _values_code(spec, store, dtype, mode, points)
+    return store
+
+
+def _view_code(code: str, shape: list[int], layout: str | None) -> str:
+    """``code`` (a tensor allocated with ``_stored_shape``) as ``layout``'s view of
+    ``shape``: transposed back, or sliced to every other element or the first columns."""
     if layout == "transposed":
-        code = f"({code}).transpose(-2, -1)"
-    elif layout == "sliced":
-        code = f"({code})[::2]" if len(shape) == 1 else f"({code})[..., :{shape[-1]}]"
-    device = spec.get("device") or "cpu"
-    return code if device == "cpu" else f"({code}).to({device!r})"
+        return f"({code}).transpose(-2, -1)"
+    if layout == "sliced":
+        return f"({code})[::2]" if len(shape) == 1 else f"({code})[..., :{shape[-1]}]"
+    return code
 
 
 def _values_code(
@@ -127,16 +141,21 @@ def _int_values_code(spec: dict, size: str, dtype: str, mode: str | None) -> str
             f"{size}, dtype=torch.{dtype})"
         )
     if spec.get("dtype") in FLOAT_DTYPES:
-        # float inputs as integers: the captured range's integers, never a single one
-        # (values in [0, 1) are all 0 as integers: x + y and x - y would agree)
-        lo = math.floor(lo) if lo is not None else 0
-        hi = max(math.ceil(hi) if hi is not None else 0, lo + 7)
+        lo, hi = _integers_of_floats(lo, hi)
         return f"torch.randint({lo}, {hi + 1}, {size}, dtype=torch.{dtype})"
     lo = int(lo) if lo is not None else 0
     hi = int(hi) if hi is not None else 8
     if lo == hi:
         return f"torch.full({size}, {lo}, dtype=torch.{dtype})"
     return f"torch.randint({lo}, {hi + 1}, {size}, dtype=torch.{dtype})"
+
+
+def _integers_of_floats(lo: float | None, hi: float | None) -> tuple[int, int]:
+    """The integer range (both ends included) that float inputs drawn as integers take:
+    the captured range's integers, never a single one (values in [0, 1) are all 0 as
+    integers: x + y and x - y would agree)."""
+    low = math.floor(lo) if lo is not None else 0
+    return low, max(math.ceil(hi) if hi is not None else 0, low + 7)
 
 
 def _float_values_code(
@@ -205,13 +224,19 @@ def _value_code(spec: dict, sizes: dict[int, int], dtypes: Mapping[str, str]) ->
         return f"torch.{dtypes.get(spec['value'], spec['value'])}"
     value = spec["value"]
     if isinstance(value, list):
-        items = [sizes.get(v, v) if isinstance(v, int) else v for v in value]
-        if spec.get("sequence") == "list":
-            return repr(items)
-        return repr(tuple(items))
+        return _sequence_code(value, spec.get("sequence"), sizes)
     if isinstance(value, int) and not isinstance(value, bool):
         return repr(sizes.get(value, value))
     return repr(value)
+
+
+def _sequence_code(value: list, sequence: str | None, sizes: dict[int, int]) -> str:
+    """Code for a captured list or tuple of scalars (``sequence``: which), each int in
+    it a size that changes with ``sizes``."""
+    items = [sizes.get(v, v) if isinstance(v, int) else v for v in value]
+    if sequence == "list":
+        return repr(items)
+    return repr(tuple(items))
 
 
 def _variable(name: str | None, index: int, taken: set[str]) -> str:
@@ -237,13 +262,19 @@ def _smaller(d: int, blocks: list[int]) -> tuple[int, int | None] | None:
     for b in reversed(blocks):  # the largest block first: its remainder keeps the others'
         if d > 2 * b:
             return (b + d % b if d % b else 2 * b), b
+    new = _quarter(d)
+    return (new, None) if new < d else None
+
+
+def _quarter(d: int) -> int:
+    """About a quarter of ``d``, at least 3: as odd as ``d`` and a power of two only
+    where ``d`` is one."""
     new = d // 4
     if new % 2 != d % 2:
         new += 1  # odd stays odd (and even even, so one-off neighbours shift alike)
     if not C.pow2(d) and C.pow2(new):
         new += 2
-    new = max(new, 3)
-    return (new, None) if new < d else None
+    return max(new, 3)
 
 
 def _shrink_step(
@@ -528,7 +559,7 @@ def candidates(
     the order the mutant's family makes most promising (``kinds.order``), taken
     round-robin (every kind's best candidate, then every kind's second, ...); within a
     kind, smaller calls first. ``triggers`` (when given) keeps only those kinds."""
-    kinds = tuple(k for k in order(family) if not triggers or k in triggers)
+    kinds = _kinds_to_try(family, triggers)
     queues = _queues(calls, kinds)
     out: list[Candidate] = []
     seen: set[tuple[str, str]] = set()
@@ -541,6 +572,12 @@ def candidates(
             if len(out) >= budget:
                 break
     return out
+
+
+def _kinds_to_try(family: str, triggers: tuple[str, ...]) -> tuple[str, ...]:
+    """The trigger kinds to try, most promising for ``family`` first (``kinds.order``):
+    all of them, or only ``triggers`` when given."""
+    return tuple(k for k in order(family) if not triggers or k in triggers)
 
 
 def _queues(calls: list[dict], kinds: tuple[str, ...]) -> dict[str, list[tuple[dict, Variant]]]:
