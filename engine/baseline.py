@@ -204,13 +204,11 @@ def failed_original(kernel: KernelFile, mode: str, job_mode: str, result: JobRes
     limit it hit, the interpreter, a test file (``--tests``, the project's, a written
     one: named as such), or the file's own check."""
     name = kernel.path
-    if result.status is JobStatus.ERROR and TOO_BIG_WORDS in result.error:
-        said = result.error.splitlines()[0]  # one test file's cases alone are too many
-        return BadInput(f"{name}: the original's {said}; leave cases out with -k EXPR")
+    unrun = _checks_unrun(name, result)
+    if unrun is not None:
+        return unrun
     why = summarize_error(result.error) or result.status.value
     failing = result.first_failure
-    if failing is not None and failing.name == "import":
-        return BadInput(f"{name}: {summarize_error(failing.message)}")
     case = failing.name.split("::", 1)[1] if failing and "::" in failing.name else ""
     limit = result.extra.get("limit")
     if limit:
@@ -229,6 +227,18 @@ def failed_original(kernel: KernelFile, mode: str, job_mode: str, result: JobRes
         f"{name}: the original fails its own check ({result.status.value}): "
         f"{case and case + ': '}{why}" + cpu_tensor_hint(mode, result.error)
     )
+
+
+def _checks_unrun(name: str, result: JobResult) -> BadInput | None:
+    """The one line for an original whose checks never ran: too many test cases to run
+    (one test file's alone), or the kernel file's import failed; None otherwise."""
+    if result.status is JobStatus.ERROR and TOO_BIG_WORDS in result.error:
+        said = result.error.splitlines()[0]  # one test file's cases alone are too many
+        return BadInput(f"{name}: the original's {said}; leave cases out with -k EXPR")
+    failing = result.first_failure
+    if failing is not None and failing.name == "import":
+        return BadInput(f"{name}: {summarize_error(failing.message)}")
+    return None
 
 
 def run_baseline(
@@ -342,8 +352,7 @@ def judge_own_check(ctx: StageContext) -> Iterator[Event]:
     (``harness/null_run.py``): if it still passes, it cannot see a wrong result,
     whatever its source says (``assert x.device == DEVICE`` is not a check of the
     output). Falls back on reading the source when that run says nothing."""
-    kernel = ctx.kernel
-    own = tuple(c for c in kernel.checks if c.name == OWN_CHECK)  # as "kinds" counts them
+    own = tuple(c for c in ctx.kernel.checks if c.name == OWN_CHECK)  # as "kinds" counts them
     if not own:
         return
 
@@ -364,26 +373,28 @@ def judge_own_check(ctx: StageContext) -> Iterator[Event]:
     # limit's wall-clock backstop, not the original's far one
     job = replace(ctx.job_for(None, ctx.timeout_s), checks=own, null_launches=True)
     result, _ = ctx.execute(job)
-    skipped = int(result.extra.get("null_run", {}).get("skipped_launches", 0))
-    if result.status is JobStatus.PASSED and skipped:
-        asserts = False
-        launches = f"{skipped} kernel launch" + ("es" if skipped != 1 else "")
-        evidence = f"it still passes with its {launches} skipped, outputs left as -31337"
-    elif result.status is JobStatus.PASSED:
-        asserts = False
-        evidence = "it launches no kernel at all"
-    elif result.status in (JobStatus.FAILED, JobStatus.CRASH, JobStatus.BOUNDS):
-        asserts = True
-        why = summarize_error(result.error) or result.status.value
-        why = why if len(why) <= 120 else why[:117].rstrip() + "..."
-        evidence = f"it fails when no kernel runs ({why})"
-    else:
-        asserts = kernel.asserts
-        what = "finds a result check" if asserts else "finds no result check"
-        evidence = (
-            f"reading its source {what} (the run without kernels ended "
-            f"{result.status.value}: {summarize_error(result.error) or 'no detail'})"
-        )
+    asserts, evidence = _null_run_evidence(ctx.kernel, result)
     note = "" if asserts else NOTHING_ASSERTED
     judged(asserts=asserts, evidence=evidence, note=note)
     yield OwnCheckJudged(asserts, evidence, note)
+
+
+def _null_run_evidence(kernel: KernelFile, result: JobResult) -> tuple[bool, str]:
+    """Whether the own check asserts on the kernels' output, and the evidence, from its
+    run with every launch skipped: passing says no, failing says yes; a run that ended
+    otherwise (a timeout, an error) leaves the answer to reading the source."""
+    skipped = int(result.extra.get("null_run", {}).get("skipped_launches", 0))
+    if result.status is JobStatus.PASSED and skipped:
+        launches = f"{skipped} kernel launch" + ("es" if skipped != 1 else "")
+        return False, f"it still passes with its {launches} skipped, outputs left as -31337"
+    if result.status is JobStatus.PASSED:
+        return False, "it launches no kernel at all"
+    if result.status in (JobStatus.FAILED, JobStatus.CRASH, JobStatus.BOUNDS):
+        why = summarize_error(result.error) or result.status.value
+        why = why if len(why) <= 120 else why[:117].rstrip() + "..."
+        return True, f"it fails when no kernel runs ({why})"
+    what = "finds a result check" if kernel.asserts else "finds no result check"
+    return kernel.asserts, (
+        f"reading its source {what} (the run without kernels ended "
+        f"{result.status.value}: {summarize_error(result.error) or 'no detail'})"
+    )
