@@ -167,15 +167,16 @@ def compile_lines(row: dict) -> list[str]:
     results = row.get("compile")
     if not isinstance(results, dict):
         return []
-    out = []
-    for target, res in results.items():
-        if not isinstance(res, dict):
-            continue
-        ok = res.get("ok")
-        state = "compiles" if ok else ("does not compile" if ok is False else "not checked")
-        message = res.get("message") or ""
-        out.append(f"{target}: {state}" + (f": {message}" if message and not ok else ""))
-    return out
+    return [_compile_line(t, res) for t, res in results.items() if isinstance(res, dict)]
+
+
+def _compile_line(target: str, res: dict) -> str:
+    """One target's line: whether the mutant compiles there, with the compiler's message
+    where it does not."""
+    ok = res.get("ok")
+    state = "compiles" if ok else ("does not compile" if ok is False else "not checked")
+    message = res.get("message") or ""
+    return f"{target}: {state}" + (f": {message}" if message and not ok else "")
 
 
 def shown_claims(row: dict) -> list[dict]:
