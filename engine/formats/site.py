@@ -60,6 +60,12 @@ def scrub_value(value: object) -> object:
         return [scrub_value(v) for v in value]
     if not isinstance(value, str):
         return value
+    return _scrub_text(value)
+
+
+def _scrub_text(value: str) -> str:
+    """A text setting: removed where it looks like a key, an address without its user
+    info, query and fragment, else as it is."""
     if _SECRET_VALUE.match(value.strip()):
         return REMOVED
     if "://" in value:
