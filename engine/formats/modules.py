@@ -45,7 +45,7 @@ def module_report(report: dict, record: dict) -> dict:
     toolchain) the library's. ``module`` holds its ``files`` entry."""
     rows = module_rows(report, record)
     judged = [r for r in rows if r.get("verdict") != "pending"]
-    part = {k: v for k, v in report.items() if k not in ("files", "library", "mutants", "score")}
+    part = _library_wide(report)
     part.update(
         run_id=record.get("run_id") or report.get("run_id"),
         kernel={
@@ -63,6 +63,12 @@ def module_report(report: dict, record: dict) -> dict:
     return part
 
 
+def _library_wide(report: dict) -> dict:
+    """A copy of the library report's fields every module shares (tests, settings,
+    toolchain...): all but its modules, its rows and its score."""
+    return {k: v for k, v in report.items() if k not in ("files", "library", "mutants", "score")}
+
+
 def kernel_counts(report: dict, record: dict) -> list[dict]:
     """Per jit function of a module (those with mutants, then those without): its
     mutants, killed and survivors (of your tests), and whether any case reached it; the
@@ -72,20 +78,22 @@ def kernel_counts(report: dict, record: dict) -> list[dict]:
     names = list(
         dict.fromkeys([*(record.get("jit_functions") or []), *(r.get("function") for r in rows)])
     )
-    out = []
-    for name in names:
-        mine = [r for r in rows if r.get("function") == name]
-        counted = score(mine, written)
-        out.append(
-            {
-                "function": str(name),
-                "mutants": len(mine),
-                "killed": counted["killed"],
-                "survived": _survived(mine, counted),
-                "reached": not mine or any(r.get("reached") is not False for r in mine),
-            }
-        )
+    out = [_kernel_count(name, rows, written) for name in names]
     return sorted(out, key=lambda k: (-k["survived"], -k["mutants"], k["function"]))
+
+
+def _kernel_count(name: object, rows: list[dict], written: frozenset[str]) -> dict:
+    """One jit function's counts from its module's ``rows``: its mutants, killed,
+    survivors of your tests, and whether any case reached it."""
+    mine = [r for r in rows if r.get("function") == name]
+    counted = score(mine, written)
+    return {
+        "function": str(name),
+        "mutants": len(mine),
+        "killed": counted["killed"],
+        "survived": _survived(mine, counted),
+        "reached": not mine or any(r.get("reached") is not False for r in mine),
+    }
 
 
 def modules_by_survivors(report: dict) -> list[dict]:
