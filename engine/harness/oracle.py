@@ -193,8 +193,14 @@ class _Stream:
         if header.get("type") == "end":
             self.ended = header
             return None
+        arrays = self._arrays(header["args"])
+        return None if arrays is None else (header, arrays)
+
+    def _arrays(self, args: list[dict]) -> list | None:
+        """The launch's arguments' arrays, as ``args`` describes them (None for one that
+        could not be sent); None when the variant died mid-message (``ended`` says so)."""
         arrays = []
-        for arg in header["args"]:
+        for arg in args:
             if "error" in arg:
                 arrays.append(None)
                 continue
@@ -203,7 +209,7 @@ class _Stream:
                 self.ended = {"status": "crash", "error": "the variant died mid-message"}
                 return None
             arrays.append(np.frombuffer(data, dtype=np.dtype(arg["dtype"])).reshape(arg["shape"]))
-        return header, arrays
+        return arrays
 
 
 # --------------------------------------------------------------------------
@@ -451,21 +457,35 @@ def _compare_streams(
                 break
             original_done = la is None
         for name, comparison in comparisons.items():
-            if name not in live:
-                if la is not None and name not in timed_out:
-                    extra[name]["original"] += 1
-                continue
-            try:
-                lb = streams[name].next()
-            except TimeoutError:
-                timed_out.add(name)
-                live.discard(name)
-                _reap(streams[name].pid, kill=True)
-                continue
-            if lb is None:
-                live.discard(name)
-            _pair_launches(la, lb, comparison, extra[name])
+            if name in live:
+                _step_variant(name, streams[name], la, comparison, extra[name], live, timed_out)
+            elif la is not None and name not in timed_out:
+                extra[name]["original"] += 1
     return timed_out, original_done
+
+
+def _step_variant(
+    name: str,
+    stream: _Stream,
+    la: tuple | None,
+    comparison: _Comparison,
+    extra: dict,
+    live: set[str],
+    timed_out: set[str],
+) -> None:
+    """One live variant's step of the lockstep: reads its next launch and pairs it with
+    the original's ``la``; one that ends leaves ``live``, one that times out is cut and
+    joins ``timed_out``."""
+    try:
+        lb = stream.next()
+    except TimeoutError:
+        timed_out.add(name)
+        live.discard(name)
+        _reap(stream.pid, kill=True)
+        return
+    if lb is None:
+        live.discard(name)
+    _pair_launches(la, lb, comparison, extra)
 
 
 def _pair_launches(la, lb, comparison: _Comparison, extra: dict) -> None:
@@ -532,16 +552,7 @@ def run(request: dict, workdir: str) -> dict:
     normal = run_group(
         job, _variant_files(job, kernel, sources), workdir, poison=False, timeout_s=pair_timeout
     )
-    # Identical, with undefined lanes read: once more with those lanes poisoned.
-    again = {
-        n: sources[n]
-        for n, data in normal.items()
-        if data["identical"] and any(data["undefined_lanes"].values())
-    }
-    poisoned = {}
-    if again:
-        files = _variant_files(job, kernel, again)
-        poisoned = run_group(job, files, workdir, poison=True, timeout_s=pair_timeout)
+    poisoned = _poisoned_runs(job, kernel, sources, normal, workdir, pair_timeout)
     answers = {}
     for name, data in normal.items():
         other = poisoned.get(name)
@@ -551,6 +562,22 @@ def run(request: dict, workdir: str) -> dict:
         dependent = _interpreter_dependent(data, other)
         answers[name] = {**data, "poisoned": other, "interpreter_dependent": dependent}
     return {"mutants": answers} if group is not None else answers["mutant"]
+
+
+def _poisoned_runs(
+    job: Job, kernel: str, sources: dict[str, str], normal: dict, workdir: str, timeout_s: float
+) -> dict:
+    """The variants whose ``normal`` comparison was identical with undefined lanes read,
+    run once more with those lanes poisoned: per variant, that comparison (none: {})."""
+    again = {
+        n: sources[n]
+        for n, data in normal.items()
+        if data["identical"] and any(data["undefined_lanes"].values())
+    }
+    if not again:
+        return {}
+    files = _variant_files(job, kernel, again)
+    return run_group(job, files, workdir, poison=True, timeout_s=timeout_s)
 
 
 def _variant_files(job: Job, kernel: str, sources: dict[str, str]) -> dict:
