@@ -74,8 +74,7 @@ def _each_test_file_launches_a_kernel(kernel: KernelFile, result: JobResult) -> 
     of = kernel.project.module if kernel.project is not None else kernel.path
     for test in (t for t in kernel.tests if t.origin == GIVEN):
         cases = _cases_of_file(kernel, test, coverage)
-        ran = [v for case, v in cases.items() if case not in skipped]
-        if cases and not any(reaches(v) for v in ran):
+        if cases and not any(reaches(v) for case, v in cases.items() if case not in skipped):
             reasons = [skipped[case] for case in cases if case in skipped]
             raise BadInput(f"{test.path}: {launches_nothing(len(cases), reasons, of)}")
 
@@ -115,16 +114,24 @@ def launches_nothing(cases: int, reasons: list[str], of: str) -> str:
     """Why a test file cannot kill a mutant of ``of``: its ``cases`` launch no kernel of
     it, or pytest skipped them (``reasons``: one per skipped case, with pytest's words
     where they came back)."""
-    said = sorted({r.strip() for r in reasons if r.strip()})
-    others = len(said) - 1
-    more = f" (and {others} other reason{'s' if others > 1 else ''})" if others else ""
-    why = f": {said[0]}{more}" if said else ""
+    why = _skip_reasons(reasons)
     if reasons and len(reasons) == cases:
         each = "its test case was" if cases == 1 else f"all {cases} of its test cases were"
         return f"{each} skipped{why}, so it launches no kernel of {of} and cannot kill its mutants"
     n = "its one test case never" if cases == 1 else f"none of its {cases} test cases"
     skipped = f" ({len(reasons)} skipped{why})" if reasons else ""
     return f"{n} launches a kernel of {of}{skipped}, so it cannot kill its mutants"
+
+
+def _skip_reasons(reasons: list[str]) -> str:
+    """pytest's skip reasons as said after "skipped": the first in order and how many
+    others (": needs CUDA (and 2 other reasons)"); "" when none came back."""
+    said = sorted({r.strip() for r in reasons if r.strip()})
+    if not said:
+        return ""
+    others = len(said) - 1
+    more = f" (and {others} other reason{'s' if others > 1 else ''})" if others else ""
+    return f": {said[0]}{more}"
 
 
 def interpreter_failure(result: JobResult, mode: str) -> str | None:
@@ -138,15 +145,22 @@ def interpreter_failure(result: JobResult, mode: str) -> str | None:
         return None
     if "InterpreterError" not in failing.message:
         return None
-    first = records[0]
-    where = os.path.basename(first.get("file") or "") or "?"
-    source = f": {first['source']}" if first.get("source") else ""
     case = f" (in {failing.name.split('::', 1)[1]})" if "::" in failing.name else ""
     return (
         f"the original fails inside Triton's interpreter, not in an assert of its checks{case}: "
-        f"{first['exception']} in kernel {first['kernel']} at {where}:{first.get('line')}"
-        f"{source}; the interpreter cannot run this kernel as a GPU would: run it compiled "
-        "with --mode compiled on a CUDA machine"
+        f"{_raised_where(records[0])}; the interpreter cannot run this kernel as a GPU would: "
+        "run it compiled with --mode compiled on a CUDA machine"
+    )
+
+
+def _raised_where(record: dict) -> str:
+    """An interpreter error record in words: the exception, the kernel, its file and line,
+    and the source line where it came back."""
+    where = os.path.basename(record.get("file") or "") or "?"
+    source = f": {record['source']}" if record.get("source") else ""
+    return (
+        f"{record['exception']} in kernel {record['kernel']} at {where}:{record.get('line')}"
+        f"{source}"
     )
 
 
@@ -158,14 +172,21 @@ def failing_test_file(kernel: KernelFile, failing: CheckOutcome | None) -> str |
     assert's location), else every test file there is."""
     if failing is None or failing.name.split("::", 1)[0] != EXTRA_TESTS:
         return None
-    tests = list(kernel.tests)
-    if len(tests) > 1:
-        named = [t for t in tests if _names_file(failing.message, t, kernel)]
-        tests = named if len(named) == 1 else tests
+    tests = _blamed_tests(kernel, failing.message)
     said = " or ".join(_shown(t.path) if t.origin == GIVEN else t.name for t in tests)
     if all(t.origin == GIVEN for t in tests):
         return f"the project's test {said}" if kernel.project is not None else f"--tests {said}"
     return f"the test file {said}"
+
+
+def _blamed_tests(kernel: KernelFile, message: str) -> list[TestFile]:
+    """The test files a failure's text blames: the one there is, else the one ``message``
+    names, else every one there is."""
+    tests = list(kernel.tests)
+    if len(tests) <= 1:
+        return tests
+    named = [t for t in tests if _names_file(message, t, kernel)]
+    return named if len(named) == 1 else tests
 
 
 def _names_file(message: str, test: TestFile, kernel: KernelFile) -> bool:
