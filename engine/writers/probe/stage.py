@@ -64,14 +64,20 @@ def capture(ctx: StageContext) -> tuple[list[dict], str]:
         else ("the own check", "calls")
     )
     if not calls:
-        functions = ", ".join(data.get("functions", [])) or "none"
-        errors = "; ".join(data.get("errors") or [])[:300]
-        return [], (
-            f"{source} {verb} no public function of the kernel module that launches a "
-            f"kernel (public functions: {functions}); nothing to vary"
-            + (f" ({errors})" if errors else "")
-        )
+        return [], _nothing_to_vary(data, source, verb)
     return calls, _learned(calls, source)
+
+
+def _nothing_to_vary(data: dict, source: str, verb: str) -> str:
+    """The note for a capture that found no call to vary: the module's public functions
+    it saw, and the errors it met (``data``: the capture's answer)."""
+    functions = ", ".join(data.get("functions", [])) or "none"
+    errors = "; ".join(data.get("errors") or [])[:300]
+    return (
+        f"{source} {verb} no public function of the kernel module that launches a "
+        f"kernel (public functions: {functions}); nothing to vary"
+        + (f" ({errors})" if errors else "")
+    )
 
 
 def _learned(calls: list[dict], source: str) -> str:
@@ -132,6 +138,17 @@ def _first_inputs(ctx: StageContext, calls: list[dict]) -> dict[str, Candidate]:
         if search is not None:
             needed.update((c.id, c) for c in search.batch({}) if c.id not in needed)
     return needed
+
+
+def _never_launched(ctx: StageContext, mutant: Mutant, calls: list[dict]) -> str:
+    """The note for a survivor no call reaches: the calls never launch its function,
+    and the kernels they do launch."""
+    launched = sorted({k for c in calls for k in c.get("kernels", ())})
+    calls_of = "the project tests' calls" if ctx.kernel.project else "the own check's wrapper calls"
+    return (
+        f"{calls_of} never launch {mutant.function} "
+        f"(they launch {', '.join(launched) or 'nothing'}): nothing to vary"
+    )
 
 
 def _taken_ahead(ctx: StageContext) -> dict[str, tuple[Job, list]]:
@@ -254,16 +271,7 @@ class _Probing:
         for m in self.survivors:
             search = new_search(ctx, m, calls)
             if search is None:
-                launched = sorted({k for c in calls for k in c.get("kernels", ())})
-                calls_of = (
-                    "the project tests' calls"
-                    if ctx.kernel.project
-                    else "the own check's wrapper calls"
-                )
-                text = (
-                    f"{calls_of} never launch {m.function} "
-                    f"(they launch {', '.join(launched) or 'nothing'}): nothing to vary"
-                )
+                text = _never_launched(ctx, m, calls)
                 ctx.ledger.put_row(m.id, "probe", {"probes": 0, "result": text})
                 yield WriterNote("probe", text, mutant_id=m.id)
                 continue
@@ -274,10 +282,15 @@ class _Probing:
     def _active(self) -> list[Search]:
         """The searches with inputs left to run this round, each round fitted to its share of
         the time left (a survivor out of time says so and stops)."""
-        unusable, budget = self.unusable, self.budget
         active = [s for s in self.searches.values() if self._has_inputs_left(s)]
-        if not budget.limited:
+        if not self.budget.limited:
             return active
+        return self._fitted(active)
+
+    def _fitted(self, active: list[Search]) -> list[Search]:
+        """The ``active`` searches whose batch fits their share of the time left (refitted
+        unless the original's runs just set the shares); the others are out of time."""
+        unusable, budget = self.unusable, self.budget
         if self.refit:
             fit(active, budget.left(), budget.scale(), self.known, unusable, budget.under_floor())
         for s in active:
@@ -354,20 +367,25 @@ class _Probing:
     def _groups(self, active: list[Search]) -> tuple[list[list[Search]], dict]:
         """The round's compare jobs' survivors, and the original's jobs on the next batches
         beside them (not in the first round: most survivors that die, die there)."""
-        known, unusable = self.known, self.unusable
         groups = into_jobs(active, self.ctx.workers, {s.mutant.id: work(s) for s in active})
-        ahead = {
+        ahead = self._next_batches(active)
+        return groups, (original_jobs(self.ctx, list(ahead.values())) if ahead else {})
+
+    def _next_batches(self, active: list[Search]) -> dict[str, Candidate]:
+        """The inputs of the searches' next batches (of those that ran one) the original
+        has not run and that are not unusable, by id: its jobs beside the round run them."""
+        known, unusable = self.known, self.unusable
+        return {
             c.id: c
             for s in active
             for c in s.pending[len(s.batch(unusable)) :][:BATCH]
             if c.id not in known and c.id not in unusable and s.ran
         }
-        return groups, (original_jobs(self.ctx, list(ahead.values())) if ahead else {})
 
     def _round(self, groups: list[list[Search]], originals: dict) -> bool:
         """One round: the compare jobs and the original's beside them, read into the
         searches; False when the run was cancelled."""
-        ctx, spend, known, unusable = self.ctx, self.spend, self.known, self.unusable
+        ctx, known, unusable = self.ctx, self.known, self.unusable
         entries = {str(i): [(s, s.batch(unusable)) for s in g] for i, g in enumerate(groups)}
         jobs = {
             key: compare_job(ctx, [(s.mutant, b) for s, b in group], known if self.share else {})
@@ -377,12 +395,23 @@ class _Probing:
         results = proving.run_all(ctx, jobs)
         if len(results) < len(jobs):
             return False
+        self._read_round(results, entries, originals)
+        return True
+
+    def _read_round(
+        self,
+        results: dict[str, tuple[JobResult, bool]],
+        entries: dict[str, list[tuple[Search, list[Candidate]]]],
+        originals: dict,
+    ) -> None:
+        """The round's job results read, in order (``_read_round_job``), each one's cost
+        and the inputs it found unusable into the spend."""
+        spend, unusable = self.spend, self.unusable
         for key, (result, cached) in results.items():
             spend.job(result, cached)
             before = len(unusable)
             self._read_round_job(key, result, entries, originals)
             spend.unusable += len(unusable) - before
-        return True
 
     def _read_round_job(
         self,
@@ -447,13 +476,18 @@ class _Probing:
     def _prove_hit(self, search: Search) -> Iterator[Event]:
         """A hit's written test proved, the other survivors beside it (``_prove``)."""
         searches = self.searches
-        # the other survivors seen to differ: their evidence goes in the proof's round
-        likely = {s.mutant.id for s in searches.values() if s.differs or s.hit}
-        # those that hung on an input, or run slower everywhere: the test may run
-        # long on them (``proving.prove_killer``'s ``slow``)
-        slow = {s.mutant.id for s in searches.values() if s.hung or s.slow >= SLOW}
+        likely, slow = self._likely_and_slow()
         others = [m for m in self.survivors if m.id not in searches or not searches[m.id].alike]
         yield from _prove(self.ctx, search, others, likely, slow, self.kills)
+
+    def _likely_and_slow(self) -> tuple[set[str], set[str]]:
+        """The ids of the survivors seen to differ (their evidence goes in the proof's
+        round), and of those that hung on an input or run slower everywhere (the test may
+        run long on them: ``proving.prove_killer``'s ``slow``)."""
+        searches = self.searches.values()
+        likely = {s.mutant.id for s in searches if s.differs or s.hit}
+        slow = {s.mutant.id for s in searches if s.hung or s.slow >= SLOW}
+        return likely, slow
 
     def _results(self) -> Iterator[Event]:
         """Each survivor still alive: what its search found, in its row and said."""
