@@ -49,9 +49,7 @@ def interpreter_off() -> int:
     os.environ["TRITON_INTERPRET"] = "0"
     triton.knobs.runtime.interpret = False
     converted: dict[int, Any] = {}
-    for name, module in list(sys.modules.items()):
-        if module is None or not (name == "triton" or name.startswith("triton.")):
-            continue
+    for module in _triton_modules():
         for attr, value in list(vars(module).items()):
             if isinstance(value, InterpretedFunction):
                 jit = converted.get(id(value))
@@ -59,6 +57,15 @@ def interpreter_off() -> int:
                     jit = converted[id(value)] = JITFunction(value.fn, **value.kwargs)
                 setattr(module, attr, jit)
     return len(converted)
+
+
+def _triton_modules() -> list[Any]:
+    """Triton's own modules (``triton`` and ``triton.*``) among those imported."""
+    return [
+        module
+        for name, module in list(sys.modules.items())
+        if module is not None and (name == "triton" or name.startswith("triton."))
+    ]
 
 
 def _find_kernel(namespace: dict, name: str) -> Any:
@@ -101,12 +108,18 @@ def _one_line(text: str) -> str:
     if not lines:
         return "compilation failed"
     errors = [ln for ln in lines if re.search(r"\berror\b", ln, re.IGNORECASE)]
-    line = errors[0] if errors else lines[-1]
-    match = re.fullmatch(r"(\w+)\((['\"])(.*)\2\)", line)
-    if match:
-        kind, message = match.group(1), match.group(3)
-        line = message if kind == "AssertionError" else f"{kind}: {message}"
+    line = _unwrapped(errors[0] if errors else lines[-1])
     return line if len(line) <= 400 else line[:397] + "..."
+
+
+def _unwrapped(line: str) -> str:
+    """An exception's repr, ``Kind('message')``, as ``Kind: message`` (an assertion's as
+    its message alone); any other line as it is."""
+    match = re.fullmatch(r"(\w+)\((['\"])(.*)\2\)", line)
+    if not match:
+        return line
+    kind, message = match.group(1), match.group(3)
+    return message if kind == "AssertionError" else f"{kind}: {message}"
 
 
 def _where(exc: BaseException, namespace: dict, kernel: Any) -> str:
@@ -282,17 +295,26 @@ def _target_entry(outcomes: list[dict], signatures: int, t0: float) -> dict:
     when none failed, None when only the harness erred, and the first failure's words."""
     failed = [o for o in outcomes if o["status"] == "failed"]
     errors = [o for o in outcomes if o["status"] == "error"]
+    first = _first_failure(failed, errors)
     entry: dict[str, Any] = {
         "ok": None if errors and not failed else not failed,
-        "message": (failed or errors or [{"message": ""}])[0]["message"],
+        "message": first["message"] if first is not None else "",
         "seconds": round(time.perf_counter() - t0, 3),
         "signatures": signatures,
     }
-    if failed or errors:
-        entry["detail"] = (failed or errors)[0]["detail"]
+    if first is not None:
+        entry["detail"] = first["detail"]
         entry["failed_signatures"] = len(failed)
         entry["errors"] = len(errors)
     return entry
+
+
+def _first_failure(failed: list[dict], errors: list[dict]) -> dict | None:
+    """The outcome whose words a target's entry gives: the first compile failure, else
+    the first harness error; None when every signature compiled."""
+    if failed:
+        return failed[0]
+    return errors[0] if errors else None
 
 
 def warm() -> None:
