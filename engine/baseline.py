@@ -212,12 +212,15 @@ def _selection_leaves_cases(ctx: StageContext, result: JobResult) -> None:
         o for o in result.outcomes if o.name.split("::")[0] != OWN_CHECK and o.status != "skipped"
     ]
     if not ran:
-        chosen = " ".join(
-            f"{flag} {value!r}"
-            for flag, value in (("-k", settings.keyword), ("-m", settings.marker))
-            if value
-        )
+        chosen = _selection_said(settings.keyword, settings.marker)
         raise BadInput(f"{ctx.kernel.path}: {chosen} selects no test case of the --tests files")
+
+
+def _selection_said(keyword: str | None, marker: str | None) -> str:
+    """The selection as the user gave it: "-k 'EXPR' -m 'MARK'", each where given."""
+    return " ".join(
+        f"{flag} {value!r}" for flag, value in (("-k", keyword), ("-m", marker)) if value
+    )
 
 
 def failed_original(kernel: KernelFile, mode: str, job_mode: str, result: JobResult) -> BadInput:
@@ -230,7 +233,7 @@ def failed_original(kernel: KernelFile, mode: str, job_mode: str, result: JobRes
         return unrun
     why = summarize_error(result.error) or result.status.value
     failing = result.first_failure
-    case = failing.name.split("::", 1)[1] if failing and "::" in failing.name else ""
+    case = _failed_case(failing)
     limit = result.extra.get("limit")
     if limit:
         said = limit.get("said") or why
@@ -248,6 +251,12 @@ def failed_original(kernel: KernelFile, mode: str, job_mode: str, result: JobRes
         f"{name}: the original fails its own check ({result.status.value}): "
         f"{case and case + ': '}{why}" + cpu_tensor_hint(mode, result.error)
     )
+
+
+def _failed_case(failing: CheckOutcome | None) -> str:
+    """The test case whose failure failed the original, by its name without its file;
+    "" when the failure is not one case's."""
+    return failing.name.split("::", 1)[1] if failing and "::" in failing.name else ""
 
 
 def _checks_unrun(name: str, result: JobResult) -> BadInput | None:

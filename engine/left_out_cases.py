@@ -327,10 +327,15 @@ def _case_failures(kernel: KernelFile, result: JobResult) -> list[CheckOutcome] 
     if _failed_outside_cases(result):
         return None
     failed = [o for o in result.outcomes if o.status == "failed"]
-    prefix = f"{EXTRA_TESTS}::"
-    if not failed or not all(o.name.startswith(prefix) or _uncollected(o) for o in failed):
+    if not failed or not all(map(_of_a_case, failed)):
         return None
     return failed
+
+
+def _of_a_case(outcome: CheckOutcome) -> bool:
+    """Whether ``outcome`` is a test case's, or a test file's that could not be collected
+    (which leaves its cases out), not an import's or the own check's."""
+    return outcome.name.startswith(f"{EXTRA_TESTS}::") or _uncollected(outcome) is not None
 
 
 def _failed_outside_cases(result: JobResult) -> bool:
@@ -431,8 +436,7 @@ def without_slow_cases(
     for _ in range(RERUNS):
         cases = result.extra.get("cases") or {}
         more = _slow_in(cases, case_time, ctx.settings.timeout_s)
-        names = [r["case"].split("::")[-1] for r in more]
-        if not more or not all(K_NAME.match(n) for n in names):
+        if not _nameable(more):
             break
         left.update({r["case"]: r for r in more})
         keyword = _deselecting(left, ctx.settings.keyword)
@@ -441,6 +445,11 @@ def without_slow_cases(
             extra = {**result.extra, LEFT_OUT_CASES: list(left.values()), DESELECTED: keyword}
             return replace(result, extra=extra), cached
     return result, cached
+
+
+def _nameable(more: list[dict]) -> bool:
+    """Whether there are cases to leave out and pytest's ``-k`` can name each of them."""
+    return bool(more) and all(K_NAME.match(r["case"].split("::")[-1]) for r in more)
 
 
 def _deselecting(left: dict[str, dict], keyword: str | None) -> str:
