@@ -114,15 +114,24 @@ def _memcheck_entry(kind: str, follows: list[str]) -> str:
     """One memcheck error in one line: its kind, then the lines that follow it up to the
     next error (where, which thread, the address)."""
     parts, address = [kind], ""
-    for follow in follows:
-        body = follow.lstrip("= ").strip()
-        if not follow.startswith("=") or not body or _MEMCHECK_KIND.match(follow):
-            break
+    for body in _memcheck_bodies(follows):
         if body.startswith(("at ", "by thread")):
             parts.append(body.split(" in /", 1)[0])
         elif body.startswith("Address") or "out of bounds" in body:
             address = body
     return " ".join(parts) + (f": {address}" if address else "")
+
+
+def _memcheck_bodies(follows: list[str]) -> list[str]:
+    """The words of the lines of ``follows`` that belong to the error above them: up to
+    a line not of memcheck's, an empty one, or the next error."""
+    bodies = []
+    for follow in follows:
+        body = follow.lstrip("= ").strip()
+        if not follow.startswith("=") or not body or _MEMCHECK_KIND.match(follow):
+            break
+        bodies.append(body)
+    return bodies
 
 
 #: memcheck's exit code when it found errors (chosen to be unlike any check's).
@@ -236,7 +245,12 @@ def _left(
             return result
     if _over_cpu(job_data, status, cpu_s):  # it never answered: its CPU limit ended it
         return _timed_out(job_data, "cpu", cpu_s, duration, output)
-    status = status or 0
+    return _unanswered(job_data, status or 0, output, duration)
+
+
+def _unanswered(job_data: dict, status: int, output: str, duration: float) -> dict:
+    """A job whose process ended without an answer, within its limits: a signal's end,
+    else a crash with its exit code (-1 where it did not exit)."""
     if os.WIFSIGNALED(status):
         return _signalled(job_data, os.WTERMSIG(status), output, duration)
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
