@@ -15,15 +15,21 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 
 def extract_code(text: str) -> str | None:
     """The Python code block of a reply (the longest one holding a test, if several)."""
-    blocks = [
-        body
-        for lang, body in _FENCE.findall(text or "")
-        if body.strip() and lang.lower() in ("", "python", "py", "python3", "pytest")
-    ]
+    blocks = _python_blocks(text)
     if not blocks:
         return None
     with_tests = [b for b in blocks if re.search(r"^\s*(async\s+)?def\s+test", b, re.M)]
     return max(with_tests or blocks, key=len).strip() + "\n"
+
+
+def _python_blocks(text: str | None) -> list[str]:
+    """The bodies of a reply's fenced code blocks that hold something and are Python
+    (no language named, or python, py, python3, pytest), in order."""
+    return [
+        body
+        for lang, body in _FENCE.findall(text or "")
+        if body.strip() and lang.lower() in ("", "python", "py", "python3", "pytest")
+    ]
 
 
 #: Modules a generated test may not import: they read code, or reach into the harness.
