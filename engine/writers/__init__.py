@@ -50,15 +50,7 @@ def writer_stages(ctx: StageContext, session: ModelSession) -> list[Stage]:
 
     stages = [Stage("writers", start, phase=BEFORE_MUTANTS)]
     if s.wants_model:
-        why = missing_key(s)
-        if why is not None:
-            raise BadInput(why)
-        session.connect()
-        # verdicts=(): the driver's survivor loop, which takes every other phase, skips it
-        check = Stage("model-check", _check_model(session), verdicts=(), phase=BEFORE_BASELINE)
-        stages.append(check)
-        if s.writer == "llm":
-            stages.append(Stage("stage1", _stage1(session), phase=BEFORE_MUTANTS))
+        stages += _model_stages(session)
     if s.writer == "llm":
         from .stage1 import stage1_kill_evidence
 
@@ -67,6 +59,22 @@ def writer_stages(ctx: StageContext, session: ModelSession) -> list[Stage]:
         stages.append(Stage("probe", _probe, ahead=_probe_ahead))
     if s.stage2 and session.client is not None:
         stages.append(stage2_stage(session))
+    return stages
+
+
+def _model_stages(session: ModelSession) -> list[Stage]:
+    """The stages a run that asks a model starts with, once its key is there (else a
+    ``BadInput``) and the session connected: the model check, then (``--writer llm``)
+    stage 1."""
+    s = session.settings
+    why = missing_key(s)
+    if why is not None:
+        raise BadInput(why)
+    session.connect()
+    # verdicts=(): the driver's survivor loop, which takes every other phase, skips it
+    stages = [Stage("model-check", _check_model(session), verdicts=(), phase=BEFORE_BASELINE)]
+    if s.writer == "llm":
+        stages.append(Stage("stage1", _stage1(session), phase=BEFORE_MUTANTS))
     return stages
 
 
