@@ -412,14 +412,21 @@ def _library_prefixes() -> tuple[str, ...]:
         found += [*site.getsitepackages(), site.getusersitepackages()]
     except AttributeError:  # a virtualenv's old site module
         pass
-    for name in ("torch", "numpy", "triton", "pytest", "_pytest", "pluggy"):
-        module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            found.append(os.path.dirname(module.__file__))
+    found += _package_folders()
     found.append(os.path.dirname(os.path.dirname(_HERE)))  # mutant_gate's engine
     prefixes = {os.path.join(os.path.abspath(p), "") for p in found if p}
     prefixes |= {os.path.join(os.path.realpath(p), "") for p in prefixes}
     return tuple(sorted(prefixes))
+
+
+def _package_folders() -> list[str]:
+    """The folders of torch, numpy, triton and pytest's packages, those imported."""
+    folders = []
+    for name in ("torch", "numpy", "triton", "pytest", "_pytest", "pluggy"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            folders.append(os.path.dirname(module.__file__))
+    return folders
 
 
 # -- the record -------------------------------------------------------------------------
