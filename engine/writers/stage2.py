@@ -61,11 +61,7 @@ def _ask_about(ctx: StageContext, w: ModelSession, mutant: Mutant) -> Generator[
     client = w.client
     assert client is not None
     settings = ctx.settings.writers
-    probe = ctx.ledger.details(mutant.id).get("probe", {}).get("result", "")
-    outcome = ctx.ledger.outcome(mutant.id)
-    messages = prompts.stage2_messages(
-        ctx.kernel, mutant.diff, outcome.reason if outcome else "", probe
-    )
+    messages = _first_messages(ctx, mutant)
     name = f"{reading.file_stem(ctx)}_stage2_{mutant.id}.py"
     for attempt in range(1, settings.attempts + 1):
         yield WriterNote(
@@ -108,6 +104,16 @@ def _ask_about(ctx: StageContext, w: ModelSession, mutant: Mutant) -> Generator[
         yield from proving.accept_killer(ctx, "stage2", test, mutant, proof, ctx.mutants)
         return False
     return False
+
+
+def _first_messages(ctx: StageContext, mutant: Mutant) -> list[dict]:
+    """The conversation's opening about a survivor: its diff, why it survived, and what
+    the probe found (``prompts.stage2_messages``)."""
+    probe = ctx.ledger.details(mutant.id).get("probe", {}).get("result", "")
+    outcome = ctx.ledger.outcome(mutant.id)
+    return prompts.stage2_messages(
+        ctx.kernel, mutant.diff, outcome.reason if outcome else "", probe
+    )
 
 
 def _reason_and_code(content: str) -> tuple[str | None, str | None]:
