@@ -220,6 +220,103 @@ WORKER = textwrap.dedent("""
         tl.store(Y + (i * tl.num_programs(1) + j) * N + offs, x * (i + 1) - j)
 
 
+    @triton.jit
+    def rows_backward(dY, X, W, RSTD, dX, dW, stride, n_rows, n_cols, rows_per_program,
+                      AFFINE: tl.constexpr, BLOCK: tl.constexpr):
+        # Liger's rms norm backward: on a CPU one program loops over every row
+        row_block = tl.program_id(0).to(tl.int64)
+        row_start = row_block * rows_per_program
+        row_end = min((row_block + 1) * rows_per_program, n_rows)
+        cols = tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        if AFFINE:  # without it, the sum is never set: its update must not run
+            dW_row = tl.zeros((BLOCK,), dtype=tl.float32)
+        w = tl.load(W + cols, mask=mask, other=0.0)
+        for row_idx in range(row_start, row_end):
+            dy = tl.load(dY + row_idx * stride + cols, mask=mask, other=0.0)
+            x = tl.load(X + row_idx * stride + cols, mask=mask, other=0.0)
+            rstd = tl.load(RSTD + row_idx)
+            x = x.to(tl.float32)
+            m = dy * w
+            dx = rstd * m
+            dx += rstd * (-(1 / n_cols) * rstd * rstd * tl.sum(m * x, axis=0) * x)
+            if AFFINE:
+                dW_row += dy * (x * rstd)
+            tl.store(dX + row_idx * stride + cols, dx.to(dX.dtype.element_ty), mask=mask)
+        if AFFINE:
+            tl.store(dW + row_block * n_cols + cols, dW_row, mask=mask)
+
+
+    @triton.jit
+    def half_sums(X16, XB, Out, n_rows, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        acc32 = tl.zeros([BLOCK], dtype=tl.float32)
+        acc16 = tl.zeros([BLOCK], dtype=tl.float16)
+        accb = tl.zeros([BLOCK], dtype=tl.bfloat16)
+        total = 0.0
+        for r in tl.range(0, n_rows):
+            x16 = tl.load(X16 + r * BLOCK + cols)
+            xb = tl.load(XB + r * BLOCK + cols)
+            acc32 += x16  # fp16 into an fp32 sum
+            acc16 = acc16 + x16 * x16  # an fp16 sum, the assignment's form
+            accb += xb  # a bf16 sum
+            total += tl.sum(x16, axis=0)  # a Python float, then an fp16 scalar
+        tl.store(Out + cols, acc32)
+        tl.store(Out + BLOCK + cols, acc16.to(tl.float32))
+        tl.store(Out + 2 * BLOCK + cols, accb.to(tl.float32))
+        tl.store(Out + 3 * BLOCK, total.to(tl.float32))
+
+
+    @triton.jit
+    def prefix_rows(X, n_rows, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        for r in range(1, n_rows):
+            prev = tl.load(X + (r - 1) * BLOCK + cols)  # what iteration r - 1 wrote
+            tl.store(X + r * BLOCK + cols, tl.load(X + r * BLOCK + cols) + prev)
+
+
+    @triton.jit
+    def not_additive(X, Out, n_rows, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        acc = tl.zeros([BLOCK], dtype=tl.float32) + 1.0
+        for r in range(n_rows):
+            acc = acc * 0.5 + tl.load(X + r * BLOCK + cols)  # carried, not a sum
+        total = 0.0
+        for r in range(n_rows):
+            x = tl.load(X + r * BLOCK + cols)
+            if total > 1.0:  # the sum read in a condition
+                x = x * 2.0
+            total += tl.sum(x, axis=0)
+        tl.store(Out + cols, acc + total)
+
+
+    @triton.jit
+    def no_rows(X, Out, n_rows, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        acc = tl.zeros([BLOCK], dtype=tl.float32) + 3.0
+        last = tl.zeros([BLOCK], dtype=tl.float32) - 1.0
+        for r in range(n_rows):
+            x = tl.load(X + r * BLOCK + cols)
+            last = x
+            acc += x
+        tl.store(Out + cols, acc + last)
+
+
+    @triton.jit
+    def after_the_loop(X, Out, n_rows, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        z = tl.zeros([BLOCK], dtype=tl.float32)
+        for r in range(2, n_rows, 3):
+            x = tl.load(X + r * BLOCK + cols)
+            y = x * 2.0
+            k = r * 2
+            if BLOCK > 4:
+                z = x + 1.0
+        tl.store(Out + cols, y)
+        tl.store(Out + BLOCK + cols, z)
+        tl.store(Out + 2 * BLOCK + cols, x + k + r)
+
+
     def cases():
         g = torch.Generator().manual_seed(0)
         rnd = lambda *s: torch.randn(*s, generator=g)
@@ -334,6 +431,47 @@ WORKER = textwrap.dedent("""
             grid_2d[(3, 4)](x2, y, N=32)
             return y
 
+        dyb, xxb = rnd(300, 100), rnd(300, 100)
+        wwb, rstdb = torch.rand(100, generator=g), torch.rand(300, generator=g)
+
+        def backward():
+            n, c, dy, xx, ww, rstd = 300, 100, dyb, xxb, wwb, rstdb
+            dx, dw, dx2 = torch.zeros(n, c), torch.zeros(1, c), torch.zeros(n, c)
+            rows_backward[(1,)](dy, xx, ww, rstd, dx, dw, c, n, c, n, AFFINE=True, BLOCK=128)
+            rows_backward[(1,)](dy, xx, ww, rstd, dx2, dw, c, n, c, n, AFFINE=False, BLOCK=128)
+            return torch.cat([dx.flatten(), dw.flatten(), dx2.flatten()])
+
+        x16, xbf = rnd(200, 32).half(), rnd(200, 32).bfloat16()
+
+        def halves():
+            out = torch.zeros(4 * 32)
+            half_sums[(1,)](x16, xbf, out, 200, BLOCK=32)
+            return out
+
+        xpre = rnd(50, 16)
+
+        def prefix():
+            xx = xpre.clone()
+            prefix_rows[(1,)](xx, 50, BLOCK=16)
+            return xx
+
+        x40 = rnd(40, 16)
+
+        def carried_otherwise():
+            out = torch.zeros(16)
+            not_additive[(1,)](x40, out, 40, BLOCK=16)
+            return out
+
+        def zero_rows():
+            out = torch.zeros(16)
+            no_rows[(1,)](x40, out, 0, BLOCK=16)
+            return out
+
+        def last_values():
+            out = torch.zeros(3 * 16)
+            after_the_loop[(1,)](x40, out, 40, BLOCK=16)
+            return out
+
         def gelu():
             y = torch.empty_like(xs16)
             rms_norm_libdevice._gelu_tanh[(3,)](xs16, y, xs16.numel(), BLOCK=256)
@@ -366,6 +504,12 @@ WORKER = textwrap.dedent("""
             "device_print": prints,
             "block_ops": ops,
             "grid_2d": two_d,
+            "loop_rows_backward": backward,
+            "loop_half_sums": halves,
+            "loop_reads_last_iteration": prefix,
+            "loop_carried_otherwise": carried_otherwise,
+            "loop_zero_iterations": zero_rows,
+            "loop_names_after": last_values,
         }
 
 
@@ -444,6 +588,15 @@ EXPECTED = {
     "device_print": ("batched", None),
     "block_ops": ("batched", None),
     "grid_2d": ("batched", None),
+    "loop_rows_backward": ("batched", None),
+    "loop_half_sums": ("batched", None),
+    "loop_reads_last_iteration": (
+        "triton",
+        "an iteration of a single program's loop reads what another iteration writes",
+    ),
+    "loop_carried_otherwise": ("batched", None),
+    "loop_zero_iterations": ("batched", None),
+    "loop_names_after": ("batched", None),
 }
 
 
@@ -468,6 +621,7 @@ def test_executor_and_reason_recorded(results: dict, name: str) -> None:
 
 
 LOOP, BRANCH = "a loop whose bounds differ between programs", "a branch whose condition differs"
+ITERATIONS = "a single program's loop, its iterations together"
 #: kernel -> the divergent flow its batched launches ran under masks
 MASKED = {
     "softmax": {LOOP},
@@ -480,6 +634,9 @@ MASKED = {
     "branch_in_loop": {LOOP, BRANCH + " between programs"},
     "branch_in_helper": {BRANCH + " between programs"},
     "data_while": {"a while loop whose condition differs between programs"},
+    "loop_rows_backward": {ITERATIONS},
+    "loop_half_sums": {ITERATIONS},
+    "loop_names_after": {ITERATIONS},
 }
 
 
@@ -491,7 +648,8 @@ def test_prints_keep_program_order(results: dict) -> None:
 @pytest.mark.slow
 def test_small_chunks_give_the_same_outputs(tmp_path: Path) -> None:
     results = _run_worker(tmp_path, {"MUTANT_GATE_BATCH_ELEMENTS": "1024"})
-    for name in ("layer_norm", "vector_add", "atomic_counter", "early_return"):
+    for name in ("layer_norm", "vector_add", "atomic_counter", "early_return",
+                 "loop_rows_backward", "loop_half_sums", "loop_names_after"):  # fmt: skip
         assert results[name]["equal"], name
         assert all(x["executor"] == "batched" for x in results[name]["launches"]), name
     assert max(x["chunks"] for x in results["layer_norm"]["launches"]) > 1

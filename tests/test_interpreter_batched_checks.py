@@ -53,13 +53,21 @@ def test_bounds_records_and_messages_are_the_loops(tmp_path: Path) -> None:
     batched = _bounds_report(tmp_path, "batched")
     launches = batched.pop("launches")
     assert batched == loop
-    # the checked launches of several programs ran batched, out-of-bounds ones included
-    ran = {(x["kernel"], x["executor"]) for x in launches if x["reason"] != "a single program"}
+    # every checked launch ran batched, out-of-bounds ones and those of one program included
+    ran = {(x["kernel"], x["executor"]) for x in launches}
     assert ran == {
-        ("add_kernel", "batched"),
-        ("add_load_nomask", "batched"),
-        ("add_store_nomask", "batched"),
-        ("add_le_mask", "batched"),
+        (kernel, "batched")
+        for kernel in (
+            "add_kernel",
+            "add_load_nomask",
+            "add_store_nomask",
+            "add_le_mask",
+            "shifted_copy",
+            "wild_masked_off",
+            "copy_2d",
+            "scalar_double",
+            "histogram_atomic",
+        )
     }
     message = loop["load_nomask"]["violations"][0]["message"]
     assert "program_id (3, 0, 0)" in message and "24 of 256 active lanes" in message
@@ -103,6 +111,21 @@ TRACED = textwrap.dedent(
         tl.store(out_ptr, 1.0)
 
 
+    @triton.jit
+    def row_loop(x_ptr, out_ptr, last_ptr, n, n_rows, BLOCK: tl.constexpr):
+        # one program's loop over rows, its iterations together
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        w = tl.load(x_ptr + n + offs, mask=mask)  # before the loop: digested before it
+        for row in range(0, n_rows):
+            x = tl.load(x_ptr + row * n + offs, mask=mask)  # no other=: undefined lanes
+            tl.store(out_ptr + row * BLOCK + offs, x * w)  # masked-off lanes stored too
+            tl.store(last_ptr, tl.sum(tl.where(mask, x, 0.0), axis=0))  # one address, no race
+            acc += tl.where(mask, x, 0.0)
+        tl.store(out_ptr + n_rows * BLOCK + offs, acc)
+
+
     headers = []
     for poison in (False, True):
         bounds.reset()
@@ -114,8 +137,10 @@ TRACED = textwrap.dedent(
         y = torch.zeros(40)
         guarded[(8,)](torch.rand(40), y, 40, BLOCK=8)
         same_address[(4,)](torch.zeros(1))
+        looped, last = torch.zeros(5, 16), torch.zeros(1)
+        row_loop[(1,)](torch.rand(4, 10), looped, last, 10, 4, BLOCK=16)
         trace.stop()
-        headers.append({"outputs": [out.tolist(), y.tolist()],
+        headers.append({"outputs": [out.tolist(), y.tolist(), looped.tolist(), last.tolist()],
                         "undefined": bounds.undefined_lanes(),
                         "stored": bounds.poison_stored(),
                         "races": bounds.races()})
@@ -145,7 +170,77 @@ def test_lane_digests_undefined_lanes_and_race_hints_are_the_loops(tmp_path: Pat
     assert checked["undefined"][0]["lanes"] == 36 and checked["stored"] and checked["races"]
     assert traced["undefined"] == [] and traced["races"]
     executors = {(x["kernel"], x["executor"]) for x in batched["launches"]}
-    assert executors == {("rows", "batched"), ("guarded", "batched"), ("same_address", "batched")}
+    assert executors == {
+        ("rows", "batched"),
+        ("guarded", "batched"),
+        ("same_address", "batched"),
+        ("row_loop", "batched"),
+    }
+    looped = [x.get("masked") for x in batched["launches"] if x["kernel"] == "row_loop"]
+    assert looped == [[ITERATIONS]] * 2, looped
+
+
+ITERATIONS = "a single program's loop, its iterations together"
+
+LOOP_BOUNDS = textwrap.dedent(
+    """
+    import json, sys
+    import torch
+    import triton
+    import triton.language as tl
+    from mutant_gate.engine.harness import batched, bounds
+
+    batched.install(sys.argv[1])
+    bounds.install()
+    bounds.set_races(True)
+
+
+    @triton.jit
+    def rows_past_end(x_ptr, out_ptr, n_rows, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for row in range(0, n_rows):
+            x = tl.load(x_ptr + row * BLOCK + offs)  # row 5 of x's 5 is past its end
+            tl.store(out_ptr + row * BLOCK + offs, x + 1.0)
+            acc += x
+        tl.store(out_ptr + offs, acc)
+
+
+    torch.manual_seed(0)
+    x, out = torch.rand(5, 8), torch.zeros(7, 8)
+    error = None
+    try:
+        rows_past_end[(1,)](x, out, 7, BLOCK=8)
+    except Exception as e:  # noqa: BLE001
+        error = f"{type(e).__name__}: {e}"
+    print("JSON" + json.dumps({"error": error, "violations": bounds.violations(),
+                               "races": bounds.races(), "out": out.tolist(),
+                               "launches": batched.launches()}))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_bounds_violation_in_a_loop_run_together_is_the_loops(tmp_path: Path) -> None:
+    """A single program's loop whose iteration 5 reads past its argument: the iterations run
+    together, and the violation, its message (the program, the lanes), the memory the earlier
+    iterations wrote and the race hint (none: one program) are Triton's loop's."""
+    script = tmp_path / "loop_bounds.py"
+    script.write_text(LOOP_BOUNDS)
+    found = {}
+    for mode in ("triton", "batched"):
+        proc = subprocess.run(
+            [sys.executable, str(script), mode], env=INTERPRET, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        text = re.sub(r"0x[0-9a-f]{6,}", "ADDRESS", json.dumps(_json_line(proc.stdout)))
+        found[mode] = json.loads(text)
+    launches = found["batched"].pop("launches")
+    found["triton"].pop("launches")
+    assert found["batched"] == found["triton"]
+    assert found["triton"]["violations"] and "program_id (0, 0, 0)" in found["triton"]["error"]
+    assert found["triton"]["races"] == []
+    assert [(x["executor"], x["masked"]) for x in launches] == [("batched", [ITERATIONS])]
 
 
 def _verdicts(tmp_path: Path, example: str, operators: str, mode: str) -> dict:

@@ -16,6 +16,10 @@ device-function call (``tl.sum``, a kernel's own ``@jit`` helpers). ``install()`
   op without a batched form, a device function's own divergent branch, any error), its
   arguments' memory is put back and Triton's own loop runs it; ``launches()`` says which
   executor ran each launch and why.
+  A launch of one program runs so too, and a loop of it whose iterations do not depend on each
+  other but through sums (``for row in range(start, end): ... dw += ...``, a norm's backward
+  on a CPU) runs its iterations together (``batched_iterations``), the sums folded in the
+  loop's order.
   The harness's own checks (bounds, poisoned lanes, race hints, the diff-oracle's lane digests)
   run batched too, through ``batched_checks``; another tool's load/store hooks need the loop.
 * ``"triton"``: Triton's own loop, with its language patched once per launch.
@@ -42,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from . import batched_flow as flow
+from . import batched_iterations as iterations
 from . import batched_ops as ops
 from .batched_checks import Checks, known_hooks
 from .batched_memory import Memory
@@ -295,7 +300,7 @@ class _Launch:
             for line in prints:
                 print(line)
             _record(self.name, self.programs, "batched", None, chunks=self.chunks,
-                    seconds=time.perf_counter() - start)  # fmt: skip
+                    seconds=time.perf_counter() - start, masked=sorted(self.masked))  # fmt: skip
             raise interp.InterpreterError(repr(e)) from e
         except Exception as e:  # noqa: BLE001 - Triton's loop runs it and says what is wrong
             reason = _reason(e)
@@ -338,8 +343,6 @@ class _Launch:
             storages = _storages(list(args_hst) + list(kwargs_hst.values()))
             if isinstance(storages, str):
                 return storages
-            if self.programs <= 1:
-                return "a single program"
             builder.set_grid_dim(*grid)
             builder.grid_idx = (0, 0, 0)
             _patch_batched(own, builder, added)
@@ -359,6 +362,7 @@ class _Launch:
             lang.restore()
             _LAUNCH_LANGS.pop()
             ops.STATE.clear()
+            iterations.unguard()
             np.seterr(**errors)
 
     def _chunks(self, fn: Any, args: dict, grid: tuple, prints: list[str]) -> None:
@@ -370,7 +374,10 @@ class _Launch:
             ops.STATE[:] = [batch]
             if self.checks is not None:
                 self.checks.start_chunk(batch)
-            fn(**args)
+            try:
+                fn(**args)
+            finally:
+                self.masked |= batch.masked  # a bounds violation's launch record says it too
             ops.STATE.clear()
             self.memory.check_chunk()
             if self.checks is not None:
@@ -378,7 +385,6 @@ class _Launch:
             for lines in batch.prints:
                 prints.extend(lines)
             self.chunks += 1
-            self.masked |= batch.masked
             start += batch.n
             size = max(1, budget // max(1, batch.largest))
 

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import triton.language as tl
 
+from . import batched_iterations as iterations
 from . import batched_ops as ops
 
 PREFIX = "_mutant_gate_"
@@ -306,6 +307,7 @@ def install(globals_: dict) -> None:
     globals_[LOOP] = Loop
     globals_[WHILE] = While
     globals_[BRANCH] = Branch
+    globals_[iterations.ITERATIONS] = iterations.Iterations
     globals_[KEPT] = _kept
     globals_[ALL] = lambda *thunks: _bools(*thunks, every=True)
     globals_[ANY] = lambda *thunks: _bools(*thunks, every=False)
@@ -379,10 +381,13 @@ class Rewrite:
         self.found = 0
         self.serial = 0
         self.guards = guards  # a kernel's top-level bare returns as guards (not a helper's)
+        self.loops = 0  # loops around the statement being rewritten
+        self.locals: set[str] = set()  # the function's local names
 
     def kernel(self, tree: ast.Module) -> ast.Module:
         fn = tree.body[0]
         if isinstance(fn, ast.FunctionDef):
+            self.locals = _local_names(fn)
             fn.body = self._block(fn.body, top=self.guards)
             _Picks(self).visit(fn)
         return tree
@@ -413,8 +418,14 @@ class Rewrite:
                 setattr(s, field, self._block(getattr(s, field)))
         return [s]
 
-    def _for(self, s: ast.For) -> list[ast.stmt]:
-        s.body = self._block(s.body)
+    def _for(self, s: ast.For, plain: bool = False) -> list[ast.stmt]:
+        """A loop (where ``plain`` is False and no loop is around it, its iterations together
+        where it qualifies: ``batched_iterations``) whose bounds may differ between programs."""
+        if not plain and not self.loops:
+            together = iterations.rewrite(self, s)
+            if together is not None:
+                return together
+        s.body = self._inner(s.body)
         if not isinstance(s.iter, ast.Call) or _leaves(s.body):
             return [s]
         self.found += 1
@@ -425,8 +436,16 @@ class Rewrite:
         s.body = self._merging(loop, s.body)
         return [start, s]
 
+    def _inner(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        """A loop's body, its own loops inside one."""
+        self.loops += 1
+        try:
+            return self._block(body)
+        finally:
+            self.loops -= 1
+
     def _while(self, s: ast.While) -> list[ast.stmt]:
-        s.body = self._block(s.body)
+        s.body = self._inner(s.body)
         if _leaves(s.body):
             return [s]
         self.found += 1
@@ -485,6 +504,13 @@ class Rewrite:
                 orelse=divergent,
             ),
         ]
+
+
+def _local_names(fn: ast.FunctionDef) -> set[str]:
+    """A function's parameters and every name it sets (not inside nested functions)."""
+    args = fn.args
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return {a.arg for a in params if a is not None} | set(_assigned(fn.body))
 
 
 def _joined_test(test: ast.expr) -> ast.expr:

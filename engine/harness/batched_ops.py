@@ -49,6 +49,7 @@ class Batch:
         self.prints: list[list[str]] = [[] for _ in range(self.n)]
         self.largest = 1  # most elements one program's load or store touched
         self.masked: set[str] = set()  # the divergent flow run under masks (batched_flow)
+        self.iterations = False  # a single program's loop iterations, not programs
 
     def running(self) -> np.ndarray:
         """One bool a program: still running."""
@@ -345,6 +346,8 @@ def _memory_methods(builder: Any) -> dict[str, Any]:
 
     def atomic_rmw(rmw_op: Any, ptr: Any, val: Any, mask: Any, sem: Any, scope: Any) -> Any:
         b = current()
+        if b.iterations:
+            raise Divergence("an atomic in a loop whose iterations run together")
         if rmw_op not in builder.ir_rmw_op_to_interpreter_rmw_op:
             raise ValueError(f"unsupported rmwOp {rmw_op}")
         if sem not in builder.ir_sem_to_interpreter_sem:
