@@ -10,6 +10,8 @@
 #     as upstream_fix_commit / upstream_parent_commit), about 10 MB in all.
 #   on the device (carry .realfaults and .whl), one call per bug or two:
 #     bash benchmarks/real_faults_device.sh run IDS [SECONDS]   (SECONDS: default 540)
+#     CASE_TIME=S (default 5): the per-case limit of every pytest run, the sanity checks too
+#     (fla's cases autotune and compile for longer than 5 s on their first run)
 #     results under $OUT/real-faults (summary.json, summary.md, a console per call); scratch
 #     trees and the tool's cache in /tmp/rfwork. A-cp-gk-missing-offsets: on a kind with 2+
 #     GPUs (its parent's tests skip below 2).
@@ -78,7 +80,7 @@ python -c "import einops" 2>/dev/null || echo "einops missing: fla cannot import
 nvidia-smi -L
 /usr/bin/time -f "real-faults wall %e s" timeout "$LIMIT" python benchmarks/real_faults.py \
   --catalog .realfaults/catalog.json --mirrors .realfaults/mirrors --out "$RES" \
-  --execution --bugs "$IDS" --work /tmp/rfwork --mode compiled -j 16 --case-time 5 \
+  --execution --bugs "$IDS" --work /tmp/rfwork --mode compiled -j 16 --case-time "${CASE_TIME:-5}" \
   --limit 240 --run-limit 400 > "$RES/console-$(date +%H%M%S).txt" 2>&1
 echo "exit $?"; cp -r "$RES/." "$OUT/real-faults/"
 ls -t "$RES"/console-*.txt | head -1 | xargs tail -12 | cut -c1-400
