@@ -52,11 +52,7 @@ from .batched_checks import Checks, known_hooks
 from .batched_memory import Memory
 
 ENV = "MUTANT_GATE_INTERPRETER"
-ENV_ELEMENTS = "MUTANT_GATE_BATCH_ELEMENTS"
 MODES = ("batched", "triton")
-FIRST_CHUNK = 256  # programs in a launch's first chunk, before its blocks' sizes are known
-GUESSED_ELEMENTS = 128  # elements a program, for the first chunk
-DEFAULT_ELEMENTS = 1 << 20  # benchmarks/chunk_size.py: a 4M-element chunk runs out of the caches
 MAX_RECORDS = 10_000
 
 _ORIGINALS: dict[str, Any] = {}
@@ -366,8 +362,8 @@ class _Launch:
             np.seterr(**errors)
 
     def _chunks(self, fn: Any, args: dict, grid: tuple, prints: list[str]) -> None:
-        budget = int(os.environ.get(ENV_ELEMENTS) or DEFAULT_ELEMENTS)
-        start, size = 0, min(self.programs, FIRST_CHUNK, max(1, budget // GUESSED_ELEMENTS))
+        budget = ops.chunk_elements()
+        start, size = 0, ops.first_chunk(self.programs)
         while start < self.programs:
             linear = np.arange(start, min(self.programs, start + size), dtype=np.int64)
             batch = ops.Batch(linear, grid, self.memory)

@@ -35,10 +35,11 @@ from typing import Any
 import numpy as np
 import triton.language as tl
 
+from . import batched_ast as build
 from . import batched_iterations as iterations
 from . import batched_ops as ops
 
-PREFIX = "_mutant_gate_"
+PREFIX = build.PREFIX
 GUARD = PREFIX + "guard"
 PICK = PREFIX + "pick"
 LOOP = PREFIX + "loop"
@@ -317,26 +318,6 @@ def install(globals_: dict) -> None:
 # the rewrite of a kernel's statements
 
 
-def _name(id_: str) -> ast.Name:
-    return ast.Name(id=id_, ctx=ast.Load())
-
-
-def _store(id_: str) -> ast.Name:
-    return ast.Name(id=id_, ctx=ast.Store())
-
-
-def _call(fn: ast.expr, *args: ast.expr, keywords: list | None = None) -> ast.Call:
-    return ast.Call(func=fn, args=list(args), keywords=keywords or [])
-
-
-def _method(obj: str, name: str, *args: ast.expr) -> ast.Call:
-    return _call(ast.Attribute(value=_name(obj), attr=name, ctx=ast.Load()), *args)
-
-
-def _locals() -> ast.Call:
-    return _call(_name("locals"))
-
-
 def _assigned(stmts: list[ast.stmt]) -> tuple[str, ...]:
     """The names the statements set (not inside nested functions), in order of first set."""
     seen: dict[str, None] = {}
@@ -358,20 +339,6 @@ def _leaves(stmts: list[ast.stmt]) -> bool:
         if isinstance(node, (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)):
             return True
     return False
-
-
-def _assign(target: str, value: ast.expr) -> ast.Assign:
-    return ast.Assign(targets=[_store(target)], value=value)
-
-
-def _take_back(source: str, names: tuple[str, ...]) -> list[ast.stmt]:
-    """``if 'x' in source: x = source['x']`` for every name."""
-    out: list[ast.stmt] = []
-    for n in names:
-        test = ast.Compare(left=ast.Constant(n), ops=[ast.In()], comparators=[_name(source)])
-        value = ast.Subscript(value=_name(source), slice=ast.Constant(n), ctx=ast.Load())
-        out.append(ast.If(test=test, body=[_assign(n, value)], orelse=[]))
-    return out
 
 
 class Rewrite:
@@ -405,7 +372,7 @@ class Rewrite:
     def _stmt(self, s: ast.stmt, top: bool) -> list[ast.stmt]:
         if isinstance(s, ast.If) and top and _bare_return(s):
             self.found += 1
-            s.test = ast.copy_location(_call(_name(GUARD), _joined_test(s.test)), s.test)
+            s.test = ast.copy_location(build.call(build.name(GUARD), _joined_test(s.test)), s.test)
             return [s]
         if isinstance(s, ast.For) and not s.orelse:
             return self._for(s)
@@ -431,8 +398,10 @@ class Rewrite:
         self.found += 1
         loop = self._var("loop")
         call = s.iter
-        start = _assign(loop, _call(_name(LOOP), call.func, *call.args, keywords=call.keywords))
-        s.iter = _name(loop)
+        start = build.assign(
+            loop, build.call(build.name(LOOP), call.func, *call.args, keywords=call.keywords)
+        )
+        s.iter = build.name(loop)
         s.body = self._merging(loop, s.body)
         return [start, s]
 
@@ -451,8 +420,8 @@ class Rewrite:
         self.found += 1
         loop = self._var("while")
         s.test = _joined_test(s.test)
-        start = _assign(loop, _call(_name(WHILE)))
-        s.test = _method(loop, "test", s.test)
+        start = build.assign(loop, build.call(build.name(WHILE)))
+        s.test = build.method(loop, "test", s.test)
         s.body = self._merging(loop, s.body)
         return [start, s]
 
@@ -463,12 +432,20 @@ class Rewrite:
         names = _assigned(body)
         if not names:
             return body
-        ran = ast.Compare(left=_name(saved), ops=[ast.IsNot()], comparators=[ast.Constant(None)])
-        back = [_assign(merged, _method(loop, "merge", _name(saved), _locals()))]
+        ran = ast.Compare(
+            left=build.name(saved), ops=[ast.IsNot()], comparators=[ast.Constant(None)]
+        )
+        back = [
+            build.assign(
+                merged, build.method(loop, "merge", build.name(saved), build.locals_call())
+            )
+        ]
         return [
-            _assign(saved, _method(loop, "save", _locals(), ast.Constant(names))),
+            build.assign(
+                saved, build.method(loop, "save", build.locals_call(), ast.Constant(names))
+            ),
             *body,
-            ast.If(test=ran, body=back + _take_back(merged, names), orelse=[]),
+            ast.If(test=ran, body=back + build.take_back(merged, names), orelse=[]),
         ]
 
     def _if(self, s: ast.If) -> list[ast.stmt]:
@@ -481,25 +458,29 @@ class Rewrite:
         br, before, after, joined = (self._var(k) for k in ("branch", "before", "then", "joined"))
         names = _assigned(then + other)
         uniform = ast.If(
-            test=ast.Attribute(value=_name(br), attr="value", ctx=ast.Load()),
+            test=ast.Attribute(value=build.name(br), attr="value", ctx=ast.Load()),
             body=then or [ast.Pass()],
             orelse=other,
         )
         divergent = [
-            _assign(before, _call(_name(KEPT), _locals(), ast.Constant(names))),
-            ast.Expr(_method(br, "then")),
+            build.assign(
+                before, build.call(build.name(KEPT), build.locals_call(), ast.Constant(names))
+            ),
+            ast.Expr(build.method(br, "then")),
             *copy.deepcopy(then),
-            _assign(after, _call(_name(KEPT), _locals(), ast.Constant(names))),
-            ast.Expr(_method(br, "otherwise")),
-            *_take_back(before, names),
+            build.assign(
+                after, build.call(build.name(KEPT), build.locals_call(), ast.Constant(names))
+            ),
+            ast.Expr(build.method(br, "otherwise")),
+            *build.take_back(before, names),
             *copy.deepcopy(other),
-            _assign(joined, _method(br, "join", _name(after), _locals())),
-            *_take_back(joined, names),
+            build.assign(joined, build.method(br, "join", build.name(after), build.locals_call())),
+            *build.take_back(joined, names),
         ]
         return [
-            _assign(br, _call(_name(BRANCH), s.test)),
+            build.assign(br, build.call(build.name(BRANCH), s.test)),
             ast.If(
-                test=ast.Attribute(value=_name(br), attr="uniform", ctx=ast.Load()),
+                test=ast.Attribute(value=build.name(br), attr="uniform", ctx=ast.Load()),
                 body=[uniform],
                 orelse=divergent,
             ),
@@ -520,7 +501,7 @@ def _joined_test(test: ast.expr) -> ast.expr:
     fn = ALL if isinstance(test.op, ast.And) else ANY
     none = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
     thunks = [ast.Lambda(args=none, body=_joined_test(v)) for v in test.values]
-    return ast.copy_location(_call(_name(fn), *thunks), test)
+    return ast.copy_location(build.call(build.name(fn), *thunks), test)
 
 
 def _bare_return(s: ast.If) -> bool:
@@ -545,5 +526,5 @@ class _Picks(ast.NodeTransformer):
         if two and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
             self.rewrite.found += 1
             args = [*node.args, ast.Constant(value=node.func.id)]
-            return ast.copy_location(_call(_name(PICK), *args), node)
+            return ast.copy_location(build.call(build.name(PICK), *args), node)
         return node

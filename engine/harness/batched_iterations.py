@@ -36,21 +36,19 @@ from __future__ import annotations
 import ast
 import copy
 import operator
-import os
 from typing import Any
 
 import numpy as np
 import triton.language as tl
 from triton.runtime import interpreter as interp
 
+from . import batched_ast as build
 from . import batched_ops as ops
 
-PREFIX = "_mutant_gate_"
+PREFIX = build.PREFIX
 ITERATIONS = PREFIX + "iterations"
 #: what a launch record's ``masked`` names (``batched.launches``)
 NOTE = "a single program's loop, its iterations together"
-FIRST_CHUNK = 256
-GUESSED_ELEMENTS = 128
 _LEAVING = (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom, ast.Await)
 _UNSUPPORTED = (
     *_LEAVING,
@@ -229,7 +227,7 @@ class _Body(ast.NodeTransformer):
     def _site(self, node: ast.stmt) -> ast.AST:
         name, kind, e = self.sites[id(node)]
         self.order.append((name, kind))
-        call = _method(self.it, "add", ast.Constant(len(self.order) - 1), self.visit(e))
+        call = build.method(self.it, "add", ast.Constant(len(self.order) - 1), self.visit(e))
         return ast.copy_location(ast.Expr(call), node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
@@ -241,24 +239,13 @@ class _Body(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         node = self.generic_visit(node)
         if _is_to_tensor(node):
-            return ast.copy_location(_method(self.it, "assigned", node.args[0]), node)
+            return ast.copy_location(build.method(self.it, "assigned", node.args[0]), node)
         return node
-
-
-def _method(obj: str, name: str, *args: ast.expr) -> ast.Call:
-    func = ast.Attribute(value=ast.Name(id=obj, ctx=ast.Load()), attr=name, ctx=ast.Load())
-    return ast.Call(func=func, args=list(args), keywords=[])
-
-
-def _attr(obj: str, name: str) -> ast.Attribute:
-    return ast.Attribute(value=ast.Name(id=obj, ctx=ast.Load()), attr=name, ctx=ast.Load())
 
 
 def rewrite(rw: Any, s: ast.For) -> list[ast.stmt] | None:
     """``s`` as its iterations together where it qualifies, else None: ``rw`` is the flow
-    rewrite (``batched_flow.Rewrite``), whose helpers build the rest."""
-    from . import batched_flow as flow
-
+    rewrite (``batched_flow.Rewrite``): its variables, and the rewrite of the body."""
     body = copy.deepcopy(s.body)
     p = plan(ast.For(target=s.target, iter=s.iter, body=body, orelse=[]))
     if p is None:
@@ -271,10 +258,10 @@ def rewrite(rw: Any, s: ast.For) -> list[ast.stmt] | None:
     reads = tuple(n for n in p.reads if n in rw.locals)  # a global's name set would be local
     described = (p.var, reads, p.carried, tuple(order), p.unset, p.assigned)
     call = s.iter
-    start = flow._assign(
+    start = build.assign(
         it,
-        flow._call(
-            flow._name(ITERATIONS),
+        build.call(
+            build.name(ITERATIONS),
             ast.Constant(described),
             call.func,
             *call.args,
@@ -282,25 +269,25 @@ def rewrite(rw: Any, s: ast.For) -> list[ast.stmt] | None:
         ),
     )
     chunk = [
-        flow._assign(p.var, _attr(it, "counter")),
-        *(flow._assign(n, _attr(it, "unset")) for n in p.unset),
+        build.assign(p.var, build.attr(it, "counter")),
+        *(build.assign(n, build.attr(it, "unset")) for n in p.unset),
         *body,
-        flow._assign(merged, _method(it, "end", flow._locals())),
-        *flow._take_back(merged, (*p.assigned, *p.carried, p.var)),
+        build.assign(merged, build.method(it, "end", build.locals_call())),
+        *build.take_back(merged, (*p.assigned, *p.carried, p.var)),
     ]
     together = [
-        *flow._take_back(entry, reads),
-        ast.While(test=_method(it, "next"), body=chunk, orelse=[]),
+        *build.take_back(entry, reads),
+        ast.While(test=build.method(it, "next"), body=chunk, orelse=[]),
     ]
     s.iter = ast.Call(
-        func=_attr(it, "fn"),
-        args=[ast.Starred(value=_attr(it, "args"), ctx=ast.Load())],
-        keywords=[ast.keyword(arg=None, value=_attr(it, "kwargs"))],
+        func=build.attr(it, "fn"),
+        args=[ast.Starred(value=build.attr(it, "args"), ctx=ast.Load())],
+        keywords=[ast.keyword(arg=None, value=build.attr(it, "kwargs"))],
     )
-    test = ast.Compare(left=flow._name(entry), ops=[ast.IsNot()], comparators=[ast.Constant(None)])
+    test = ast.Compare(left=build.name(entry), ops=[ast.IsNot()], comparators=[ast.Constant(None)])
     return [
         start,
-        flow._assign(entry, _method(it, "start", flow._locals())),
+        build.assign(entry, build.method(it, "start", build.locals_call())),
         ast.If(test=test, body=together, orelse=rw._for(s, plain=True)),
     ]
 
@@ -549,12 +536,6 @@ _TALK = {
 }
 
 
-def _budget() -> int:
-    from .batched import DEFAULT_ELEMENTS, ENV_ELEMENTS
-
-    return int(os.environ.get(ENV_ELEMENTS) or DEFAULT_ELEMENTS)
-
-
 class Iterations:
     """A qualifying loop (``plan``) at run time: ``start`` decides whether its iterations run
     together; ``next`` starts a chunk of them, ``end`` finishes it (see the module's text)."""
@@ -593,7 +574,7 @@ class Iterations:
         # a carried name not set yet: its update must not run (Python's loop would fail)
         self.sums = {n: entry.get(n, scope[n]) for n in self.carried if n in scope}
         self.prior = {n: entry.get(n, scope[n]) for n in self.unset_names if n in scope}
-        self.size = min(len(steps), FIRST_CHUNK, max(1, _budget() // GUESSED_ELEMENTS))
+        self.size = ops.first_chunk(len(steps))
         self.outer.masked.add(NOTE)
         checks = self.outer.memory.checks
         if checks is not None:
@@ -655,7 +636,7 @@ class Iterations:
             outer.prints[0].extend(lines)
         outer.masked |= b.masked
         self._fold(b.n)
-        self.size = max(1, _budget() // max(1, b.largest))
+        self.size = max(1, ops.chunk_elements() // max(1, b.largest))
         return self._last(scope, b.n - 1)
 
     def _fold(self, n: int) -> None:

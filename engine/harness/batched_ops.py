@@ -12,11 +12,30 @@ own loop.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
 import triton.language as tl
 from triton.runtime import interpreter as interp
+
+ENV_ELEMENTS = "MUTANT_GATE_BATCH_ELEMENTS"
+DEFAULT_ELEMENTS = 1 << 20  # benchmarks/chunk_size.py: a 4M-element chunk runs out of the caches
+
+
+def chunk_elements() -> int:
+    """A chunk's budget: programs (or a loop's iterations) times the most elements one of
+    them loads or stores at once (``MUTANT_GATE_BATCH_ELEMENTS``, default 1M)."""
+    return int(os.environ.get(ENV_ELEMENTS) or DEFAULT_ELEMENTS)
+
+
+FIRST_CHUNK = 256  # programs (or iterations) in a first chunk, before their blocks' sizes are known
+GUESSED_ELEMENTS = 128  # elements a program, for the first chunk
+
+
+def first_chunk(n: int) -> int:
+    """How many of ``n`` programs (or iterations) the first chunk runs."""
+    return min(n, FIRST_CHUNK, max(1, chunk_elements() // GUESSED_ELEMENTS))
 
 
 class Divergence(Exception):
