@@ -111,6 +111,8 @@ def table(before: Path, after: Path) -> str:
 
 
 def main(argv: list[str]) -> None:
+    if len(argv) < 2 or argv[0] in ("-h", "--help"):
+        raise SystemExit(__doc__.split("\n\nThe library")[0])
     if argv[:1] == ["--table"]:
         print(table(Path(argv[1]), Path(argv[2])))
         return
