@@ -157,7 +157,7 @@ class Loop:
             self.values: Any = fn(*args, **kwargs)
             return
         except ops.Divergence as e:
-            if not ops.STATE or not _is_range(fn):
+            if not ops.STATE or not ops.is_range(fn):
                 raise
             why = e
         b = ops.current()
@@ -293,12 +293,6 @@ def _bools(*operands: Any, every: bool) -> Any:
 def _as_tensor(truth: np.ndarray) -> Any:
     data = truth.astype(bool).reshape(-1, 1)
     return tl.core.tensor(ops.batched(data, tl.int1), tl.int1)
-
-
-def _is_range(fn: Any) -> bool:
-    """Python's range, or ``tl.range`` / ``tl.static_range`` (the interpreter's range while a
-    launch runs)."""
-    return fn is range or fn is tl.range or fn is tl.static_range
 
 
 def install(globals_: dict) -> None:

@@ -186,10 +186,14 @@ class Plan:
     names, the names the body sets (``assigned``; ``unset``: not on every path), the names
     it reads."""
 
-    def __init__(self, s: ast.For, sites: dict[int, tuple], carried: set[str]) -> None:
-        definite: set[str] = {s.target.id}
-        _walk(s.body, definite, set())
-        stored = set().union(*(_names(b, ast.Store) for b in s.body))
+    def __init__(
+        self,
+        s: ast.For,
+        sites: dict[int, tuple],
+        carried: set[str],
+        definite: set[str],
+        stored: set[str],
+    ) -> None:
         self.var: str = s.target.id
         self.sites = sites
         self.carried = tuple(sorted(carried))
@@ -205,12 +209,12 @@ def plan(s: ast.For) -> Plan | None:
         return None
     if _unsupported(s.body) or not _counter_uses_ok(s.body, s.target.id):
         return None
-    early: set[str] = set()
-    _walk(s.body, {s.target.id}, early)
+    definite, early = {s.target.id}, set()
+    _walk(s.body, definite, early)
     stored = set().union(*(_names(b, ast.Store) for b in s.body))
     carried = early & stored
     sites = _sites(s.body, carried)
-    return None if sites is None else Plan(s, sites, carried)
+    return None if sites is None else Plan(s, sites, carried, definite, stored)
 
 
 # --------------------------------------------------------------------------
@@ -514,10 +518,6 @@ def _entry(scope: dict, names: tuple[str, ...]) -> dict[str, Any] | None:
     return out
 
 
-def _is_range(fn: Any) -> bool:
-    return fn is range or fn is tl.range or fn is tl.static_range
-
-
 def _fold_assign(x: Any, e: Any) -> Any:
     return interp.interpreter_semantic.to_tensor(x + e, False)
 
@@ -547,7 +547,7 @@ class Iterations:
         self.unset = UNSET
 
     def _steps(self) -> range | None:
-        if not ops.STATE or not _is_range(self.fn):
+        if not ops.STATE or not ops.is_range(self.fn):
             return None
         b = ops.current()
         if b.n != 1 or b.active is not None or b.iterations:

@@ -38,6 +38,12 @@ def first_chunk(n: int) -> int:
     return min(n, FIRST_CHUNK, max(1, chunk_elements() // GUESSED_ELEMENTS))
 
 
+def is_range(fn: Any) -> bool:
+    """Python's range, or ``tl.range`` / ``tl.static_range`` (the interpreter's range while a
+    launch runs)."""
+    return fn is range or fn is tl.range or fn is tl.static_range
+
+
 class Divergence(Exception):
     """This launch cannot run batched; ``reason`` says why (it goes into the launch record)."""
 
