@@ -525,12 +525,10 @@ def _fold_assign(x: Any, e: Any) -> Any:
 _FOLD = {"aug": operator.iadd, "plain": operator.add, "assign": _fold_assign}
 
 
-#: ``Memory.check_chunk``'s reasons, said of iterations
+#: ``Memory.check_chunk``'s words for iterations that talked through memory
 _TALK = {
-    "a program reads what another program of its chunk writes": (
-        "an iteration of a single program's loop reads what another iteration writes"
-    ),
-    "programs of one chunk store to the same element in different operations": (
+    "reads": "an iteration of a single program's loop reads what another iteration writes",
+    "stores": (
         "iterations of a single program's loop store to the same element in different operations"
     ),
 }
@@ -626,9 +624,11 @@ class Iterations:
         unguard()
         ops.STATE[:] = [outer]
         try:
-            memory.check_chunk()
+            memory.check_chunk(_TALK)
         except ops.Divergence as e:
-            raise ops.Divergence(_TALK.get(e.reason, f"{NOTE}: {e.reason}")) from e
+            if e.reason in _TALK.values():
+                raise
+            raise ops.Divergence(f"{NOTE}: {e.reason}") from e
         memory.reads, memory.writes = self.outside
         if memory.checks is not None:
             memory.checks.end_chunk(b)

@@ -32,6 +32,15 @@ GATHER_MIN = 4096
 _TOP = np.uint64(np.iinfo(np.uint64).max)
 
 
+#: What ``check_chunk`` says when a chunk's programs talked through memory: a read of what
+#: another wrote, and two writes of one element in different operations (``batched_iterations``
+#: says it of a single program's loop iterations).
+PROGRAMS = {
+    "reads": "a program reads what another program of its chunk writes",
+    "stores": "programs of one chunk store to the same element in different operations",
+}
+
+
 def _alike(n: int) -> int:
     """The program of a lane of a value the same in every program of a chunk of ``n``."""
     return 0 if n == 1 else MULTI
@@ -136,19 +145,17 @@ def _hulls_apart(writes: list[_Access], reads: list[_Access], bounds: list[tuple
     return True
 
 
-def _mark_writes(written: list[tuple], maps: dict[int, tuple]) -> None:
+def _mark_writes(written: list[tuple], maps: dict[int, tuple], talk: dict[str, str]) -> None:
     """Fill ``maps`` (``Memory._maps``) with the program that wrote each element (``MULTI``
-    for several in one operation); raise Divergence where programs write one element in
-    different operations."""
+    for several in one operation); raise Divergence (``talk["stores"]``) where programs write
+    one element in different operations."""
     for s, elem, pid, _ in written:
         if not elem.size:
             continue
         lo, table = maps[s][1], maps[s][2]
         w = table[elem - lo]
         if ((w != NONE) & ((w != pid) | (w == MULTI))).any():
-            raise ops.Divergence(
-                "programs of one chunk store to the same element in different operations"
-            )
+            raise ops.Divergence(talk["stores"])
         table[elem - lo] = pid
         shared = table[elem - lo] != pid
         if shared.any():
@@ -401,8 +408,9 @@ class Memory:
 
     # -- the proof ------------------------------------------------------------
 
-    def check_chunk(self) -> None:
-        """Raise Divergence if this chunk's programs talked through memory; then forget it.
+    def check_chunk(self, talk: dict[str, str] = PROGRAMS) -> None:
+        """Raise Divergence if this chunk's programs talked through memory (saying it in
+        ``talk``'s words); then forget it.
 
         First the quick proof (``_apart``: programs' written ranges apart, none read by
         another program); where it cannot tell, one map a written buffer, of the elements
@@ -414,8 +422,8 @@ class Memory:
             return
         written = self._written(writes)
         maps = self._maps(written)
-        _mark_writes(written, maps)
-        self._check_reads(reads, maps)
+        _mark_writes(written, maps, talk)
+        self._check_reads(reads, maps, talk["reads"])
 
     def _written(self, writes: list[_Access]) -> list[tuple]:
         """Every write's kept lanes, a tuple (buffer, element indices, programs, element
@@ -430,9 +438,9 @@ class Memory:
             ]
         return written
 
-    def _check_reads(self, reads: list[_Access], maps: dict[int, tuple]) -> None:
-        """Raise Divergence where a read touches an element another program of the chunk
-        wrote (``maps``: ``_maps`` after ``_mark_writes``), or reads a written buffer with
+    def _check_reads(self, reads: list[_Access], maps: dict[int, tuple], talk: str) -> None:
+        """Raise Divergence (``talk``) where a read touches an element another program of the
+        chunk wrote (``maps``: ``_maps`` after ``_mark_writes``), or reads a written buffer with
         another element size."""
         spans = [(int(self.bases[s]), int(self.ends[s])) for s in maps]
         for access in reads:
@@ -451,7 +459,7 @@ class Memory:
                 near = (elem >= lo) & (elem < lo + table.size)
                 w = table[elem[near] - lo]
                 if ((w != NONE) & ((w != pid[near]) | (w == MULTI))).any():
-                    raise ops.Divergence("a program reads what another program of its chunk writes")
+                    raise ops.Divergence(talk)
 
     @staticmethod
     def _maps(written: list[tuple]) -> dict[int, tuple[int, int, np.ndarray]]:
