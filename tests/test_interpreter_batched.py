@@ -168,6 +168,19 @@ WORKER = textwrap.dedent("""
 
 
     @triton.jit
+    def late_neighbour(X, Y, C, K):
+        # programs from K on read what the program before them wrote: a chunk that holds
+        # them falls back; with small chunks the ones before stand and the loop resumes
+        pid = tl.program_id(0)
+        tl.atomic_add(C, 1)
+        tl.store(Y + pid, tl.load(X + pid) + 1.0)
+        src = tl.where(pid >= K, pid - 1, pid)
+        got = tl.load(Y + src) * 2.0
+        tl.store(X + pid, got)
+        tl.device_print("g", got)
+
+
+    @triton.jit
     def cas(Lock, Out):
         pid = tl.program_id(0)
         old = tl.atomic_cas(Lock, 0, pid + 1)
@@ -410,6 +423,13 @@ WORKER = textwrap.dedent("""
             neighbour[(20,)](x, y)
             return torch.cat([x, y])
 
+        xl40 = rnd(40)
+
+        def late():
+            x, y, c = xl40.clone(), torch.zeros(40), torch.zeros(1, dtype=torch.int32)
+            late_neighbour[(40,)](x, y, c, 20)
+            return torch.cat([x, y, c.float()])
+
         def lock():
             lk, out = torch.zeros(1, dtype=torch.int32), torch.zeros(9, dtype=torch.int32)
             cas[(9,)](lk, out)
@@ -501,6 +521,7 @@ WORKER = textwrap.dedent("""
             "float_atomics_twice": fatomics,
             "reads_other_programs": neigh,
             "atomic_cas": lock,
+            "late_talk": late,
             "device_print": prints,
             "block_ops": ops,
             "grid_2d": two_d,
@@ -585,6 +606,7 @@ EXPECTED = {
     ),
     "reads_other_programs": ("triton", "a program reads what another program of its chunk writes"),
     "atomic_cas": ("triton", "atomic_cas runs program by program"),
+    "late_talk": ("triton", "a program reads what another program of its chunk writes"),
     "device_print": ("batched", None),
     "block_ops": ("batched", None),
     "grid_2d": ("batched", None),
@@ -653,6 +675,11 @@ def test_small_chunks_give_the_same_outputs(tmp_path: Path) -> None:
         assert results[name]["equal"], name
         assert all(x["executor"] == "batched" for x in results[name]["launches"]), name
     assert max(x["chunks"] for x in results["layer_norm"]["launches"]) > 1
+    # a later chunk's programs talk: the first chunk's 8 stand (their writes, atomics, prints
+    # and checks), its own are put back, and Triton's loop resumes at its first program
+    late = results["late_talk"]
+    assert late["equal"] and late["stdout_equal"] and late["stdout_lines"] == 40
+    assert [x.get("batched_programs") for x in late["launches"]] == [8], late["launches"]
 
 
 def test_install_rejects_an_unknown_mode() -> None:

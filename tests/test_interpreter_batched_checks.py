@@ -126,6 +126,20 @@ TRACED = textwrap.dedent(
         tl.store(out_ptr + n_rows * BLOCK + offs, acc)
 
 
+    @triton.jit
+    def late_rows(x_ptr, out_ptr, n, K, BLOCK: tl.constexpr):
+        # rows from K on read the row before, which another program writes: the chunk that
+        # holds them falls back (with small chunks, after those before it stood)
+        row = tl.program_id(0)
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + row * n + offs, mask=mask)  # no other=: undefined lanes
+        tl.store(out_ptr + row * BLOCK + offs, x * 2.0)  # masked-off lanes stored too
+        src = tl.where(row >= K, row - 1, row)
+        prev = tl.load(out_ptr + src * BLOCK + offs, mask=mask)
+        tl.store(out_ptr + row * BLOCK + offs, x + prev, mask=mask)
+
+
     headers = []
     for poison in (False, True):
         bounds.reset()
@@ -139,8 +153,11 @@ TRACED = textwrap.dedent(
         same_address[(4,)](torch.zeros(1))
         looped, last = torch.zeros(5, 16), torch.zeros(1)
         row_loop[(1,)](torch.rand(4, 10), looped, last, 10, 4, BLOCK=16)
+        late = torch.zeros(12, 16)
+        late_rows[(12,)](torch.rand(12, 10), late, 10, 9, BLOCK=16)
         trace.stop()
-        headers.append({"outputs": [out.tolist(), y.tolist(), looped.tolist(), last.tolist()],
+        headers.append({"outputs": [out.tolist(), y.tolist(), looped.tolist(), last.tolist(),
+                                    late.tolist()],
                         "undefined": bounds.undefined_lanes(),
                         "stored": bounds.poison_stored(),
                         "races": bounds.races()})
@@ -149,11 +166,14 @@ TRACED = textwrap.dedent(
 )
 
 
-def _traced(tmp_path: Path, mode: str) -> dict:
+def _traced(tmp_path: Path, mode: str, env: dict | None = None) -> dict:
     script = tmp_path / "traced.py"
     script.write_text(TRACED)
     proc = subprocess.run(
-        [sys.executable, str(script), mode], env=INTERPRET, capture_output=True, text=True
+        [sys.executable, str(script), mode],
+        env={**INTERPRET, **(env or {})},
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(json.dumps(_json_line(proc.stdout)).replace("NaN", "null"))
@@ -175,9 +195,24 @@ def test_lane_digests_undefined_lanes_and_race_hints_are_the_loops(tmp_path: Pat
         ("guarded", "batched"),
         ("same_address", "batched"),
         ("row_loop", "batched"),
+        ("late_rows", "triton"),
     }
     looped = [x.get("masked") for x in batched["launches"] if x["kernel"] == "row_loop"]
     assert looped == [[ITERATIONS]] * 2, looped
+    late = [x.get("batched_programs") for x in batched["launches"] if x["kernel"] == "late_rows"]
+    assert late == [None, None], late  # one chunk: Triton's loop runs the whole launch
+
+
+@pytest.mark.slow
+def test_a_launch_resumed_after_the_chunks_that_stood_is_the_loops(tmp_path: Path) -> None:
+    """Small chunks: late_rows' first chunk (8 programs) stands, its writes, digests, undefined
+    lanes and poison kept; the next one's programs talk, so its writes and records are put
+    back and Triton's loop runs on from program 8. Every record is the loop's."""
+    small = {"MUTANT_GATE_BATCH_ELEMENTS": "1024"}
+    loop, batched = _traced(tmp_path, "triton"), _traced(tmp_path, "batched", small)
+    assert batched["headers"] == loop["headers"]
+    late = [x for x in batched["launches"] if x["kernel"] == "late_rows"]
+    assert [(x["executor"], x.get("batched_programs")) for x in late] == [("triton", 8)] * 2
 
 
 ITERATIONS = "a single program's loop, its iterations together"

@@ -111,6 +111,20 @@ def install(mode: str | None = None) -> None:
     interp.InterpretedFunction.__call__ = _device_call
 
 
+def _watchers() -> list | None:
+    """What a launch's failure must be told to on its way to Triton's own loop
+    (``GridExecutor.__call__`` wrappers that only watch a launch fail, as the parity shims'
+    failure record), or None where another tool's loop is in the way: a launch resumes in
+    ``_resume_loop``, a copy of Triton's, only where there is none."""
+    call, watchers = _ORIGINALS.get("grid"), []
+    while hasattr(call, "on_failure") and hasattr(call, "wraps_loop"):
+        watchers.append(call.on_failure)
+        call = call.wraps_loop
+    module = getattr(call, "__module__", "")
+    own = module == "triton.runtime.interpreter" and call.__qualname__ == "GridExecutor.__call__"
+    return watchers if own else None
+
+
 def install_from_env() -> bool:
     """``install()`` where ``MUTANT_GATE_INTERPRETER`` is set; True if it was."""
     if not os.environ.get(ENV):
@@ -225,6 +239,44 @@ def _triton_loop(self: Any, args_dev: tuple, kwargs: dict, hooks: bool = True) -
         self.pre_run_hooks = saved_hooks
 
 
+def _resume_loop(
+    ex: Any, args_dev: tuple, kwargs: dict, hst: tuple, first: int, watchers: list
+) -> None:
+    """Triton's loop (``GridExecutor.__call__`` of the Triton the executor is built on) from
+    program ``first`` in its order, on the host arguments the batched chunks before it wrote
+    (``hst``), then those copied back as Triton's loop does; a failure told to ``watchers``
+    as the wrappers they come from would."""
+    import triton
+    from triton.runtime import interpreter as interp
+
+    args_hst, kwargs_hst = hst
+    scope = interp._patch_lang(ex.fn)
+    _LAUNCH_LANGS.append(set(_langs_of(ex.fn)))
+    try:
+        args = inspect.getcallargs(ex.fn, *args_hst, **kwargs_hst)
+        args = {k: v if k in ex.constexprs else interp._implicit_cvt(v) for k, v in args.items()}
+        grid = ex.grid(args) if callable(ex.grid) else ex.grid
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        interp.interpreter_builder.set_grid_dim(*grid)
+        try:
+            for linear in range(first, grid[0] * grid[1] * grid[2]):
+                x, rest = divmod(linear, grid[1] * grid[2])
+                interp.interpreter_builder.set_grid_idx(x, *divmod(rest, grid[2]))
+                ex.fn(**args)
+        except Exception as e:
+            if triton.knobs.compilation.front_end_debugging:
+                raise
+            error = interp.InterpreterError(repr(e))
+            error.__cause__ = e
+            for watch in watchers:
+                watch(ex, error)
+            raise error from e
+    finally:
+        _LAUNCH_LANGS.pop()
+        scope.restore()
+    ex._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
+
+
 def _grid_call(self: Any, *args_dev: Any, **kwargs: Any) -> Any:
     from triton.runtime import interpreter as interp
 
@@ -275,6 +327,11 @@ class _Launch:
         self.chunks = 0
         self.memory: Memory | None = None
         self.masked: set[str] = set()
+        #: programs whose chunks passed, their writes committed: Triton's loop resumes after
+        #: them (0 where it cannot, ``watchers`` None: it runs the whole launch, the memory
+        #: put back as it was before it)
+        self.done = 0
+        self.watchers = _watchers()
 
     def run(self) -> Any:
         start = time.perf_counter()
@@ -305,11 +362,18 @@ class _Launch:
                 self.memory.restore()
             if self.checks is not None:
                 self.checks.put_back()
+            first = self.done
+            resumed = {"batched_programs": first} if first else {}
+            for line in prints if first else ():  # the chunks that stand, in program order
+                print(line)
             try:
+                if first:
+                    hst = (args_hst, kwargs_hst)
+                    return _resume_loop(ex, self.args_dev, kwargs, hst, first, self.watchers)
                 return _triton_loop(ex, self.args_dev, self.kwargs, hooks=False)
             finally:
                 _record(self.name, self.programs, "triton", reason,
-                        seconds=time.perf_counter() - start)  # fmt: skip
+                        seconds=time.perf_counter() - start, **resumed)  # fmt: skip
         for line in prints:
             print(line)
         ex._restore_args_dev(self.args_dev, args_hst, kwargs, kwargs_hst)
@@ -382,6 +446,11 @@ class _Launch:
                 prints.extend(lines)
             self.chunks += 1
             start += batch.n
+            if self.watchers is not None:  # the chunk stands: a fallback resumes after it
+                self.memory.commit()
+                if self.checks is not None:
+                    self.checks.commit()
+                self.done = start
             size = max(1, budget // max(1, batch.largest))
 
 

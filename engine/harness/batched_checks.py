@@ -91,10 +91,7 @@ class Checks:
         self.trace_first = bool(load_chain) and load_chain[0] == "trace"
         self.op = 0
         self.violation: dict | None = None
-        self._saved = (
-            bounds.save(self.bounds) if self.bounds is not None else None,
-            trace.save(self.trace) if self.trace is not None else None,
-        )
+        self.commit()
         self._chunk_start(None)
 
     @staticmethod
@@ -115,8 +112,18 @@ class Checks:
         if self.bounds is not None and code is not None:
             self.bounds.codes.add(code)
 
+    def commit(self) -> None:
+        """What is recorded so far stands: ``put_back`` goes back to here (the launch's
+        start, or the end of the last chunk that passed)."""
+        trace = _trace()
+        self._saved = (
+            bounds.save(self.bounds) if self.bounds is not None else None,
+            trace.save(self.trace) if self.trace is not None else None,
+        )
+
     def put_back(self) -> None:
-        """Before Triton's loop runs the launch: undo what the batched attempt recorded."""
+        """Before Triton's loop runs the launch (or its programs after the chunks that
+        passed): undo what the batched attempt recorded since ``commit``."""
         trace = _trace()
         saved_bounds, saved_trace = self._saved
         if self.bounds is not None:

@@ -8,10 +8,12 @@ agree unless programs of one chunk talk through memory: one reads an element ano
 Every unmasked lane's address is recorded per chunk and checked at the chunk's end: first
 each program's range of written addresses against the others' writes and reads (the usual
 launch, a row a program, ends there), else against the elements written, a dense map per
-written buffer; a conflict raises ``Divergence``, the launch's
-buffers are put back from the snapshot taken before their first write, and Triton's loop runs
-it. Chunks run one after another, as the programs do in Triton's loop, so only programs of one
-chunk are compared.
+written buffer; a conflict raises ``Divergence``. Every write first keeps the values it
+overwrites (an undo log of its elements' old values, not a copy of the buffer), so ``restore``
+puts the memory back as it was when the chunk began (``commit`` at each chunk's end: the
+chunks before it stand, and Triton's loop runs on from the chunk's first program) or, where
+the launch cannot resume so, as it was before the launch. Chunks run one after another, as
+the programs do in Triton's loop, so only programs of one chunk are compared.
 """
 
 from __future__ import annotations
@@ -188,7 +190,10 @@ class Memory:
         spans = sorted({(b, n) for b, n in storages if n > 0})
         self.bases = np.array([b for b, _ in spans], dtype=np.uint64)
         self.ends = np.array([b + n for b, n in spans], dtype=np.uint64)
-        self.saved: dict[int, np.ndarray] = {}
+        #: what the writes since the last ``commit`` overwrote, in order: (buffer's first
+        #: address, its bytes, raw dtype, element indices, old values), or (addresses, mask,
+        #: old values) for a write by Triton's scatter or atomics
+        self.undo: list[tuple] = []
         self.reads: list[_Access] = []
         self.writes: list[tuple[_Access, np.ndarray, np.ndarray, np.ndarray]] = []
 
@@ -208,18 +213,26 @@ class Memory:
             raise ops.Divergence("an address outside the launch's arguments")
         return sids
 
-    def _save(self, buffers: list[int]) -> None:
-        for s in buffers:
-            if s not in self.saved:
-                base, end = int(self.bases[s]), int(self.ends[s])
-                self.saved[s] = _view(base, end - base).copy()
+    def _keep(self, p: np.ndarray, m: np.ndarray, dtype: Any) -> None:
+        """Keep what a write by Triton's scatter or atomics is about to overwrite."""
+        old = _native.load(p, m, np.zeros(p.shape, dtype=dtype), dtype)
+        self.undo.append((p, m, old))
 
     def restore(self) -> None:
-        """Put back every buffer this launch wrote, as it was before the launch."""
-        for s, data in self.saved.items():
-            base, end = int(self.bases[s]), int(self.ends[s])
-            _view(base, end - base)[:] = data
-        self.saved.clear()
+        """Put back every element written since the last ``commit`` (since the launch
+        began, where none), the last write first."""
+        for entry in reversed(self.undo):
+            if len(entry) == 3:
+                p, m, old = entry
+                _native.store(p, old, m)
+            else:
+                base, nbytes, raw, index, old = entry
+                _view(base, nbytes).view(raw)[index] = old
+        self.undo.clear()
+
+    def commit(self) -> None:
+        """The writes so far stand: a later ``restore`` goes back to here."""
+        self.undo.clear()
 
     # -- operations ---------------------------------------------------------
 
@@ -340,7 +353,9 @@ class Memory:
         if index.size > 1 and not (index[1:] > index[:-1]).all():
             return False
         raw = np.uint8 if v.dtype.kind == "b" else v.dtype  # bools as their bytes
-        _view(base, count * v.dtype.itemsize).view(raw)[index] = values.view(raw)
+        memory = _view(base, count * v.dtype.itemsize).view(raw)
+        self.undo.append((base, count * v.dtype.itemsize, raw, index, memory[index]))
+        memory[index] = values.view(raw)
         return True
 
     def _mask(self, b: Any, own: np.ndarray, shape: tuple) -> np.ndarray:
@@ -362,7 +377,7 @@ class Memory:
             pid = None
         itemsize = interp._get_np_dtype(ptrs.get_element_ty()).itemsize
         access = _Access(p, m, itemsize, pid)
-        self._save(self._buffers(access))
+        self._buffers(access)  # its spans and buffer, for the proof and the scatter
         self.writes.append(access)
         return p, v, m
 
@@ -400,10 +415,12 @@ class Memory:
     def store(self, b: Any, ptrs: Any, value: Any, mask: Any) -> None:
         p, v, m = self._prepare_write(b, ptrs, value, mask, "store")
         if not self.numpy_scatter(p, v, m, self.writes[-1].buffer):
+            self._keep(p, m, v.dtype)
             _native.store(p, v, m)
 
     def atomic(self, b: Any, op: Any, ptr: Any, val: Any, mask: Any, sem: Any) -> Any:
         p, v, m = self._prepare_write(b, ptr, val, mask, "atomic_rmw")
+        self._keep(p, m, v.dtype)
         return ops.batched(_native.atomic_rmw(op, p, v, m, sem), val.dtype.scalar)
 
     # -- the proof ------------------------------------------------------------

@@ -97,6 +97,23 @@ def _kernel_frame(exc: BaseException, fn: Any) -> tuple[str, int, str]:
     return found[0], found[1], linecache.getline(found[0], found[1]).strip()
 
 
+def _record_failure(executor: Any, exc: Exception) -> None:
+    """Keep the kernel, exception and kernel line of a launch that failed in the
+    interpreter (the first ``_MAX_FAILURES``)."""
+    cause = exc.__cause__ or exc
+    if len(_FAILURES) < _MAX_FAILURES:
+        filename, line, source = _kernel_frame(cause, executor.fn)
+        _FAILURES.append(
+            {
+                "kernel": getattr(executor.fn, "__name__", "?"),
+                "exception": f"{type(cause).__name__}: {cause}",
+                "file": filename,
+                "line": line,
+                "source": source,
+            }
+        )
+
+
 def _install_failure_record() -> None:
     from triton.runtime import interpreter
 
@@ -106,20 +123,13 @@ def _install_failure_record() -> None:
         try:
             return original(self, *args, **kwargs)
         except interpreter.InterpreterError as exc:
-            cause = exc.__cause__ or exc
-            if len(_FAILURES) < _MAX_FAILURES:
-                filename, line, source = _kernel_frame(cause, self.fn)
-                _FAILURES.append(
-                    {
-                        "kernel": getattr(self.fn, "__name__", "?"),
-                        "exception": f"{type(cause).__name__}: {cause}",
-                        "file": filename,
-                        "line": line,
-                        "source": source,
-                    }
-                )
+            _record_failure(self, exc)
             raise
 
+    # it only watches a launch fail: the batched executor's resumed loop, which runs
+    # beneath it in its place, tells it a failure too (``batched._watchers``)
+    call.wraps_loop = original  # type: ignore[attr-defined]
+    call.on_failure = _record_failure  # type: ignore[attr-defined]
     _SAVED["GridExecutor.__call__"] = original
     interpreter.GridExecutor.__call__ = call
 
