@@ -168,6 +168,28 @@ WORKER = textwrap.dedent("""
 
 
     @triton.jit
+    def ignored_rows(X, Y, L, n_cols, IGNORE: tl.constexpr, HAS: tl.constexpr,
+                     BLOCK: tl.constexpr):
+        # a loss's ignored rows: inside a constexpr if, a body (a loop of stores, a name
+        # the rest use) and then a return, for the programs whose label is ignored
+        pid = tl.program_id(0)
+        scale = 2.0
+        if HAS:
+            label = tl.load(L + pid)
+            if label == IGNORE:
+                scale = 0.0
+                for i in range(0, n_cols, BLOCK):
+                    offs = i + tl.arange(0, BLOCK)
+                    tl.store(Y + pid * n_cols + offs, offs * scale, mask=offs < n_cols)
+                return
+        for i in range(0, n_cols, BLOCK):
+            offs = i + tl.arange(0, BLOCK)
+            m = offs < n_cols
+            tl.store(Y + pid * n_cols + offs, tl.load(X + pid * n_cols + offs, mask=m) * scale,
+                     mask=m)
+
+
+    @triton.jit
     def late_neighbour(X, Y, C, K):
         # programs from K on read what the program before them wrote: a chunk that holds
         # them falls back; with small chunks the ones before stand and the loop resumes
@@ -423,6 +445,17 @@ WORKER = textwrap.dedent("""
             neighbour[(20,)](x, y)
             return torch.cat([x, y])
 
+        xi = rnd(9, 20)
+
+        def ignored():
+            labels = torch.tensor([0, -100, 3, -100, -100, 5, 1, 2, -100], dtype=torch.int64)
+            outs = []
+            for has, lab in ((True, labels), (False, labels), (True, torch.zeros(9).long())):
+                y = torch.full((9, 20), 7.0)
+                ignored_rows[(9,)](xi, y, lab, 20, IGNORE=-100, HAS=has, BLOCK=8)
+                outs.append(y.flatten())
+            return torch.cat(outs)
+
         xl40 = rnd(40)
 
         def late():
@@ -522,6 +555,7 @@ WORKER = textwrap.dedent("""
             "reads_other_programs": neigh,
             "atomic_cas": lock,
             "late_talk": late,
+            "ignored_rows": ignored,
             "device_print": prints,
             "block_ops": ops,
             "grid_2d": two_d,
@@ -607,6 +641,7 @@ EXPECTED = {
     "reads_other_programs": ("triton", "a program reads what another program of its chunk writes"),
     "atomic_cas": ("triton", "atomic_cas runs program by program"),
     "late_talk": ("triton", "a program reads what another program of its chunk writes"),
+    "ignored_rows": ("batched", None),
     "device_print": ("batched", None),
     "block_ops": ("batched", None),
     "grid_2d": ("batched", None),
@@ -651,6 +686,7 @@ MASKED = {
     "gelu_tanh_libdevice": {LOOP},
     "loaded_bound": {LOOP},
     "early_return": {"an early return some programs take"},
+    "ignored_rows": {"an early return some programs take"},
     "if_pid_0": {BRANCH + " between programs"},
     "branch_else": {BRANCH + " between programs"},
     "branch_in_loop": {LOOP, BRANCH + " between programs"},

@@ -8,6 +8,11 @@ of them. The kernel is rewritten once (``rewrite``) so that each such statement 
 module first:
 
 * a top-level ``if cond: return`` stops the programs for which ``cond`` holds (``guard``);
+  a top-level ``if cond: ...; return`` runs its body with only those programs, which then
+  stop, every name the body sets given back to the others (``Guarded``); "top-level" takes
+  in the branches of an ``if`` that leaves (a ``return`` inside it), which runs as Python:
+  ``if HAS_LABEL: ... if label == ignore: ...; return`` (a condition that differs there
+  falls back);
 * a ``for`` over a range whose bounds differ runs as many times as the longest program's
   range, each time with only the programs still in their own range running (their loop
   variable a per-program value), and every name the body sets merged back per program,
@@ -41,6 +46,7 @@ from . import batched_ops as ops
 
 PREFIX = build.PREFIX
 GUARD = PREFIX + "guard"
+GUARDED = PREFIX + "guarded"
 PICK = PREFIX + "pick"
 LOOP = PREFIX + "loop"
 WHILE = PREFIX + "while"
@@ -274,6 +280,28 @@ class Branch:
         return region.merged(~self.taken, after_then, scope)  # the else branch's own, else then's
 
 
+class Guarded:
+    """``if cond: ...; return`` at a kernel's top level: Python's ``if`` where ``cond`` is
+    alike in every running program (``uniform``, ``value``); else the body runs with only the
+    programs whose ``cond`` holds (``enter``), and they stop at its end (``leave``)."""
+
+    def __init__(self, cond: Any) -> None:
+        self.truth = _truth(cond)
+        self.uniform = self.truth is None
+        self.value = bool(cond) if self.uniform else True
+        self.region: _Region | None = None
+
+    def enter(self) -> None:
+        self.region = _Region(ops.EARLY_RETURN)
+        self.taken = self.region.narrow(self.truth)
+
+    def leave(self) -> None:
+        region = self.region
+        assert region is not None
+        region.batch.stop(self.taken)
+        region.leave()
+
+
 def _bools(*operands: Any, every: bool) -> Any:
     """``a and b`` (``every``) or ``a or b`` in a branch or loop condition, its operands as
     thunks: Python's short circuit while they are alike in every running program; where one
@@ -298,6 +326,7 @@ def _as_tensor(truth: np.ndarray) -> Any:
 def install(globals_: dict) -> None:
     """Put the statements' helpers in a rewritten kernel's globals."""
     globals_[GUARD] = ops.guard
+    globals_[GUARDED] = Guarded
     globals_[PICK] = ops.pick
     globals_[LOOP] = Loop
     globals_[WHILE] = While
@@ -368,12 +397,14 @@ class Rewrite:
             self.found += 1
             s.test = ast.copy_location(build.call(build.name(GUARD), _joined_test(s.test)), s.test)
             return [s]
+        if isinstance(s, ast.If) and top and _returns_after(s):
+            return self._guarded(s)
         if isinstance(s, ast.For) and not s.orelse:
             return self._for(s)
         if isinstance(s, ast.While) and not s.orelse:
             return self._while(s)
         if isinstance(s, ast.If):
-            return self._if(s)
+            return self._if(s, top)
         for field in ("body", "orelse", "finalbody"):
             if isinstance(getattr(s, field, None), list):
                 setattr(s, field, self._block(getattr(s, field)))
@@ -442,9 +473,33 @@ class Rewrite:
             ast.If(test=ran, body=back + build.take_back(merged, names), orelse=[]),
         ]
 
-    def _if(self, s: ast.If) -> list[ast.stmt]:
+    def _guarded(self, s: ast.If) -> list[ast.stmt]:
+        """``if cond: ...; return`` at the top level (``Guarded``)."""
+        self.found += 1
+        body = self._block(s.body[:-1])
+        guarded, before = self._var("guarded"), self._var("before")
+        names = _assigned(body)
+        uniform = ast.If(test=build.attr(guarded, "value"), body=[*body, s.body[-1]], orelse=[])
+        divergent = [
+            build.assign(
+                before, build.call(build.name(KEPT), build.locals_call(), ast.Constant(names))
+            ),
+            ast.Expr(build.method(guarded, "enter")),
+            *copy.deepcopy(body),
+            ast.Expr(build.method(guarded, "leave")),
+            *build.take_back(before, names),
+        ]
+        return [
+            build.assign(guarded, build.call(build.name(GUARDED), _joined_test(s.test))),
+            ast.If(test=build.attr(guarded, "uniform"), body=[uniform], orelse=divergent),
+        ]
+
+    def _if(self, s: ast.If, top: bool = False) -> list[ast.stmt]:
+        """An ``if`` whose condition may differ between programs (``Branch``); one whose
+        branches leave runs as Python, its branches at the top level where it is."""
         s.test = _joined_test(s.test)
-        then, other = self._block(s.body), self._block(s.orelse)
+        top = top and (_leaves(s.body) or _leaves(s.orelse))
+        then, other = self._block(s.body, top), self._block(s.orelse, top)
         if _leaves(then) or _leaves(other):
             s.body, s.orelse = then, other or s.orelse
             return [s]
@@ -496,6 +551,14 @@ def _joined_test(test: ast.expr) -> ast.expr:
     none = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
     thunks = [ast.Lambda(args=none, body=_joined_test(v)) for v in test.values]
     return ast.copy_location(build.call(build.name(fn), *thunks), test)
+
+
+def _returns_after(s: ast.If) -> bool:
+    """``if cond: ...; return``: statements that do not leave, then a bare return."""
+    body = s.body
+    last = body[-1]
+    bare = isinstance(last, ast.Return) and last.value is None
+    return not s.orelse and len(body) > 1 and bare and not _leaves(body[:-1])
 
 
 def _bare_return(s: ast.If) -> bool:
