@@ -191,8 +191,8 @@ class Memory:
         self.bases = np.array([b for b, _ in spans], dtype=np.uint64)
         self.ends = np.array([b + n for b, n in spans], dtype=np.uint64)
         #: what the writes since the last ``commit`` overwrote, in order: (buffer's first
-        #: address, its bytes, raw dtype, element indices, old values), or (addresses, mask,
-        #: old values) for a write by Triton's scatter or atomics
+        #: address, its bytes, raw dtype, element indices or a slice of them, old values),
+        #: or (addresses, mask, old values) for a write by Triton's scatter or atomics
         self.undo: list[tuple] = []
         self.reads: list[_Access] = []
         self.writes: list[tuple[_Access, np.ndarray, np.ndarray, np.ndarray]] = []
@@ -354,7 +354,12 @@ class Memory:
             return False
         raw = np.uint8 if v.dtype.kind == "b" else v.dtype  # bools as their bytes
         memory = _view(base, count * v.dtype.itemsize).view(raw)
-        self.undo.append((base, count * v.dtype.itemsize, raw, index, memory[index]))
+        if index.size and int(index[-1]) - int(index[0]) == index.size - 1:
+            index = slice(int(index[0]), int(index[-1]) + 1)  # one run: a copy, not a gather
+            old = memory[index].copy()
+        else:
+            old = memory[index]
+        self.undo.append((base, count * v.dtype.itemsize, raw, index, old))
         memory[index] = values.view(raw)
         return True
 
