@@ -256,7 +256,7 @@ def _resume_loop(
         args = inspect.getcallargs(ex.fn, *args_hst, **kwargs_hst)
         args = {k: v if k in ex.constexprs else interp._implicit_cvt(v) for k, v in args.items()}
         grid = ex.grid(args) if callable(ex.grid) else ex.grid
-        grid = tuple(grid) + (1,) * (3 - len(grid))
+        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         interp.interpreter_builder.set_grid_dim(*grid)
         try:
             for linear in range(first, grid[0] * grid[1] * grid[2]):
