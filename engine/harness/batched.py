@@ -9,13 +9,16 @@ device-function call (``tl.sum``, a kernel's own ``@jit`` helpers). ``install()`
   differs between them (``batched_ops``), loads and stores as gathers and scatters over all
   programs' addresses (``batched_memory``), in chunks of programs where memory would grow too
   large. Control flow that differs between programs runs under masks (``batched_flow``): a
-  top-level ``if cond: return`` stops the programs for which it holds, a loop whose bounds or
+  top-level ``if cond: return`` stops the programs for which it holds (``if cond: ...;
+  return`` after running its body for them), a loop whose bounds or
   condition differ runs the longest program's count with the finished ones masked off, an ``if``
   whose condition differs runs both branches, each for its own programs. Where a launch cannot
   run so (a ``return`` or ``break`` inside divergent flow, programs that talk through memory, an
-  op without a batched form, a device function's own divergent branch, any error), its
-  arguments' memory is put back and Triton's own loop runs it; ``launches()`` says which
-  executor ran each launch and why.
+  op without a batched form, a device function's own divergent branch, any error), what the
+  failing chunk wrote is put back (``batched_memory``'s undo log) and Triton's own loop runs
+  on from that chunk's first program, the chunks before it standing (their writes, prints and
+  checks' records; beneath another tool's loop, from the launch's start, everything put
+  back); ``launches()`` says which executor ran each launch, why, and where it resumed.
   A launch of one program runs so too, and a loop of it whose iterations do not depend on each
   other but through sums (``for row in range(start, end): ... dw += ...``, a norm's backward
   on a CPU) runs its iterations together (``batched_iterations``), the sums folded in the
