@@ -12,6 +12,8 @@
 #     bash benchmarks/real_faults_device.sh run IDS [SECONDS]   (SECONDS: default 540)
 #     CASE_TIME=S (default 5): the per-case limit of every pytest run, the sanity checks too
 #     (fla's cases autotune and compile for longer than 5 s on their first run)
+#     PYTEST_LIMIT=S (default 240), RUN_LIMIT=S (default 400): each pytest run's limit and
+#     the mutant-gate run's (fla's first sanity run on a fresh H100 took over 240 s)
 #     results under $OUT/real-faults (summary.json, summary.md, a console per call); scratch
 #     trees and the tool's cache in /tmp/rfwork. A-cp-gk-missing-offsets: on a kind with 2+
 #     GPUs (its parent's tests skip below 2).
@@ -81,6 +83,6 @@ nvidia-smi -L
 /usr/bin/time -f "real-faults wall %e s" timeout "$LIMIT" python benchmarks/real_faults.py \
   --catalog .realfaults/catalog.json --mirrors .realfaults/mirrors --out "$RES" \
   --execution --bugs "$IDS" --work /tmp/rfwork --mode compiled -j 16 --case-time "${CASE_TIME:-5}" \
-  --limit 240 --run-limit 400 > "$RES/console-$(date +%H%M%S).txt" 2>&1
+  --limit "${PYTEST_LIMIT:-240}" --run-limit "${RUN_LIMIT:-400}" > "$RES/console-$(date +%H%M%S).txt" 2>&1
 echo "exit $?"; cp -r "$RES/." "$OUT/real-faults/"
 ls -t "$RES"/console-*.txt | head -1 | xargs tail -12 | cut -c1-400
