@@ -37,8 +37,10 @@ class Meter:
 
 
 def toolchain(mode: str, sandbox: Sandbox | None = None) -> dict:
-    """Versions that key the cache; read without importing torch/triton. A started
-    remote sandbox knows the versions its image really runs: those win."""
+    """Versions that key the cache; read without importing torch/triton. A remote
+    sandbox, started when opened, knows the versions its image really runs: those win. A
+    local pool's workers' own words never do (``Sandbox.versions_key``): the same job gets
+    the same key whether the pool had started when its run began or not."""
 
     versions = {
         "python": sys.version.split()[0],
@@ -46,7 +48,7 @@ def toolchain(mode: str, sandbox: Sandbox | None = None) -> dict:
         "triton": installed_version("triton") or "missing",
         "mode": mode,
     }
-    remote = sandbox.versions if sandbox is not None else {}
+    remote = sandbox.versions if sandbox is not None and sandbox.versions_key else {}
     versions.update({k: remote[k] for k in ("python", "torch", "triton") if k in remote})
     return versions
 

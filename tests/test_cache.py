@@ -67,6 +67,32 @@ def test_versions_are_importlib_metadata_s_without_importing_it(tmp_path, monkey
     assert out.stdout.split() == [metadata.version("torch"), metadata.version("triton"), "False"]
 
 
+def test_a_local_pool_keys_alike_before_and_after_it_started():
+    """A library run makes one job runner a module, on one local pool that starts with the
+    first job. Its workers report ``torch.__version__``, which on a GPU machine says
+    "2.11.0+cu130" where the metadata says "2.11.0": the modules after the first keyed their
+    jobs apart from a resumed run's (whose pool had not started yet), and 203 finished
+    mutants ran again. A local pool's key is its interpreter's metadata, started or not; a
+    backend started when opened (its image's versions known before any key) still wins."""
+    from mutant_gate.engine.jobs import JobRunner
+    from mutant_gate.engine.sandbox import Sandbox
+    from mutant_gate.engine.sandbox.local import LocalSandbox
+
+    with LocalSandbox(workers=1) as box:
+        before = JobRunner(box, None, "interpret", 1).toolchain
+        box.start()
+        assert box.versions.get("torch")  # the workers' own words, kept
+        box.versions = {**box.versions, "torch": box.versions["torch"] + "+cu130"}  # a GPU's
+        after = JobRunner(box, None, "interpret", 1).toolchain
+    assert after == before == toolchain("interpret")
+
+    class Image(Sandbox):  # versions known at open, as a remote backend's
+        name, mode, size, versions = "image", "interpret", 1, {"torch": "9.9", "python": "3.0"}
+
+    keyed = JobRunner(Image(), None, "interpret", 1).toolchain
+    assert keyed == {**toolchain("interpret"), "torch": "9.9", "python": "3.0"}
+
+
 def test_time_limit_is_not_part_of_the_key_but_bounds_a_cached_timeout():
     tc = toolchain("interpret")
     assert make_job(timeout_s=5).cache_key(tc) == make_job(timeout_s=9).cache_key(tc)

@@ -17,8 +17,14 @@ class Sandbox(Protocol):
     mode: str
     #: workers (jobs at once)
     size: int
-    #: the python, torch and triton versions the jobs run with (they key the cache)
+    #: the python, torch and triton versions the jobs run with, as the workers report them
     versions: dict
+    #: whether ``versions`` key the cache (``jobs.toolchain``): a backend started when opened
+    #: knows them before any key is made. A local pool runs this interpreter's own installs,
+    #: keyed by their metadata: its workers report only once it has started (with the
+    #: first job), and in words of their own (``torch.__version__`` says "2.11.0+cu130" where
+    #: the metadata says "2.11.0"), so a run made after it started would key its jobs apart
+    versions_key: bool = True
 
     #: warm workers: a warm runner per worker serves the file's own checks
     warm: bool = False

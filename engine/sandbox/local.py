@@ -195,6 +195,7 @@ class LocalSandbox(Sandbox):
     """A pool of ``workers`` warm processes; ``run`` is thread-safe."""
 
     name = "local"
+    versions_key = False  # its jobs are keyed by this interpreter's installs (``Sandbox``)
 
     def __init__(
         self,
