@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -73,7 +75,10 @@ def either_sandbox(request):
 
 def start_cli(*args: str, cwd: Path | None = None, environ: dict | None = None):
     """Start the real command line in a subprocess (pipes for its output); ``environ``:
-    its whole environment (default this process's). Returns the Popen."""
+    its whole environment (default this process's). Returns the Popen. It takes SIGINT as
+    in a terminal, even where the suite runs with it ignored (a background job of a
+    non-interactive shell inherits SIG_IGN, and so would the run: Ctrl-C tests saw it end
+    with exit 0)."""
     return subprocess.Popen(
         [sys.executable, "-m", "mutant_gate.cli", *args],
         cwd=cwd,
@@ -81,6 +86,7 @@ def start_cli(*args: str, cwd: Path | None = None, environ: dict | None = None):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL),
     )
 
 
