@@ -73,12 +73,16 @@ def either_sandbox(request):
     box.close()
 
 
+#: a child's SIGINT as in a terminal, even where the suite runs with it ignored (a
+#: background job of a non-interactive shell inherits SIG_IGN, and so would a started run:
+#: Ctrl-C tests saw it end with exit 0); ``preexec_fn`` of a started CLI
+TERMINAL_SIGINT = functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
+
+
 def start_cli(*args: str, cwd: Path | None = None, environ: dict | None = None):
     """Start the real command line in a subprocess (pipes for its output); ``environ``:
     its whole environment (default this process's). Returns the Popen. It takes SIGINT as
-    in a terminal, even where the suite runs with it ignored (a background job of a
-    non-interactive shell inherits SIG_IGN, and so would the run: Ctrl-C tests saw it end
-    with exit 0)."""
+    in a terminal (``TERMINAL_SIGINT``)."""
     return subprocess.Popen(
         [sys.executable, "-m", "mutant_gate.cli", *args],
         cwd=cwd,
@@ -86,7 +90,7 @@ def start_cli(*args: str, cwd: Path | None = None, environ: dict | None = None):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=TERMINAL_SIGINT,
     )
 
 

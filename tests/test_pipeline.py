@@ -8,12 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-from functools import partial
 
 import diskcache
 import pytest
 
-from .conftest import EXAMPLES, run_cli
+from .conftest import EXAMPLES, TERMINAL_SIGINT, run_cli
 from .test_report_schema import validate
 
 pytestmark = pytest.mark.slow
@@ -289,10 +288,7 @@ def _start_run(target: str, cache_dir, cwd, jobs: str, **popen) -> subprocess.Po
     """A real CLI run in the background (no writer: the cache holds mutant jobs only)."""
     cmd = [sys.executable, "-m", "mutant_gate.cli", "run", target, "-j", jobs, "-q",
            "--writer", "none", "--cache-dir", str(cache_dir)]  # fmt: skip
-    # SIGINT as in a terminal, even where the suite itself runs with it ignored (a
-    # background job of a non-interactive shell inherits SIG_IGN, and so would the run).
-    restore = partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
-    return subprocess.Popen(cmd, cwd=cwd, preexec_fn=restore, **popen)
+    return subprocess.Popen(cmd, cwd=cwd, preexec_fn=TERMINAL_SIGINT, **popen)
 
 
 def _wait_for_results(proc: subprocess.Popen, cache_dir, count: int = 3) -> None:
