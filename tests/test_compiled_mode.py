@@ -230,6 +230,37 @@ def test_an_illegal_access_retires_the_runner_and_the_next_job_passes(compiled):
     assert again.extra["runner"]["pid"] != crashed.extra["runner"].get("served_by")
 
 
+MATMUL = textwrap.dedent("""
+    import torch
+
+    a = torch.randn(512, 512, device="cuda")
+    for stream in (torch.cuda.current_stream(), torch.cuda.Stream()):
+        with torch.cuda.stream(stream):
+            (a @ a).sum().item()
+    torch.cuda.synchronize()
+""")
+
+KEEPS = textwrap.dedent("""
+    import builtins
+
+    import torch
+
+    builtins.kept_by_the_job = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+""")
+
+
+def test_cublas_workspaces_do_not_retire_a_runner_but_a_kept_tensor_does(compiled):
+    """Matrix products leave cuBLAS workspaces (per handle and stream) that torch holds
+    for the process: freed after the job, the runner serves the next one. A tensor the
+    job keeps alive is a leak the runner is retired for."""
+    multiplied = compiled.run(job(MATMUL))
+    assert multiplied.status is JobStatus.PASSED, multiplied.error
+    assert not multiplied.extra["runner"].get("retired"), multiplied.extra["runner"]
+    kept = compiled.run(job(KEEPS))
+    assert kept.status is JobStatus.PASSED, kept.error
+    assert "allocated on the device" in kept.extra["runner"]["retired"], kept.extra["runner"]
+
+
 def test_mode_auto_judges_masked_compiled_survivors_again_in_the_interpreter(tmp_path):
     proc = run_cli(
         "run",

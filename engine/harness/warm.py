@@ -537,8 +537,21 @@ def _retire(answer: dict, number: int, device: dict) -> str | None:
     except Exception as exc:  # noqa: BLE001
         return f"CUDA error after the job: {str(exc).splitlines()[0]}"
     gc.collect()
+    _free_blas_workspaces(torch)
     torch.cuda.empty_cache()
     leaked = torch.cuda.memory_allocated() - device["memory_baseline"]
     if leaked > RUNNER_LEAK_BYTES:
         return f"the job left {leaked >> 20} MiB allocated on the device"
     return None
+
+
+def _free_blas_workspaces(torch) -> None:
+    """Give back the workspaces cuBLAS keeps per handle and stream: torch takes them from
+    its caching allocator (so they count as allocated) and holds them for the process's
+    life, where ``empty_cache`` cannot free them. A job that multiplied matrices left
+    64-69 MiB of them, and its runner was retired for a leak it did not make (H100,
+    ``benchmarks/results/h200-2026-12-07c-whole-library``). The next matmul makes them
+    again."""
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
