@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-select",
         action="store_true",
         help="run every test case for every mutant (default: only the cases that launch "
-        "its kernel, those that killed other mutants first, then fastest first)",
+        "its kernel, fastest first)",
     )
     run.add_argument(
         "--mode",

@@ -21,7 +21,6 @@ from enum import StrEnum
 from mutant_gate.cache import Store
 
 from .job import Job, JobResult, JobStatus
-from .killers import Killers
 from .limits import hit
 from .sandbox import Sandbox
 from .versions import installed_version
@@ -98,8 +97,6 @@ class JobRunner:
         #: jobs started ahead (``ahead``) by cache key, until a call for them takes them
         self._ahead: dict[str, Future] = {}
         self._ahead_lock = threading.Lock()
-        #: the cases that killed this runner's mutants so far: they run first (``killers``)
-        self.killers = Killers()
 
     @contextmanager
     def metered(self) -> Iterator[Meter]:
@@ -238,7 +235,6 @@ class JobRunner:
                 pending.append(key)
             else:
                 self._metered(cached)
-                self.killers.learn(cached)
                 yield JobEvent(Happened.CACHED, key, cached)
         finished: queue.Queue = queue.Queue()
         stop = threading.Event()
@@ -249,15 +245,13 @@ class JobRunner:
                 return
             finished.put(("started", key, None))
             if key in started:  # already running (stored when it arrived)
-                kind, result = "ahead", started[key].result()
-            else:
-                kind = "finished"
-                try:
-                    result = sandbox.run(self.killers.first(jobs[key]))
-                except Exception as exc:  # noqa: BLE001 - a failure is data
-                    result = JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}")
-            self.killers.learn(result)  # before this thread takes its next job
-            finished.put((kind, key, result))
+                finished.put(("ahead", key, started[key].result()))
+                return
+            try:
+                result = sandbox.run(jobs[key])
+            except Exception as exc:  # noqa: BLE001 - a failure is data
+                result = JobResult(JobStatus.ERROR, error=f"sandbox failure: {exc}")
+            finished.put(("finished", key, result))
 
         todo: queue.SimpleQueue = queue.SimpleQueue()
         for key in pending:

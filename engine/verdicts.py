@@ -244,7 +244,7 @@ ROW_SECTIONS = frozenset(
         "races",  # claims check: a claimed survivor's store trace (two programs, one address)
         "modes",  # --compare-modes: both modes' verdicts
         "tests_selected",  # test cases (beside the own check) that launch its kernel
-        "tests_run",  # those its job ran, in order (killers first, ``killers.py``), to the first kill
+        "tests_run",  # those its job ran, fastest first, to the first kill
         "timeout_s",  # its limit: from the original's time on the own check and those cases
         "reached",  # false: no check launches its kernel (no job ran, no evidence either way)
         "accepted",  # the baseline file accepts this survivor (engine/accepted.py)

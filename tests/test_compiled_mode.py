@@ -234,10 +234,15 @@ MATMUL = textwrap.dedent("""
     import torch
 
     a = torch.randn(512, 512, device="cuda")
-    for stream in (torch.cuda.current_stream(), torch.cuda.Stream()):
+    before = torch.cuda.memory_allocated()
+    for stream in [torch.cuda.current_stream()] + [torch.cuda.Stream() for _ in range(3)]:
         with torch.cuda.stream(stream):
             (a @ a).sum().item()
+            (a.bfloat16() @ a.bfloat16()).sum().item()
     torch.cuda.synchronize()
+    kept = torch.cuda.memory_allocated() - before
+    print("cuBLAS kept", kept >> 20, "MiB")
+    assert kept > 64 << 20, kept  # more than a runner may keep: the test means something
 """)
 
 KEEPS = textwrap.dedent("""

@@ -12,9 +12,10 @@ from mutant_gate.engine.checks.tolerance import (
     nice_between,
     per_line,
     row_field,
+    site_case_only,
     sites,
 )
-from mutant_gate.engine.job import JobResult, JobStatus
+from mutant_gate.engine.job import Check, CheckKind, Job, JobResult, JobStatus
 
 
 def result(*records: dict) -> JobResult:
@@ -153,3 +154,33 @@ def test_where_the_rtol_covers_both_errors_an_rtol_separates_them():
     assert line_words(line).endswith(
         "at rtol 2.0e-07 (the original needs 1.0e-07 there) the checked proposals kill 1"
     )
+
+
+def _job() -> Job:
+    return Job(
+        files=(("k.py", "x = 1\n"),),
+        checks=(
+            Check(CheckKind.MAIN, "k.py", "own-check"),
+            Check(CheckKind.PYTEST, "test/test_a.py", "test", select=("test_x[0]", "test_y")),
+            Check(CheckKind.PYTEST, "test/test_b.py", "test", select=("test_x[0]",)),
+        ),
+    )
+
+
+def test_a_proposal_is_checked_on_the_one_case_it_is_for():
+    """The checking jobs run the site's case alone (the tightened call is there); a site
+    of every case joined, or one no single check holds, keeps the whole job."""
+    (found,) = sites(
+        result(record("test/test_a.py:9", 0.3, 0.3, case="test/test_a.py::test_y")), set()
+    ).values()
+    only = site_case_only(_job(), found)
+    assert [(c.path, c.select) for c in only.checks] == [("test/test_a.py", ("test_y",))]
+    (other,) = sites(
+        result(record("test/test_b.py:4", 0.3, 0.3, case="test/test_b.py::test_x[0]")), set()
+    ).values()
+    assert [(c.path, c.select) for c in site_case_only(_job(), other).checks] == [
+        ("test/test_b.py", ("test_x[0]",))
+    ]
+    for case in ("", "k.py", "test/test_c.py::test_y", "test_x[0]"):
+        (site,) = sites(result(record("test/test_a.py:9", 0.3, 0.3, case=case)), set()).values()
+        assert site_case_only(_job(), site) == _job(), case

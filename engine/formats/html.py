@@ -210,7 +210,7 @@ SECTION_WORDS = {
         "test cases chosen for it (they launch its kernel): " + (in_words(v) or "none")
     ),
     "tests_run": lambda v: (
-        "test cases its job ran, in order, to the first kill: " + (in_words(v) or "none")
+        "test cases its job ran, fastest first, to the first kill: " + (in_words(v) or "none")
     ),
     "reached": lambda v: (
         "a check launches its kernel"
