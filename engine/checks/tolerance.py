@@ -10,7 +10,7 @@ the atol at the call's rtol, else the rtol at its atol, else an atol with rtol 0
 A round value between the two, with room on both sides, is a proposal; it is a kill
 condition only once checked: the test runs again with it in force at that line in that case
 (``Job.tighten``), the original on ``SEEDS`` seeds (it must pass every one) and the survivor
-(it must fail there). A checked proposal makes the survivor ``hidden by tolerance``
+(it must fail there), each running that case alone. A checked proposal makes the survivor ``hidden by tolerance``
 (``survivor_kinds``); otherwise the row says what was observed and that no tolerance was
 shown to separate them. Nothing here changes a verdict or a score: it explains survivors
 and proposes a test change.
@@ -330,15 +330,15 @@ def site_case_only(job: Job, site: Site) -> Job:
     """``job`` with its one test file check that holds ``site``'s case, selecting that case
     alone; ``job`` as it is where the site names no case (the calls of every case joined, or
     an own check's) or no one check holds it. A proposal is checked where it is in force: a
-    job to the end of every case repeated, per seed, the whole original's time on them (on
-    a real library's module, 4 jobs of 76 s for one proposal on an H100)."""
+    job to the end of every case repeated, per seed, the original's whole time on them (on
+    a real library's module on an H100, four jobs of about 90 s for one proposal)."""
     path, sep, name = site.case.partition("::")
     if not sep:
         return job
     holding = [
         c
         for c in job.checks
-        if name in c.select and (path == c.path or path.endswith("/" + c.path.lstrip("./")))
+        if name in c.select and (path == c.path or path.endswith("/" + c.path.removeprefix("./")))
     ]
     if len(holding) != 1:
         return job
