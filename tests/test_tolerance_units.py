@@ -5,6 +5,7 @@ harness writes them."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from mutant_gate.engine.checks.tolerance import (
     finding,
@@ -181,6 +182,13 @@ def test_a_proposal_is_checked_on_the_one_case_it_is_for():
     assert [(c.path, c.select) for c in site_case_only(_job(), other).checks] == [
         ("test/test_b.py", ("test_x[0]",))
     ]
-    for case in ("", "k.py", "test/test_c.py::test_y", "test_x[0]"):
+    # a project's tests are read where they lie: the check's path is absolute
+    project = replace(
+        _job(), checks=tuple(replace(c, path="/repo/" + c.path) for c in _job().checks)
+    )
+    assert [(c.path, c.select) for c in site_case_only(project, found).checks] == [
+        ("/repo/test/test_a.py", ("test_y",))
+    ]
+    for case in ("", "k.py", "test/test_c.py::test_y", "test_x[0]", "st/test_a.py::test_y"):
         (site,) = sites(result(record("test/test_a.py:9", 0.3, 0.3, case=case)), set()).values()
         assert site_case_only(_job(), site) == _job(), case

@@ -335,14 +335,18 @@ def site_case_only(job: Job, site: Site) -> Job:
     path, sep, name = site.case.partition("::")
     if not sep:
         return job
-    holding = [
-        c
-        for c in job.checks
-        if name in c.select and (path == c.path or path.endswith("/" + c.path.removeprefix("./")))
-    ]
+    holding = [c for c in job.checks if name in c.select and _same_file(path, c.path)]
     if len(holding) != 1:
         return job
     return replace(job, checks=(replace(holding[0], select=(name,)),))
+
+
+def _same_file(nodeid_path: str, check_path: str) -> bool:
+    """A case's file (relative to pytest's root) and a check's (relative to the job's
+    folder, or absolute where a project's tests are read where they lie): the same file
+    where one is the other's tail."""
+    a, b = nodeid_path.removeprefix("./"), check_path.removeprefix("./")
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
 def checked(results: dict[str, tuple[JobResult, bool]], site: Site) -> bool | None:
