@@ -29,17 +29,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
+
+from job_time_split import split  # the script beside this one
 
 TRITON_SHARED = os.path.join(tempfile.gettempdir(), "mutant-gate-triton")
-
-
-def _jobs(cache_dir: str) -> list[dict]:
-    """Every job result in a run's cache (its keys start with ``job``)."""
-    import diskcache
-
-    with diskcache.Cache(cache_dir) as cache:
-        return [json.loads(cache[k]) for k in cache.iterkeys() if str(k).startswith("job")]
 
 
 def _one(name: str, site: str, args: list[str], out: str) -> dict:
@@ -56,22 +49,15 @@ def _one(name: str, site: str, args: list[str], out: str) -> dict:
         )
     wall = time.perf_counter() - start
     rows = json.load(open(report))["mutants"] if os.path.exists(report) else []
-    jobs = _jobs(cache_dir)
-    retired = Counter(
-        str(j.get("extra", {}).get("runner", {}).get("retired"))[:40]
-        for j in jobs
-        if j.get("extra", {}).get("runner", {}).get("retired")
-    )
+    by_status, retired = split(cache_dir)  # per status: [jobs, cases, wall, imports, in cases]
     killed = [m for m in rows if m["verdict"] == "killed"]
     return {
         "name": name,
         "rc": proc.returncode,
         "wall_s": wall,
-        "jobs": len(jobs),
-        "job_s": sum(j.get("duration_s", 0.0) for j in jobs),
-        "imports_s": sum(
-            (j.get("extra", {}).get("imports") or {}).get("wall_s", 0.0) for j in jobs
-        ),
+        "jobs": sum(r[0] for r in by_status.values()),
+        "job_s": sum(r[2] for r in by_status.values()),
+        "imports_s": sum(r[3] for r in by_status.values()),
         "retired": dict(retired),
         "cases": sum(len(m.get("tests_run") or []) for m in rows),
         "killed_cases": sum(len(m.get("tests_run") or []) for m in killed),

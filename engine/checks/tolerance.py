@@ -10,8 +10,8 @@ the atol at the call's rtol, else the rtol at its atol, else an atol with rtol 0
 A round value between the two, with room on both sides, is a proposal; it is a kill
 condition only once checked: the test runs again with it in force at that line in that case
 (``Job.tighten``), the original on ``SEEDS`` seeds (it must pass every one) and the survivor
-(it must fail there), each running that case alone. A checked proposal makes the survivor ``hidden by tolerance``
-(``survivor_kinds``); otherwise the row says what was observed and that no tolerance was
+(it must fail there), each running that case alone. A checked proposal makes the survivor
+``hidden by tolerance`` (``survivor_kinds``); otherwise the row says what was observed and that no tolerance was
 shown to separate them. Nothing here changes a verdict or a score: it explains survivors
 and proposes a test change.
 """
