@@ -49,7 +49,7 @@ def _one(name: str, site: str, args: list[str], out: str) -> dict:
         )
     wall = time.perf_counter() - start
     rows = json.load(open(report))["mutants"] if os.path.exists(report) else []
-    by_status, retired = split(cache_dir)  # per status: [jobs, cases, wall, imports, in cases]
+    by_status, retired = split(cache_dir)[:2]  # per status: [jobs, cases, wall, imports, ...]
     killed = [m for m in rows if m["verdict"] == "killed"]
     return {
         "name": name,

@@ -29,6 +29,8 @@ import time
 from types import ModuleType
 from typing import Any
 
+from . import compiles
+
 
 def load_as(name: str, path: str) -> Any:
     """The file ``path`` imported as the module ``name`` (in ``sys.modules`` while it
@@ -256,6 +258,7 @@ class Coverage:
     def pytest_runtest_call(self, item: Any) -> None:
         item._mutant_gate_start = time.perf_counter()
         item._mutant_gate_cpu = time.process_time()
+        item._mutant_gate_compiles = compiles.mark()
 
     def pytest_runtest_teardown(self, item: Any) -> None:
         start = getattr(item, "_mutant_gate_start", None)
@@ -265,6 +268,8 @@ class Coverage:
             "duration_s": round(time.perf_counter() - start, 6) if start else 0.0,
             # what a mutant's CPU-time limit counts (the process's threads)
             "cpu_s": round(time.process_time() - item._mutant_gate_cpu, 6) if start else 0.0,
+            # its kernels' compiles, where any (compiled mode)
+            **(compiles.since(item._mutant_gate_compiles) if start else {}),
         }
         # forgotten here too: a case skipped in its setup never reaches this plugin's
         # setup hook, and would otherwise be recorded with the case before it's launches

@@ -35,6 +35,7 @@ from . import (
     bounds,
     closeness,
     closeness_helpers,
+    compiles,
     imports,
     null_run,
     parity,
@@ -621,7 +622,7 @@ def run_checks(job: Job, workdir: str) -> JobResult:
     traced = job.trace_lines and job.mode == "interpret" and job.project is None
     project = job.project or {}
     own = (workdir, *(project[k] for k in ("root", "import_root") if project.get(k)))
-    with imports.Clock(own) as clock:
+    with imports.Clock(own) as clock, compiles.Compiles() as compiled:
         if traced:
             with LineTrace(os.path.join(workdir, job.files[0][0])) as trace:
                 result = _run_checks(job, workdir)
@@ -629,6 +630,7 @@ def run_checks(job: Job, workdir: str) -> JobResult:
         else:
             result = _run_checks(job, workdir)
     result.extra.update(clock.record())
+    result.extra.update(compiled.record())
     return result
 
 
