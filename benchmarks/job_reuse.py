@@ -49,7 +49,8 @@ def _one(name: str, site: str, args: list[str], out: str) -> dict:
         )
     wall = time.perf_counter() - start
     rows = json.load(open(report))["mutants"] if os.path.exists(report) else []
-    by_status, retired = split(cache_dir)[:2]  # per status: [jobs, cases, wall, imports, ...]
+    tally = split(cache_dir)
+    by_status, retired = tally.rows, tally.retired  # per status: [jobs, cases, wall, ...]
     killed = [m for m in rows if m["verdict"] == "killed"]
     return {
         "name": name,
@@ -58,6 +59,9 @@ def _one(name: str, site: str, args: list[str], out: str) -> dict:
         "jobs": sum(r[0] for r in by_status.values()),
         "job_s": sum(r[2] for r in by_status.values()),
         "imports_s": sum(r[3] for r in by_status.values()),
+        "compiles": sum(r[5] for r in by_status.values()),
+        "compile_s": sum(r[6] for r in by_status.values()),
+        "same_ir": tally.reused,
         "retired": dict(retired),
         "cases": sum(len(m.get("tests_run") or []) for m in rows),
         "killed_cases": sum(len(m.get("tests_run") or []) for m in killed),
@@ -70,7 +74,8 @@ def _line(run: dict) -> str:
     per_kill = run["killed_cases"] / max(1, run["killed"])
     return (
         f"{run['name']:>10}: rc {run['rc']}, wall {run['wall_s']:.1f} s, {run['jobs']} jobs "
-        f"{run['job_s']:.0f} s, imports {run['imports_s']:.0f} s, cases run {run['cases']} "
+        f"{run['job_s']:.0f} s, imports {run['imports_s']:.0f} s, {run['compiles']} compiles "
+        f"{run['compile_s']:.0f} s, {run['same_ir']} took a same-IR binary, cases run {run['cases']} "
         f"({per_kill:.1f} a killed mutant, {run['killed']} killed), "
         f"{len(run['verdicts'])} verdicts; retired {run['retired']}"
     )
@@ -103,7 +108,8 @@ def main() -> None:
         print(
             f"round: new/old wall {new['wall_s'] / old['wall_s']:.2f}x, job seconds "
             f"{new['job_s'] / max(1e-9, old['job_s']):.2f}x, imports "
-            f"{new['imports_s'] / max(1e-9, old['imports_s']):.2f}x, cases run "
+            f"{new['imports_s'] / max(1e-9, old['imports_s']):.2f}x, compile seconds "
+            f"{new['compile_s'] / max(1e-9, old['compile_s']):.2f}x, cases run "
             f"{new['cases'] / max(1, old['cases']):.2f}x; verdicts differ on {len(differ)} of "
             f"{len(old['verdicts'])}: {differ[:10]}"
         )

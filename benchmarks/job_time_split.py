@@ -28,6 +28,8 @@ class Split(NamedTuple):
     stages: Counter
     #: the three longest jobs: (wall s, cases, compiles, compile s)
     longest: list[tuple[float, int, int, float]]
+    #: compiles that took an earlier binary of the same IR (``harness/same_ir.py``)
+    reused: int
 
 
 def _cache_dir(path: str) -> str:
@@ -48,6 +50,7 @@ def split(cache_dir: str) -> Split:
     retired: Counter = Counter()
     stages: Counter = Counter()
     longest: list[tuple[float, int, int, float]] = []
+    reused = 0
     with diskcache.Cache(cache_dir) as cache:
         for key in cache.iterkeys():
             if not str(key).startswith("job"):
@@ -65,6 +68,7 @@ def split(cache_dir: str) -> Split:
             row[5] += compiled.get("count", 0)
             row[6] += compiled.get("seconds", 0.0)
             stages.update(compiled.get("stages") or {})
+            reused += compiled.get("same_ir", 0)
             longest.append(
                 (
                     result.get("duration_s", 0.0),
@@ -76,12 +80,12 @@ def split(cache_dir: str) -> Split:
             why = (extra.get("runner") or {}).get("retired")
             if why:
                 retired[" ".join(str(why).split()[:4])] += 1
-    return Split(rows, retired, stages, sorted(longest, reverse=True)[:3])
+    return Split(rows, retired, stages, sorted(longest, reverse=True)[:3], reused)
 
 
 def main() -> None:
     for path in sys.argv[1:]:
-        rows, retired, stages, longest = split(_cache_dir(path))
+        rows, retired, stages, longest, reused = split(_cache_dir(path))
         total = sum(r[2] for r in rows.values()) or 1.0
         print(f"{path}:")
         for status, (jobs, cases, wall, imports, inside, n, compiling) in sorted(rows.items()):
@@ -91,6 +95,7 @@ def main() -> None:
                 f"{n:5.0f} compiles {compiling:7.0f} s ({compiling / max(wall, 1e-9):4.0%})"
             )
         print("  compile s by stage: " + ", ".join(f"{k} {v:.0f}" for k, v in stages.items()))
+        print(f"  compiles that took an earlier binary of the same IR: {reused}")
         print(f"  runners retired: {dict(retired)}")
         for wall, cases, n, compiling in longest:
             print(f"  a longest job: {wall:.0f} s, {cases} cases, {n} compiles {compiling:.0f} s")

@@ -326,3 +326,44 @@ def test_a_compiled_run_reports_its_gpus(tmp_path):
     assert gpus and sum(g["jobs"] for g in gpus) >= len(report["mutants"])
     assert "per GPU: slot 0" in proc.stdout
     assert report["sandbox"]["triton_cache"].startswith("shared by the warm runners")
+
+
+BRANCHED = textwrap.dedent("""
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def bump(x_ptr, n, BLOCK: tl.constexpr, SHIFT: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n)
+        if SHIFT:
+            x = x + {shift}
+        tl.store(x_ptr + offs, x * {scale}, mask=offs < n)
+
+
+    x = torch.ones(100, device="cuda")
+    bump[(1,)](x, 100, BLOCK=128, SHIFT=False)
+    torch.cuda.synchronize()
+    assert x.sum().item() == 200.0
+""")
+
+
+def test_a_mutant_whose_ir_is_the_originals_runs_the_originals_binary(compiled):
+    """A change in a branch the launch's constexpr cuts away leaves the IR as it was: the
+    job takes the original's binary (no compile past the first stage) and passes as the
+    original does; a change in the code that runs is compiled, and caught."""
+    original = compiled.run(job(BRANCHED.format(shift=1, scale=2)))
+    assert original.status is JobStatus.PASSED, original.error
+    # compiled here, or by an earlier run into the shared cache
+    built = original.extra["compiles"]
+    assert built["count"] + built["cached"] == 1 and "same_ir" not in built
+    dead = compiled.run(job(BRANCHED.format(shift=2, scale=2)))
+    assert dead.status is JobStatus.PASSED, dead.error
+    assert dead.extra["compiles"]["same_ir"] == 1
+    assert dead.extra["compiles"]["count"] == 0
+    live = compiled.run(job(BRANCHED.format(shift=1, scale=3)))
+    assert live.status is JobStatus.FAILED
+    built = live.extra["compiles"]
+    assert built["count"] + built["cached"] == 1 and "same_ir" not in built

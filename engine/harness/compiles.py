@@ -51,8 +51,12 @@ class Compiles:
         self.stages: dict[str, float] = {}
         self._knobs: Any = None
         self._before: Any = None
+        self._reused = (0, 0.0)
 
     def __enter__(self) -> Compiles:
+        from . import same_ir
+
+        self._reused = (same_ir.REUSED[0], same_ir.REUSED[1])
         self._knobs = _knobs()
         if self._knobs is not None and hasattr(self._knobs, "listener"):
             self._before = self._knobs.listener
@@ -81,8 +85,13 @@ class Compiles:
             self.stages[stage] = self.stages.get(stage, 0.0) + micros / 1e6
 
     def record(self) -> dict:
-        """The job's ``compiles`` section, or {} where Triton compiled nothing."""
-        if not (self.count or self.cached):
+        """The job's ``compiles`` section, or {} where Triton compiled nothing; ``same_ir``:
+        the compiles that took an earlier binary of the same IR (``same_ir.py``), and the
+        seconds they spent up to its first stage."""
+        from . import same_ir
+
+        reused = same_ir.REUSED[0] - self._reused[0]
+        if not (self.count or self.cached or reused):
             return {}
         return {
             "compiles": {
@@ -90,5 +99,10 @@ class Compiles:
                 "cached": self.cached,
                 "seconds": round(self.seconds, 4),
                 "stages": {k: round(v, 4) for k, v in self.stages.items()},
+                **(
+                    {"same_ir": reused, "same_ir_s": round(same_ir.REUSED[1] - self._reused[1], 4)}
+                    if reused
+                    else {}
+                ),
             }
         }

@@ -39,6 +39,7 @@ from . import (
     imports,
     null_run,
     parity,
+    same_ir,
     shims,
     tracebacks,
     xfail,
@@ -678,6 +679,7 @@ def _prepare(job: Job) -> None:
         bounds.set_poison(job.poison_undefined)
         bounds.set_races(job.trace_races)
     else:  # compiled: the warm runner (or a child of its own) holds the CUDA context
+        same_ir.install()  # a kernel whose IR is one compiled before takes that binary
         shims.install()
         shims.reset_used()
     if job.autotune_config:
