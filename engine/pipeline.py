@@ -23,6 +23,7 @@ from mutant_gate.cache import Store
 from . import predictions, steady
 from .baseline import judge_own_check, own_check_record, run_baseline
 from .checks import ALWAYS, CHECKS
+from .checks.harness_jobs import selected
 from .errors import BadInput
 from .estimate import Watch
 from .events import (
@@ -329,14 +330,15 @@ class Run:
             self.ledger.put_section("judged_by", {f: ctx.judged_by(f) for f in functions})
         phase = time.perf_counter()
         ahead = [s for s in stages if s.phase != BEFORE_MUTANTS and s.ahead is not None]
+        functions: set[str | None] = set()  # those a survivor of has started the ahead jobs
         for event in self._run_mutants(
             reached, done=len(targets) - len(reached), total=len(targets)
         ):
             yield event
-            if ahead and _a_survivor(event):
+            if ahead and _a_survivor(event) and (f := selected(event.mutant)) not in functions:
+                functions.add(f)  # the first survivor of each function: its jobs start now
                 for stage in ahead:
                     stage.ahead(ctx)
-                ahead = []
             if null_run is not None:
                 yield from null_run.ready()
         self.mutants_wall_s += time.perf_counter() - phase

@@ -45,8 +45,9 @@ class Stage:
     phase: str = SURVIVORS
     #: starts the jobs of the original alone that the stage's run will ask for first
     #: (survivors phase; ``StageContext.start_ahead``): the driver calls it beside the
-    #: mutant phase once its first survivor is known, and the stage's own call for those
-    #: jobs takes their results (``JobRunner.ahead``)
+    #: mutant phase at the first survivor of each function (a job started already is not
+    #: started again), and the stage's own call for those jobs takes their results
+    #: (``JobRunner.ahead``)
     ahead: Callable[[StageContext], None] | None = None
 
     def targets(self, ctx: StageContext, mutants: list[Mutant] | None = None) -> list[Mutant]:

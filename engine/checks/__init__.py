@@ -23,7 +23,7 @@ from ..vocabulary import Verdict
 from .big_index import big_index_stage
 from .claims import claims_stage
 from .diff_oracle import diff_oracle_stage
-from .tolerance import UsersSurvivors, tolerance_stage
+from .tolerance import UsersSurvivors, tolerance_ahead, tolerance_stage
 
 __all__ = ["ALWAYS", "CHECKS", "DEFAULT_TARGETS", "parse_targets"]
 
@@ -49,7 +49,9 @@ CHECKS: dict[str, Stage] = {
     "claims": Stage("claims", claims_stage),
     "diff-oracle": Stage("diff-oracle", diff_oracle_stage, (Verdict.SURVIVED, Verdict.EQUIVALENT)),
     # the survivors of the user's tests: those a written test killed too
-    "tolerance": UsersSurvivors("tolerance", tolerance_stage, (Verdict.SURVIVED, Verdict.KILLED)),
+    "tolerance": UsersSurvivors(
+        "tolerance", tolerance_stage, (Verdict.SURVIVED, Verdict.KILLED), ahead=tolerance_ahead
+    ),
 }
 #: Checks that run whatever the flags say.
 ALWAYS = frozenset({"big-index", "claims"})

@@ -414,6 +414,15 @@ def survivors_of_the_users_tests(ctx: StageContext, mutants: list[Mutant]) -> li
     ]
 
 
+def tolerance_ahead(ctx: StageContext) -> None:
+    """The original's jobs the stage asks for first (one per function with a survivor
+    known now), started beside the mutant phase: the stage waited for them after the last
+    mutant otherwise (on an H100, 74-90 s of a Liger module's 240-480 s run)."""
+    known = [m for m in ctx.mutants if ctx.ledger.verdict(m.id) is Verdict.SURVIVED]
+    firsts = {harness_jobs.selected(m): m for m in reversed(known) if ctx.ledger.reached(m.id)}
+    ctx.start_ahead(original_job(ctx, m) for m in firsts.values())
+
+
 @dataclass(frozen=True)
 class UsersSurvivors(Stage):
     """A stage over the survivors of the user's tests: it runs only where there is one."""
