@@ -116,3 +116,49 @@ def test_locations_go_and_nothing_else():
         "  }\n"
         "}\n"
     )
+
+
+GONE = """
+import importlib, json, shutil, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from mutant_gate.engine.harness import same_ir
+
+same_ir.install()
+
+def build(where):
+    sys.path.insert(0, where)
+    sys.modules.pop("kern", None)
+    kern = importlib.import_module("kern")
+    sys.path.remove(where)
+    sig = {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr", "FLAG": "constexpr"}
+    return triton.compiler.compile(
+        ASTSource(kern.scale, sig, {(2,): 16, (3,): False}), GPUTarget("cuda", 80, 32)
+    )
+
+first = build(sys.argv[1])
+shutil.rmtree(first.metadata_group[next(iter(first.metadata_group))].rsplit("/", 1)[0])
+second = build(sys.argv[2])  # the same IR, its earlier binary gone: compiled, stored anew
+third = build(sys.argv[3])  # the same IR again: takes the second's
+print(json.dumps({"reused": same_ir.REUSED[0], "third_is_second": third.hash == second.hash,
+                  "second_is_first": second.hash == first.hash}))
+"""
+
+
+def test_an_earlier_binary_gone_from_the_cache_is_compiled_again_and_stored(tmp_path):
+    texts = {"a": ORIGINAL, "b": MUTANT, "c": ORIGINAL.replace("x = x + 1", "x = x * 3")}
+    for name, text in texts.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "kern.py").write_text(text)
+    env = {**os.environ, "TRITON_INTERPRET": "0", "TRITON_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", GONE, *(str(tmp_path / n) for n in texts)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"reused": 1, "third_is_second": True, "second_is_first": False}

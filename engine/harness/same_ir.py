@@ -126,16 +126,14 @@ def _watch(stage: Any, backend: Any) -> Any:
     def ttir(module: Any, metadata: dict) -> Any:
         settings = dict(metadata)
         out = stage(module, metadata)
-        if getattr(_LOCAL, "off", False):
-            return out
         try:
             key = ir_key(out, settings, backend)
         except Exception:  # noqa: BLE001 - no key: the compile goes on as it was
             return out
-        entry = _lookup(key)
+        entry = None if getattr(_LOCAL, "off", False) else _lookup(key)
         if entry is not None and entry.get("hash") != metadata.get("hash"):
             raise _SameIR(entry)
-        _PENDING[str(metadata.get("hash"))] = key
+        _PENDING[str(metadata.get("hash"))] = key  # this compile's binary, for the next
         return out
 
     return ttir
@@ -182,7 +180,7 @@ def install() -> None:
                 REUSED[0] += 1
                 REUSED[1] += time.perf_counter() - start
                 return kernel
-            _LOCAL.off = True  # the earlier binary is gone: compile this one as it was
+            _LOCAL.off = True  # the earlier binary is gone: compile this one, stored anew
             try:
                 kernel = original(src, *args, **kwargs)
             finally:
