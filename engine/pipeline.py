@@ -23,7 +23,6 @@ from mutant_gate.cache import Store
 from . import predictions, steady
 from .baseline import judge_own_check, own_check_record, run_baseline
 from .checks import ALWAYS, CHECKS
-from .checks.harness_jobs import selected
 from .errors import BadInput
 from .estimate import Watch
 from .events import (
@@ -48,7 +47,7 @@ from .records import Mutant, Verdict
 from .report import build_report, check_bound, mutant_row
 from .sandbox import Sandbox
 from .settings import KEY_VARIABLES, RunSettings
-from .stage import BEFORE_MUTANTS, Stage, StageContext
+from .stage import BEFORE_MUTANTS, Stage, StageContext, ahead_caller
 from .verdicts import Ledger, decide
 from .writers import ModelSession, stage2_stage, writer_stages
 
@@ -122,10 +121,6 @@ def _deciding_config(ordered: list[tuple[JobResult, bool]]) -> int:
     """The first autotune config whose result does not let the mutant survive, else the last."""
     killing = (c for c, r in enumerate(ordered) if decide(r[0])[0] is not Verdict.SURVIVED)
     return next(killing, len(ordered) - 1)
-
-
-def _a_survivor(event: Event) -> bool:
-    return isinstance(event, MutantFinished) and event.outcome.verdict is Verdict.SURVIVED
 
 
 class _Beside:
@@ -329,16 +324,12 @@ class Run:
             functions = sorted({m.function for m in targets})
             self.ledger.put_section("judged_by", {f: ctx.judged_by(f) for f in functions})
         phase = time.perf_counter()
-        ahead = [s for s in stages if s.phase != BEFORE_MUTANTS and s.ahead is not None]
-        functions: set[str | None] = set()  # those a survivor of has started the ahead jobs
+        saw = ahead_caller(ctx, stages)
         for event in self._run_mutants(
             reached, done=len(targets) - len(reached), total=len(targets)
         ):
             yield event
-            if ahead and _a_survivor(event) and (f := selected(event.mutant)) not in functions:
-                functions.add(f)  # the first survivor of each function: its jobs start now
-                for stage in ahead:
-                    stage.ahead(ctx)
+            saw(event)
             if null_run is not None:
                 yield from null_run.ready()
         self.mutants_wall_s += time.perf_counter() - phase

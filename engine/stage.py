@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from mutant_gate.cache import Store
 
-from .events import Event, MutantUpdated
+from .events import Event, MutantFinished, MutantUpdated
 from .job import Check, CheckKind, Job, JobResult
 from .jobs import JobEvent, JobRunner
 from .kernel_file import EXTRA_TESTS, OWN_CHECK, KernelFile, TestFile
@@ -434,3 +434,24 @@ def select_tests(
             speed = speed_class(sum(seconds.values()))
             chosen.append((speed, n, replace(check, select=tuple(order))))
     return (*own, *(check for *_, check in sorted(chosen, key=lambda c: c[:2])))
+
+
+def ahead_caller(ctx: StageContext, stages: list[Stage]) -> Callable[[Event], None]:
+    """What the driver calls with each event of the mutant phase: at the first survivor of
+    each function (the cases that judge it: ``harness_jobs.selected``), the ``ahead`` of
+    every survivors-phase stage that has one."""
+    from .checks.harness_jobs import selected
+
+    ahead = [s for s in stages if s.phase != BEFORE_MUTANTS and s.ahead is not None]
+    seen: set[str | None] = set()
+
+    def saw(event: Event) -> None:
+        if not ahead or not isinstance(event, MutantFinished):
+            return
+        function = selected(event.mutant)
+        if event.outcome.verdict is Verdict.SURVIVED and function not in seen:
+            seen.add(function)
+            for stage in ahead:
+                stage.ahead(ctx)
+
+    return saw

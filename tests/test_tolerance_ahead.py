@@ -14,7 +14,7 @@ from mutant_gate.engine.settings import RunSettings
 from mutant_gate.engine.stage import StageContext
 from mutant_gate.engine.verdicts import Ledger
 
-from .test_tolerance_check import KERNEL, TESTS
+from .test_tolerance_check import KERNEL, OWN_CHECK, TESTS
 
 
 class _Counting:
@@ -64,3 +64,38 @@ def test_the_stage_takes_the_original_job_started_ahead(sandbox, tmp_path):
     assert counting.ran.count(started) == 1, counting.ran
     assert len(set(counting.ran)) == len(counting.ran) > 1, counting.ran
     assert ledger.row(survivor.id, "tolerance") is not None
+
+
+def test_the_driver_calls_ahead_at_the_first_survivor_of_each_function(tmp_path):
+    from dataclasses import replace
+
+    from mutant_gate.engine.events import MutantFinished
+    from mutant_gate.engine.records import MutantOutcome, Verdict
+    from mutant_gate.engine.stage import BEFORE_MUTANTS, Stage, ahead_caller
+
+    (tmp_path / "shifted.py").write_text(KERNEL + OWN_CHECK)
+    settings = RunSettings(kernel_path=str(tmp_path / "shifted.py"))
+    _, mutants, _, _ = load(settings)
+    calls: list[str] = []
+    stages = [
+        Stage("a", lambda ctx, ms: iter(()), ahead=lambda ctx: calls.append("a")),
+        Stage("b", lambda ctx, ms: iter(())),  # no ahead
+        Stage(
+            "c", lambda ctx, ms: iter(()), phase=BEFORE_MUTANTS, ahead=lambda ctx: calls.append("c")
+        ),
+    ]
+    saw = ahead_caller(None, stages)
+    m = mutants[0]
+
+    def finished(mutant, verdict):
+        return MutantFinished(mutant, MutantOutcome(mutant.id, verdict, None, "", 0.0, False), 1, 1)
+
+    saw(finished(m, Verdict.KILLED))
+    assert calls == []  # a kill starts nothing
+    saw(finished(m, Verdict.SURVIVED))
+    saw(finished(mutants[1], Verdict.SURVIVED))  # the same function again
+    assert calls == ["a"]  # the survivors-phase stage's, once
+    saw(finished(replace(m, function="other_kernel"), Verdict.SURVIVED))
+    saw(finished(replace(m, in_launcher=True), Verdict.SURVIVED))  # every case judges it
+    saw(finished(replace(mutants[1], in_launcher=True), Verdict.SURVIVED))
+    assert calls == ["a", "a", "a"]
