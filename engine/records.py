@@ -55,6 +55,11 @@ class Mutant:
     def to_json(self) -> dict:
         return asdict(self)
 
+    @property
+    def judging_function(self) -> str | None:
+        """The function whose test cases judge this mutant (None, every case: a launcher's)."""
+        return None if self.in_launcher else self.function
+
     @staticmethod
     def make_id(
         operator: str, line: int, col: int, end_line: int, end_col: int, source: str

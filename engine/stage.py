@@ -438,17 +438,15 @@ def select_tests(
 
 def ahead_caller(ctx: StageContext, stages: list[Stage]) -> Callable[[Event], None]:
     """What the driver calls with each event of the mutant phase: at the first survivor of
-    each function (the cases that judge it: ``harness_jobs.selected``), the ``ahead`` of
+    each function (the cases that judge it: ``Mutant.judging_function``), the ``ahead`` of
     every survivors-phase stage that has one."""
-    from .checks.harness_jobs import selected
-
     ahead = [s for s in stages if s.phase != BEFORE_MUTANTS and s.ahead is not None]
     seen: set[str | None] = set()
 
     def saw(event: Event) -> None:
         if not ahead or not isinstance(event, MutantFinished):
             return
-        function = selected(event.mutant)
+        function = event.mutant.judging_function
         if event.outcome.verdict is Verdict.SURVIVED and function not in seen:
             seen.add(function)
             for stage in ahead:

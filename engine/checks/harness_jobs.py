@@ -33,7 +33,7 @@ def checks_job(ctx: StageContext, source: str | None, function: str | None = Non
 
 def selected(mutant) -> str | None:
     """The function whose test cases judge ``mutant`` (None, every case: a launcher's)."""
-    return None if mutant.in_launcher else mutant.function
+    return mutant.judging_function
 
 
 def harness_job(ctx: StageContext, entry: str, name: str, request: dict, timeout_s: float) -> Job:
