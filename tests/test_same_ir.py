@@ -162,3 +162,46 @@ def test_an_earlier_binary_gone_from_the_cache_is_compiled_again_and_stored(tmp_
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out == {"reused": 1, "third_is_second": True, "second_is_first": False}
+
+
+BOUND_BEFORE = """
+import importlib, json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from mutant_gate.engine.harness import same_ir
+
+same_ir.install()
+
+def source(where):
+    sys.path.insert(0, where)
+    sys.modules.pop("kern", None)
+    kern = importlib.import_module("kern")
+    sys.path.remove(where)
+    sig = {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr", "FLAG": "constexpr"}
+    return ASTSource(kern.scale, sig, {(2,): 16, (3,): False})
+
+target = GPUTarget("cuda", 80, 32)
+first = triton.compiler.compile(source(sys.argv[1]), target)
+# the name Triton bound before the install: the same IR, compiled as it was, no stop
+again = triton.compile(source(sys.argv[2]), target)
+print(json.dumps({"reused": same_ir.REUSED[0], "own": again.hash != first.hash,
+                  "patched": triton.compile is not triton.compiler.compile}))
+"""
+
+
+def test_a_compile_through_a_name_bound_before_the_install_runs_as_it_was(tmp_path):
+    for name, text in (("original", ORIGINAL), ("mutant", MUTANT)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "kern.py").write_text(text)
+    env = {**os.environ, "TRITON_INTERPRET": "0", "TRITON_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", BOUND_BEFORE, str(tmp_path / "original"), str(tmp_path / "mutant")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"reused": 0, "own": True, "patched": True}

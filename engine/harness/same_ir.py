@@ -126,6 +126,8 @@ def _watch(stage: Any, backend: Any) -> Any:
     def ttir(module: Any, metadata: dict) -> Any:
         settings = dict(metadata)
         out = stage(module, metadata)
+        if not getattr(_LOCAL, "watching", False):  # a compile not through ``install``'s
+            return out
         try:
             key = ir_key(out, settings, backend)
         except Exception:  # noqa: BLE001 - no key: the compile goes on as it was
@@ -151,16 +153,22 @@ def _earlier(entry: dict, src: Any) -> Any:
 
 
 def install() -> None:
-    """Watch every compile's ``ttir`` stage in this process (once)."""
-    import triton.compiler as package
-    from triton.backends import backends
-    from triton.compiler import compiler
+    """Watch every compile's ``ttir`` stage in this process (once); a Triton laid out
+    otherwise is left as it is."""
+    try:
+        import triton.compiler as package
+        from triton.backends import backends
+        from triton.compiler import compiler
+    except ImportError:
+        return
 
     if getattr(compiler.compile, "_mutant_gate_same_ir", False):
         return
     for backend in backends.values():
-        cls = backend.compiler
-        add_stages = cls.add_stages
+        cls = getattr(backend, "compiler", None)
+        add_stages = getattr(cls, "add_stages", None)
+        if add_stages is None:
+            continue
 
         def watched(self: Any, stages: dict, options: Any, *rest: Any, _add: Any = add_stages):
             _add(self, stages, options, *rest)
@@ -173,7 +181,7 @@ def install() -> None:
     def compile(src: Any, *args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         try:
-            kernel = original(src, *args, **kwargs)
+            kernel = _watched(original, src, *args, **kwargs)
         except _SameIR as same:
             kernel = _reuse(same.entry, src)
             if kernel is not None:
@@ -182,7 +190,7 @@ def install() -> None:
                 return kernel
             _LOCAL.off = True  # the earlier binary is gone: compile this one, stored anew
             try:
-                kernel = original(src, *args, **kwargs)
+                kernel = _watched(original, src, *args, **kwargs)
             finally:
                 _LOCAL.off = False
         key = _PENDING.pop(str(getattr(kernel, "hash", None)), None)
@@ -193,6 +201,17 @@ def install() -> None:
     compile._mutant_gate_same_ir = True  # type: ignore[attr-defined]
     compiler.compile = compile
     package.compile = compile
+
+
+def _watched(original: Any, *args: Any, **kwargs: Any) -> Any:
+    """``original(...)`` with this thread's ``ttir`` stages watched: only a compile through
+    the installed ``compile`` may stop at its first stage (one through a name bound before,
+    ``triton.compile``, runs as it was)."""
+    _LOCAL.watching = True
+    try:
+        return original(*args, **kwargs)
+    finally:
+        _LOCAL.watching = False
 
 
 def _reuse(entry: dict, src: Any) -> Any:
