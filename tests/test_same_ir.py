@@ -27,45 +27,61 @@ def scale(x_ptr, n, BLOCK: tl.constexpr, FLAG: tl.constexpr):
 # a mutant in the branch FLAG cuts away when False: the same IR there, not when True
 MUTANT = ORIGINAL.replace("x = x + 1", "x = x - 1")
 
-SCRIPT = """
-import importlib, json, sys
+#: every script's start: the watch installed, and ``source(where, flag)``, the ASTSource of
+#: the copy of ``kern.py`` in the folder ``where`` (imported afresh) for FLAG=flag
+PRELUDE = """
+import importlib, json, shutil, sys
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from mutant_gate.engine.harness import compiles, same_ir
 
 same_ir.install()
-same_ir.install()  # twice: still one watch
+target = GPUTarget("cuda", 80, 32)
 
-def build(where, flag):
+def load(where):
     sys.path.insert(0, where)
     sys.modules.pop("kern", None)
     kern = importlib.import_module("kern")
     sys.path.remove(where)
-    sig = {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr", "FLAG": "constexpr"}
-    source = ASTSource(kern.scale, sig, {(2,): 16, (3,): flag})
-    return kern, triton.compiler.compile(source, GPUTarget("cuda", 80, 32))
+    return kern
 
+def source(where, flag=False):
+    sig = {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr", "FLAG": "constexpr"}
+    return ASTSource(load(where).scale, sig, {(2,): 16, (3,): flag})
+"""
+
+BOTH_FLAGS = """
+same_ir.install()  # twice: still one watch
 out = {}
 with compiles.Compiles() as clock:
-    _, off = build(sys.argv[1], False)
-    _, on = build(sys.argv[1], True)
-    mutant, off_m = build(sys.argv[2], False)
-    _, on_m = build(sys.argv[2], True)
-out["fresh"] = clock.count
+    off = triton.compiler.compile(source(sys.argv[1], False), target)
+    on = triton.compiler.compile(source(sys.argv[1], True), target)
+    mutant_off = source(sys.argv[2], False)
+    off_m = triton.compiler.compile(mutant_off, target)
+    on_m = triton.compiler.compile(source(sys.argv[2], True), target)
+out["fresh"] = clock.record()["compiles"]["count"]
 out["reused"] = same_ir.REUSED[0]
 out["off_same_binary"] = off_m.asm["cubin"] == off.asm["cubin"]
 out["off_same_hash"] = off_m.hash == off.hash
-out["off_src_is_mutant"] = off_m.src.fn is mutant.scale
+out["off_src_is_mutant"] = off_m.src.fn is mutant_off.fn
 out["on_same_binary"] = on_m.asm["cubin"] == on.asm["cubin"]
 print(json.dumps(out))
 """
 
 
-def _run(tmp_path, *dirs: str) -> dict:
+def _run(tmp_path, script: str, *texts: str) -> dict:
+    """``PRELUDE + script`` in a fresh process, its arguments the folders it wrote each of
+    ``texts`` into as ``kern.py``; the JSON its last line prints."""
+    folders = []
+    for n, text in enumerate(texts):
+        folder = tmp_path / f"k{n}"
+        folder.mkdir(exist_ok=True)
+        (folder / "kern.py").write_text(text)
+        folders.append(str(folder))
     env = {**os.environ, "TRITON_INTERPRET": "0", "TRITON_CACHE_DIR": str(tmp_path / "cache")}
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, *dirs],
+        [sys.executable, "-c", PRELUDE + script, *folders],
         env=env,
         capture_output=True,
         text=True,
@@ -76,10 +92,7 @@ def _run(tmp_path, *dirs: str) -> dict:
 
 
 def test_a_mutant_the_specialisation_cuts_away_takes_the_originals_binary(tmp_path):
-    for name, text in (("original", ORIGINAL), ("mutant", MUTANT)):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "kern.py").write_text(text)
-    out = _run(tmp_path, str(tmp_path / "original"), str(tmp_path / "mutant"))
+    out = _run(tmp_path, BOTH_FLAGS, ORIGINAL, MUTANT)
     # FLAG=False: the mutant's IR is the original's: no compile past the first stage, the
     # original's very binary and cache entry, launched as the mutant's own function
     assert out["reused"] == 1
@@ -90,9 +103,7 @@ def test_a_mutant_the_specialisation_cuts_away_takes_the_originals_binary(tmp_pa
 
 
 def test_the_same_source_twice_is_one_compile_and_no_reuse(tmp_path):
-    (tmp_path / "original").mkdir()
-    (tmp_path / "original" / "kern.py").write_text(ORIGINAL)
-    out = _run(tmp_path, str(tmp_path / "original"), str(tmp_path / "original"))
+    out = _run(tmp_path, BOTH_FLAGS, ORIGINAL, ORIGINAL)
     # Triton's own cache answers the second time: nothing for the watch to do
     assert (out["fresh"], out["reused"]) == (2, 0)
 
@@ -119,69 +130,23 @@ def test_locations_go_and_nothing_else():
 
 
 GONE = """
-import importlib, json, shutil, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from mutant_gate.engine.harness import same_ir
-
-same_ir.install()
-
-def build(where):
-    sys.path.insert(0, where)
-    sys.modules.pop("kern", None)
-    kern = importlib.import_module("kern")
-    sys.path.remove(where)
-    sig = {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr", "FLAG": "constexpr"}
-    return triton.compiler.compile(
-        ASTSource(kern.scale, sig, {(2,): 16, (3,): False}), GPUTarget("cuda", 80, 32)
-    )
-
-first = build(sys.argv[1])
+first = triton.compiler.compile(source(sys.argv[1]), target)
 shutil.rmtree(first.metadata_group[next(iter(first.metadata_group))].rsplit("/", 1)[0])
-second = build(sys.argv[2])  # the same IR, its earlier binary gone: compiled, stored anew
-third = build(sys.argv[3])  # the same IR again: takes the second's
+# the same IR, its earlier binary gone: compiled, stored anew
+second = triton.compiler.compile(source(sys.argv[2]), target)
+third = triton.compiler.compile(source(sys.argv[3]), target)  # the same IR again: the second's
 print(json.dumps({"reused": same_ir.REUSED[0], "third_is_second": third.hash == second.hash,
                   "second_is_first": second.hash == first.hash}))
 """
 
 
 def test_an_earlier_binary_gone_from_the_cache_is_compiled_again_and_stored(tmp_path):
-    texts = {"a": ORIGINAL, "b": MUTANT, "c": ORIGINAL.replace("x = x + 1", "x = x * 3")}
-    for name, text in texts.items():
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "kern.py").write_text(text)
-    env = {**os.environ, "TRITON_INTERPRET": "0", "TRITON_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run(
-        [sys.executable, "-c", GONE, *(str(tmp_path / n) for n in texts)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    other = ORIGINAL.replace("x = x + 1", "x = x * 3")
+    out = _run(tmp_path, GONE, ORIGINAL, MUTANT, other)
     assert out == {"reused": 1, "third_is_second": True, "second_is_first": False}
 
 
 BOUND_BEFORE = """
-import importlib, json, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from mutant_gate.engine.harness import same_ir
-
-same_ir.install()
-
-def source(where):
-    sys.path.insert(0, where)
-    sys.modules.pop("kern", None)
-    kern = importlib.import_module("kern")
-    sys.path.remove(where)
-    sig = {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr", "FLAG": "constexpr"}
-    return ASTSource(kern.scale, sig, {(2,): 16, (3,): False})
-
-target = GPUTarget("cuda", 80, 32)
 first = triton.compiler.compile(source(sys.argv[1]), target)
 # the name Triton bound before the install: the same IR, compiled as it was, no stop
 again = triton.compile(source(sys.argv[2]), target)
@@ -191,17 +156,5 @@ print(json.dumps({"reused": same_ir.REUSED[0], "own": again.hash != first.hash,
 
 
 def test_a_compile_through_a_name_bound_before_the_install_runs_as_it_was(tmp_path):
-    for name, text in (("original", ORIGINAL), ("mutant", MUTANT)):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "kern.py").write_text(text)
-    env = {**os.environ, "TRITON_INTERPRET": "0", "TRITON_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run(
-        [sys.executable, "-c", BOUND_BEFORE, str(tmp_path / "original"), str(tmp_path / "mutant")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = _run(tmp_path, BOUND_BEFORE, ORIGINAL, MUTANT)
     assert out == {"reused": 0, "own": True, "patched": True}

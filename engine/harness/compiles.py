@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: everything the listener heard in this process: [compiles, cache hits, seconds]
+#: what the listener heard in this process: [fresh compiles, cache hits, seconds compiling]
 _TOTAL = [0, 0, 0.0]
 
 
@@ -27,7 +27,7 @@ def mark() -> tuple[int, int, float]:
 
 def since(start: tuple[int, int, float]) -> dict:
     """{"compiles": n, "compile_s": s} since ``start``, or {} where nothing was compiled."""
-    count = _TOTAL[0] - start[0] - (_TOTAL[1] - start[1])
+    count = _TOTAL[0] - start[0]
     if not count:
         return {}
     return {"compiles": count, "compile_s": round(_TOTAL[2] - start[2], 4)}
@@ -45,17 +45,16 @@ class Compiles:
     """While entered, Triton's compiles in this process: the job's ``compiles`` section."""
 
     def __init__(self) -> None:
-        self.count = 0
-        self.cached = 0
-        self.seconds = 0.0
         self.stages: dict[str, float] = {}
         self._knobs: Any = None
         self._before: Any = None
+        self._start = mark()
         self._reused = (0, 0.0)
 
     def __enter__(self) -> Compiles:
         from . import same_ir
 
+        self._start = mark()
         self._reused = (same_ir.REUSED[0], same_ir.REUSED[1])
         self._knobs = _knobs()
         if self._knobs is not None and hasattr(self._knobs, "listener"):
@@ -70,17 +69,12 @@ class Compiles:
     def _listen(self, **kwargs: Any) -> None:
         if self._before is not None:
             self._before(**kwargs)
-        times = kwargs.get("times")
         if kwargs.get("cache_hit"):
-            self.cached += 1
             _TOTAL[1] += 1
-            _TOTAL[0] += 1
             return
-        seconds = getattr(times, "total", 0) / 1e6
-        self.count += 1
-        self.seconds += seconds
+        times = kwargs.get("times")
         _TOTAL[0] += 1
-        _TOTAL[2] += seconds
+        _TOTAL[2] += getattr(times, "total", 0) / 1e6
         for stage, micros in getattr(times, "lowering_stages", ()):
             self.stages[stage] = self.stages.get(stage, 0.0) + micros / 1e6
 
@@ -90,14 +84,15 @@ class Compiles:
         seconds they spent up to its first stage."""
         from . import same_ir
 
+        count, cached, seconds = (now - then for now, then in zip(mark(), self._start, strict=True))
         reused = same_ir.REUSED[0] - self._reused[0]
-        if not (self.count or self.cached or reused):
+        if not (count or cached or reused):
             return {}
         return {
             "compiles": {
-                "count": self.count,
-                "cached": self.cached,
-                "seconds": round(self.seconds, 4),
+                "count": count,
+                "cached": cached,
+                "seconds": round(seconds, 4),
                 "stages": {k: round(v, 4) for k, v in self.stages.items()},
                 **(
                     {"same_ir": reused, "same_ir_s": round(same_ir.REUSED[1] - self._reused[1], 4)}

@@ -142,14 +142,16 @@ def _watch(stage: Any, backend: Any) -> Any:
 
 
 def _earlier(entry: dict, src: Any) -> Any:
-    """The earlier compile's kernel, from Triton's cache, for ``src``; None if gone."""
+    """The earlier compile's kernel, from Triton's cache, for ``src``; None if it is gone
+    or unreadable (then ``src`` is compiled instead)."""
     from triton.compiler.compiler import CompiledKernel
     from triton.runtime.cache import get_cache_manager
 
-    group = get_cache_manager(entry["hash"]).get_group(entry["json"])
-    if not group:
+    try:
+        group = get_cache_manager(entry["hash"]).get_group(entry["json"])
+        return CompiledKernel(src, group, entry["hash"]) if group else None
+    except Exception:  # noqa: BLE001 - an unreadable entry
         return None
-    return CompiledKernel(src, group, entry["hash"])
 
 
 def install() -> None:
@@ -183,7 +185,7 @@ def install() -> None:
         try:
             kernel = _watched(original, src, *args, **kwargs)
         except _SameIR as same:
-            kernel = _reuse(same.entry, src)
+            kernel = _earlier(same.entry, src)
             if kernel is not None:
                 REUSED[0] += 1
                 REUSED[1] += time.perf_counter() - start
@@ -212,10 +214,3 @@ def _watched(original: Any, *args: Any, **kwargs: Any) -> Any:
         return original(*args, **kwargs)
     finally:
         _LOCAL.watching = False
-
-
-def _reuse(entry: dict, src: Any) -> Any:
-    try:
-        return _earlier(entry, src)
-    except Exception:  # noqa: BLE001 - an unreadable entry: compile instead
-        return None
